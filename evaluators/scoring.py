@@ -1,0 +1,117 @@
+"""Public scoring API: one reply, many records, or a pandas DataFrame.
+
+Bad records never sink a batch: each gets its score or an explicit per-record error with
+the reason, and aggregates can skip the unscored ones knowingly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+import pandas as pd
+from pydantic import ValidationError
+
+from evaluators.heuristics import HeuristicEvaluator
+from evaluators.models import HeuristicResult, ReplyCase
+from evaluators.rubric import METRIC_NAMES, OVERALL
+
+METRIC_COLUMNS: tuple[str, ...] = (*METRIC_NAMES, OVERALL)
+
+
+@dataclass(frozen=True)
+class Unscored:
+    """A record that could not be scored, and why."""
+
+    id: str
+    error: str
+
+    def to_record(self) -> dict:
+        return {"id": self.id, "error": self.error}
+
+
+ScoreOutcome = HeuristicResult | Unscored
+
+
+@lru_cache(maxsize=1)
+def default_evaluator() -> HeuristicEvaluator:
+    """One evaluator per process: loading spaCy and compiling matchers is the costly part."""
+    return HeuristicEvaluator()
+
+
+def score_reply(
+    user_message: str,
+    response: str,
+    history: Sequence[str] = (),
+    *,
+    evaluator: HeuristicEvaluator | None = None,
+) -> HeuristicResult:
+    """Score one reply; raises ValueError for an empty reply."""
+    outcome = next(score_records([{"user_message": user_message, "response": response,
+                                   "history": list(history)}], evaluator=evaluator))
+    if isinstance(outcome, Unscored):
+        raise ValueError(outcome.error)
+    return outcome
+
+
+def validate_record(record: object, fallback_id: str) -> ReplyCase:
+    """A scoring record, or ValueError saying which field is wrong."""
+    if not isinstance(record, dict):
+        raise ValueError(f"expected a JSON object, got {type(record).__name__}")
+    try:
+        case = ReplyCase.model_validate(record)
+    except ValidationError as error:
+        details = "; ".join(
+            f"{'.'.join(str(p) for p in item['loc']) or 'record'}: {item['msg']}" for item in error.errors()
+        )
+        raise ValueError(details) from None
+    if not case.response.strip():
+        raise ValueError("response: empty or whitespace only, nothing to score")
+    return case if case.id else case.model_copy(update={"id": fallback_id})
+
+
+def score_records(
+    records: Iterable[object], *, evaluator: HeuristicEvaluator | None = None
+) -> Iterator[ScoreOutcome]:
+    """Score raw records in order; invalid ones come back as `Unscored` with the reason."""
+    evaluator = evaluator or default_evaluator()
+    pending: list[ReplyCase | Unscored] = []
+
+    def flush() -> Iterator[ScoreOutcome]:
+        cases = [item for item in pending if isinstance(item, ReplyCase)]
+        scored = iter(evaluator.score_cases(cases))
+        for item in pending:
+            yield next(scored) if isinstance(item, ReplyCase) else item
+        pending.clear()
+
+    for index, record in enumerate(records):
+        fallback_id = str(index)
+        try:
+            pending.append(validate_record(record, fallback_id))
+        except ValueError as error:
+            record_id = str(record.get("id", fallback_id)) if isinstance(record, dict) else fallback_id
+            pending.append(Unscored(record_id, str(error)))
+        if len(pending) >= 256:
+            yield from flush()
+    yield from flush()
+
+
+def score_frame(frame: pd.DataFrame, *, evaluator: HeuristicEvaluator | None = None) -> pd.DataFrame:
+    """DataFrame in (id, history, user_message, response), DataFrame out (one row per input).
+
+    Output columns: id, the six metrics, overall_quality, quality_level, flags (names),
+    evidence (per metric) and error (None when scored; metric cells are then NaN).
+    """
+    if "response" not in frame.columns:
+        raise ValueError("score_frame: the DataFrame needs a 'response' column")
+    records = frame.to_dict(orient="records")
+    rows = []
+    for outcome in score_records(records, evaluator=evaluator):
+        if isinstance(outcome, Unscored):
+            rows.append({"id": outcome.id, **{c: float("nan") for c in METRIC_COLUMNS},
+                         "quality_level": None, "flags": [], "evidence": {}, "error": outcome.error})
+        else:
+            record = outcome.to_record()
+            rows.append({**record, "flags": [flag["name"] for flag in record["flags"]], "error": None})
+    return pd.DataFrame(rows, columns=["id", *METRIC_COLUMNS, "quality_level", "flags", "evidence", "error"])

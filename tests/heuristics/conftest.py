@@ -1,0 +1,27 @@
+"""Shared fixtures for the metric tests: one evaluator (spaCy loads once per session)."""
+
+from __future__ import annotations
+
+import pytest
+
+from evaluators.models import HeuristicResult
+from evaluators.scoring import default_evaluator, score_reply
+
+
+@pytest.fixture(scope="session")
+def score():
+    """score(user, response, history=()) -> HeuristicResult, on the packaged rubric."""
+    evaluator = default_evaluator()
+
+    def _score(user: str, response: str, history: tuple[str, ...] = ()) -> HeuristicResult:
+        return score_reply(user, response, history, evaluator=evaluator)
+
+    return _score
+
+
+def indicators(result: HeuristicResult, metric: str) -> set[str]:
+    return {item.indicator for item in result.metrics[metric].evidence}
+
+
+def flags(result: HeuristicResult) -> set[str]:
+    return {flag.name for flag in result.flags}
