@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import IO, Annotated, BinaryIO
 
 import typer
+from rich import box
 from rich.console import Console, Group
 from rich.panel import Panel
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -134,13 +135,16 @@ def score_jsonl(stream: BinaryIO, evaluator: HeuristicEvaluator | None = None) -
 
 
 @contextmanager
-def _progress(enabled: bool) -> Iterator[Callable[[int, int], None]]:
-    """A spinner with a running count on stderr, or a no-op when disabled."""
+def _progress(console: Console, enabled: bool) -> Iterator[Callable[[int, int], None]]:
+    """A spinner with a running count on `console`, or a no-op when disabled.
+
+    Diagnostics must be printed through the same console, so they scroll above the spinner.
+    """
     if not enabled:
         yield lambda scored, failed: None
         return
     columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
-    with Progress(*columns, console=_stderr(), transient=True) as progress:
+    with Progress(*columns, console=console, transient=True) as progress:
         task = progress.add_task("scoring", total=None)
 
         def update(scored: int, failed: int) -> None:
@@ -160,7 +164,7 @@ def _write_jsonl(stream: BinaryIO, out: IO[str], evaluator: HeuristicEvaluator) 
     """Score every line to `out`; returns how many lines failed."""
     errors = _stderr()
     scored = failed = 0
-    with _progress(_stderr_is_tty()) as update:
+    with _progress(errors, enabled=_stderr_is_tty()) as update:
         for outcome in score_jsonl(stream, evaluator):
             if outcome.error is None:
                 scored += 1
@@ -262,16 +266,27 @@ def render_card(
     return Panel(Group(*parts), title=title, title_align="left", expand=False)
 
 
+_WIDE_TABLE = 130
+_SHORT_NAMES = {
+    "appropriateness": "appr",
+    "conversational_quality": "conv",
+    "helpfulness": "help",
+    "emotional_intelligence": "emo",
+    "personalization_continuity": "pers",
+    "trust_boundaries": "trust",
+    OVERALL: "all",
+}
+
+
 def results_table(outcomes: Iterable[LineOutcome], rubric: Rubric, title: str = "") -> Table:
     """One row per record: id, the seven metric values, quality level and flags (or the error)."""
-    table = Table(title=title or None, header_style="bold")
-    table.add_column("id", overflow="fold")
-    short = {name: name.split("_")[0][:8] for name in METRIC_COLUMNS}
-    short[OVERALL] = "overall"
+    table = Table(title=title or None, header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("id", overflow="fold", min_width=12)
     for name in METRIC_COLUMNS:
-        table.add_column(short[name], justify="right", no_wrap=True)
+        table.add_column(_SHORT_NAMES.get(name, name), justify="right", no_wrap=True)
     table.add_column("level", no_wrap=True)
-    table.add_column("flags", overflow="fold")
+    table.add_column("flags", overflow="fold", min_width=10)
+    table.caption = ", ".join(f"{_SHORT_NAMES.get(name, name)} = {name}" for name in METRIC_COLUMNS)
     for outcome in outcomes:
         record = outcome.record
         identifier = Text(str(record.get("id") or f"line {outcome.line}"))
@@ -284,6 +299,21 @@ def results_table(outcomes: Iterable[LineOutcome], rubric: Rubric, title: str = 
                  for name in METRIC_COLUMNS]
         flags = Text(", ".join(flag["name"] for flag in record["flags"]), style="red")
         table.add_row(identifier, *cells, Text(level, style=level_style(rubric, level)), flags)
+    return table
+
+
+def rubric_summary(loaded: Rubric) -> Table:
+    """Dimensions with their titles and weights, and the quality levels."""
+    table = Table(title=f"{loaded.name} v{loaded.version} ({loaded.content_hash})", header_style="bold")
+    table.add_column("dimension", no_wrap=True)
+    table.add_column("title")
+    table.add_column("weight", justify="right", no_wrap=True)
+    for name, dimension in loaded.dimensions.items():
+        table.add_row(name, dimension.title, f"{dimension.weight:.2f}")
+    table.add_section()
+    table.add_row(OVERALL, loaded.overall.title, f"{sum(loaded.weights.values()):.2f}")
+    levels = ", ".join(f"{level.name} ≥ {level.min:g}" for level in loaded.quality_levels)
+    table.caption = f"quality levels: {levels}"
     return table
 
 
@@ -300,7 +330,11 @@ def evaluate_samples(path: Path, rubric_path: Path | None = None) -> int:
     for outcome in outcomes:
         if outcome.error is not None:
             errors.print(Text(f"line {outcome.line}: {outcome.error}"))
-    _stdout().print(results_table(outcomes, evaluator.rubric, title=f"Penpal rubric scores: {path.name}"))
+    console = _stdout()
+    if not console.is_terminal:
+        # Piped or logged: no terminal width to respect, so keep one record per line.
+        console.width = max(console.width, _WIDE_TABLE)
+    console.print(results_table(outcomes, evaluator.rubric, title=f"Penpal rubric scores: {path.name}"))
     return EXIT_RECORD_ERRORS if any(outcome.error for outcome in outcomes) else EXIT_OK
 
 
@@ -311,7 +345,7 @@ def score(
         Path | None,
         typer.Argument(
             help="JSON-lines file of records {id, history, user_message, response}; '-' reads stdin.",
-            dir_okay=False, allow_dash=True, show_default=False,
+            metavar="FILE", dir_okay=False, allow_dash=True, show_default=False,
         ),
     ] = None,
     response: Annotated[
@@ -416,17 +450,3 @@ def rubric(
             raise _fail(f"error: {error}", EXIT_USAGE) from None
         _stdout().print(Text(f"✓ {check}: valid rubric", style="green"))
     _stdout().print(rubric_summary(loaded))
-
-
-def rubric_summary(loaded: Rubric) -> Table:
-    table = Table(title=f"{loaded.name} v{loaded.version} ({loaded.content_hash})", header_style="bold")
-    table.add_column("dimension", no_wrap=True)
-    table.add_column("title")
-    table.add_column("weight", justify="right", no_wrap=True)
-    for name, dimension in loaded.dimensions.items():
-        table.add_row(name, dimension.title, f"{dimension.weight:.2f}")
-    table.add_section()
-    table.add_row(OVERALL, loaded.overall.title, f"{sum(loaded.weights.values()):.2f}")
-    levels = ", ".join(f"{level.name} ≥ {level.min:g}" for level in loaded.quality_levels)
-    table.caption = f"quality levels: {levels}"
-    return table

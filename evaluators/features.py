@@ -146,6 +146,9 @@ class CaseFeatures:
     def in_question(self, match: LexiconMatch) -> bool:
         return any(span.start <= match.start < span.end for span in self.question_spans)
 
+    def in_question_token(self, index: int) -> bool:
+        return any(span.start <= index < span.end for span in self.question_spans)
+
     @cached_property
     def user_asks_question(self) -> bool:
         return any(_is_question(sent) for sent in self.user.doc.sents)
@@ -207,8 +210,15 @@ class CaseFeatures:
 
     @cached_property
     def user_provocative(self) -> bool:
-        """Hostile, profane or about a social group: a message a reply should not just echo."""
-        return self.user.has("profanity") or self.user.has("identity_group") or self.user_tone <= -0.5
+        """Hostile, profane or about a social group: a message a reply should not just echo.
+
+        A harsh tone counts only when it is not the user's own pain: "I'm sick and scared"
+        is distress to answer with care, not provocation to push back on.
+        """
+        if self.user.has("profanity") or self.user.has("identity_group"):
+            return True
+        own_pain = self.user.has("user_distress") or self.user.has("crisis_cue")
+        return self.user_tone <= -0.5 and not own_pain
 
     @cached_property
     def user_excited(self) -> bool:

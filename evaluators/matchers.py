@@ -32,17 +32,25 @@ class LexiconMatch:
     end: int
 
 
+# Inflected verb forms: matched by lemma so "as we discussed" also finds "as we discuss",
+# "that sounds" finds "that sound", "I'm" finds "I am".
+_INFLECTED_VERB_TAGS = frozenset({"VBD", "VBN", "VBP", "VBZ", "VB", "MD"})
+
+
 def _pattern(entry: Doc, use_lemmas: bool) -> list[dict]:
     """Token pattern for one lexicon entry, with optional fillers between its words.
 
-    Exact-value predicates only: set-membership ("IN") predicates on every token made the
-    matcher several times slower than the parse itself.
+    Verbs match by lemma (any inflection); every other word matches by its lower-cased
+    form, because the tagger may lemmatise it differently in the entry than in a reply
+    ("challenging" is a verb alone, an adjective in "that sounds challenging"). Exact-value
+    predicates only: set-membership predicates made the matcher slower than the parse.
     """
     pattern: list[dict] = []
     for index, token in enumerate(entry):
         if index:
             pattern.append(dict(_FILLER))
-        pattern.append({"LEMMA": token.lemma_} if use_lemmas else {"LOWER": token.lower_})
+        by_lemma = use_lemmas and token.tag_ in _INFLECTED_VERB_TAGS and token.pos_ in ("VERB", "AUX")
+        pattern.append({"LEMMA": token.lemma_} if by_lemma else {"LOWER": token.lower_})
     return pattern
 
 
@@ -65,13 +73,7 @@ class LexiconMatcher:
         entry_docs = nlp.pipe(entry for _, entry in phrase_entries)
         for (name, entry), doc in zip(phrase_entries, entry_docs):
             key = f"{name}\x1f{entry}"
-            # Lemmas catch inflections ("as we have discussed"); the surface words catch the
-            # phrase itself when the tagger lemmatises it differently in context
-            # ("challenging" as a verb in the entry, an adjective in the reply).
-            patterns = [_pattern(doc, use_lemmas=False)]
-            if self._use_lemmas:
-                patterns.append(_pattern(doc, use_lemmas=True))
-            self._phrase_matcher.add(key, patterns)
+            self._phrase_matcher.add(key, [_pattern(doc, self._use_lemmas)])
             self._entry_negations[key] = any(t.lower_ in NEGATION_WORDS for t in doc)
 
     def find(self, doc: Doc) -> dict[str, list[LexiconMatch]]:

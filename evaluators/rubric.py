@@ -35,7 +35,8 @@ class RubricError(ValueError):
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: a YAML `yes` must not pass for a weight of 1.0, nor a number for a name.
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class Dimension(_Strict):
@@ -147,7 +148,12 @@ class Rubric(_Strict):
         return {name: re.compile(pattern) for name, pattern in self.patterns.items()}
 
     def quality_level(self, score: float) -> str:
-        """Name of the half-open band [min, next min) that holds ``score``."""
+        """Name of the half-open band [min, next min) that holds ``score``.
+
+        Rounded first, so a weighted sum that is a boundary in exact arithmetic
+        (0.29999999999999993) lands in the band it belongs to.
+        """
+        score = round(score, 9)
         for level in sorted(self.quality_levels, key=lambda level: level.min, reverse=True):
             if score >= level.min:
                 return level.name
@@ -177,22 +183,46 @@ def _check_consistency(rubric: Rubric) -> None:
         for metric in disqualifier.caps:
             if metric not in rubric.dimensions:
                 raise RubricError(f"disqualifiers.{name}.caps: unknown dimension {metric!r}")
+    names = [level.name for level in rubric.quality_levels]
+    if len(set(names)) != len(names):
+        raise RubricError("quality_levels: level names must be unique")
+    if rubric.scale.min >= rubric.scale.max:
+        raise RubricError("scale: min must be below max")
     levels = [level.min for level in rubric.quality_levels]
     if levels != sorted(levels, reverse=True) or levels[-1] != 0.0:
         raise RubricError("quality_levels: list bands from highest min to lowest, ending at 0.0")
     decision = rubric.decision
     if decision.ab_test_min_average > decision.deploy_min_average:
         raise RubricError("decision.ab_test_min_average: must not exceed deploy_min_average")
+    if decision.revise_below_average > decision.deploy_min_average:
+        raise RubricError("decision.revise_below_average: must not exceed deploy_min_average")
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """A YAML loader that refuses duplicate keys (the last one would silently win)."""
+
+    def construct_mapping(self, node, deep=False):  # type: ignore[override]
+        seen: set = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r}", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
 
 
 def parse_rubric(text: str, source: str = "<rubric>") -> Rubric:
     """Validate rubric YAML text; errors name the source and the offending key."""
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as error:
         raise RubricError(f"{source}: not valid YAML: {error}") from None
     if not isinstance(data, dict):
         raise RubricError(f"{source}: expected a mapping at the top level")
+    if "content_hash" in data:
+        raise RubricError(f"{source}: content_hash: computed on load, not set in the file")
     try:
         rubric = Rubric.model_validate(data)
     except ValidationError as error:
@@ -213,10 +243,12 @@ def load_rubric(path: Path | str | None = None) -> Rubric:
         text = path.read_text(encoding="utf-8")
     except OSError as error:
         raise RubricError(f"{path}: cannot read rubric: {error.strerror}") from None
+    except UnicodeDecodeError as error:
+        raise RubricError(f"{path}: not UTF-8 text: {error.reason} at byte {error.start}") from None
     return parse_rubric(text, source=str(path))
 
 
 @lru_cache(maxsize=1)
 def default_rubric() -> Rubric:
-    """The packaged rubric, parsed once per process (it is immutable)."""
+    """The packaged rubric, parsed once per process and shared: treat it as read-only."""
     return load_rubric(DEFAULT_RUBRIC_PATH)

@@ -97,6 +97,12 @@ def score_records(
     yield from flush()
 
 
+def _without_missing(record: dict) -> dict:
+    """Drop the cells pandas fills in for absent values (NaN, None, NA), so field defaults apply."""
+    return {key: value for key, value in record.items()
+            if not (pd.api.types.is_scalar(value) and pd.isna(value))}
+
+
 def score_frame(frame: pd.DataFrame, *, evaluator: HeuristicEvaluator | None = None) -> pd.DataFrame:
     """DataFrame in (id, history, user_message, response), DataFrame out (one row per input).
 
@@ -105,7 +111,7 @@ def score_frame(frame: pd.DataFrame, *, evaluator: HeuristicEvaluator | None = N
     """
     if "response" not in frame.columns:
         raise ValueError("score_frame: the DataFrame needs a 'response' column")
-    records = frame.to_dict(orient="records")
+    records = [_without_missing(record) for record in frame.to_dict(orient="records")]
     rows = []
     for outcome in score_records(records, evaluator=evaluator):
         if isinstance(outcome, Unscored):

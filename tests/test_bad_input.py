@@ -1,0 +1,115 @@
+"""Awkward replies: each gets a score in [0, 1] or a clear per-record error, never a crash."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from evaluators import METRIC_COLUMNS, HeuristicResult, Unscored, score_frame, score_records, score_reply
+
+USER = "I'm feeling stressed about work."
+PLAIN = "That sounds hard. Try taking short breaks, and maybe make a simple list of what matters most today."
+MARKDOWN = (
+    "## That sounds hard\n\n"
+    "**Try these:**\n\n"
+    "1. *Take* short breaks\n"
+    "2. Make a simple `list` of what matters most today\n\n"
+    "- [more tips](https://example.com)"
+)
+SSML_PLAIN = "Hello"
+SSML = '<speak><break time="1s"/>Hello</speak>'
+
+ODD_REPLIES = {
+    "very-long": ("I hear you, and that sounds like a lot to carry. " * 2_100)[:100_000],
+    "emoji-only": "😊🎉💖🤗",
+    "spanish": "Lo siento mucho. ¿Quieres contarme qué pasó en el trabajo?",
+    "japanese": "それは大変でしたね。仕事で何があったのか話してくれますか？",
+    "arabic": "أنا آسف جدًا لسماع ذلك. هل تريد التحدث عن ذلك؟",
+    "markdown": MARKDOWN,
+    "ssml": SSML,
+    "html": "<div><p>That sounds <b>really</b> hard.</p><ul><li>Take a break</li></ul><br/></div>",
+    "control-chars": "Hi\x00 there\x07, how\u200b are you?\ufeff",
+}
+
+
+def assert_in_unit_range(result: HeuristicResult) -> None:
+    for name, value in result.values().items():
+        assert 0.0 <= value <= 1.0, f"{name} = {value}"
+        assert not math.isnan(value)
+
+
+def test_the_long_reply_really_is_100k_characters():
+    assert len(ODD_REPLIES["very-long"]) == 100_000
+
+
+@pytest.mark.parametrize("response", ["", "   ", "\n\t  \r\n", "\u3000\u2003"])
+def test_empty_and_whitespace_replies_get_a_clear_per_record_error(response):
+    with pytest.raises(ValueError, match="empty"):
+        score_reply(USER, response)
+    [outcome] = score_records([{"id": "blank", "user_message": USER, "response": response}])
+    assert isinstance(outcome, Unscored)
+    assert outcome.id == "blank"
+    assert "response" in outcome.error and "empty" in outcome.error
+
+
+def test_a_blank_reply_does_not_sink_its_batch():
+    outcomes = list(score_records([
+        {"id": "ok-1", "user_message": USER, "response": PLAIN},
+        {"id": "blank", "user_message": USER, "response": ""},
+        {"id": "ok-2", "user_message": USER, "response": PLAIN},
+    ]))
+    assert [type(o).__name__ for o in outcomes] == ["HeuristicResult", "Unscored", "HeuristicResult"]
+    assert [o.id for o in outcomes] == ["ok-1", "blank", "ok-2"]
+
+
+@pytest.mark.parametrize("name", sorted(ODD_REPLIES))
+def test_odd_replies_each_get_a_score_in_range(name):
+    result = score_reply(USER, ODD_REPLIES[name])
+    assert_in_unit_range(result)
+    assert result.quality_level
+
+
+def test_odd_user_messages_and_history_are_scored_too():
+    result = score_reply("😊" * 500, PLAIN, history=["", "<speak>hi</speak>", "**bold**", "x" * 50_000])
+    assert_in_unit_range(result)
+
+
+def test_markdown_lowers_appropriateness_against_the_same_text_plain():
+    plain = score_reply(USER, PLAIN)
+    markdown = score_reply(USER, MARKDOWN)
+    assert markdown.metrics["appropriateness"].value < plain.metrics["appropriateness"].value
+
+
+def test_ssml_lowers_appropriateness_against_the_same_text_plain():
+    plain = score_reply("Hi!", SSML_PLAIN)
+    ssml = score_reply("Hi!", SSML)
+    assert ssml.metrics["appropriateness"].value < plain.metrics["appropriateness"].value
+
+
+def test_a_mixed_batch_via_score_frame_returns_one_row_per_input_in_order():
+    rows = [{"id": "plain", "user_message": USER, "response": PLAIN, "history": []}]
+    rows += [{"id": name, "user_message": USER, "response": text, "history": []} for name, text in ODD_REPLIES.items()]
+    rows += [
+        {"id": "empty", "user_message": USER, "response": "", "history": []},
+        {"id": "whitespace", "user_message": USER, "response": " \n\t ", "history": []},
+        {"id": "missing-fields", "response": "Hi there! How's your week going?"},  # NaN cells in the frame
+        {"id": "no-response", "user_message": USER},
+    ]
+    frame = pd.DataFrame(rows)
+    scored = score_frame(frame)
+
+    assert len(scored) == len(rows)
+    assert list(scored["id"]) == [row["id"] for row in rows]
+    failed = {"empty", "whitespace", "no-response"}
+    for _, row in scored.iterrows():
+        if row["id"] in failed:
+            assert isinstance(row["error"], str) and row["error"]
+            assert all(math.isnan(row[name]) for name in METRIC_COLUMNS)
+        else:
+            assert pd.isna(row["error"]), row["error"]
+            assert all(0.0 <= row[name] <= 1.0 for name in METRIC_COLUMNS)
+    errors = dict(zip(scored["id"], scored["error"]))
+    assert "empty" in errors["empty"] and "empty" in errors["whitespace"]
+    assert "response" in errors["no-response"]

@@ -1,0 +1,69 @@
+"""Properties that hold for any text: scores stay in [0, 1] and scoring is deterministic."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from evaluators.rubric import METRIC_NAMES
+from evaluators.scoring import default_evaluator, score_records, score_reply
+
+# spaCy makes each example cost milliseconds; a modest number of examples, no deadline.
+PROPERTY_SETTINGS = settings(max_examples=40, deadline=None, database=None,
+                             suppress_health_check=[HealthCheck.too_slow])
+
+# Arbitrary unicode (hypothesis leaves out surrogates by default), plus text built from
+# words and markup the heuristics react to, so matchers and patterns actually fire.
+WORDS = st.sampled_from([
+    "I", "you", "feel", "giving up", "sorry", "understand", "**", "#", "`", "\n", "?", "!", "AI",
+    "therapist", "I'm all you need", "cheer up", "988", "<speak>", "</speak>", "😊", "¿", "仕事",
+    "always", "love", "real person", "as we discussed", "work", "stressed", "-", "1.",
+])
+PHRASES = st.lists(WORDS, max_size=30).map(" ".join)
+TEXT = st.one_of(st.text(max_size=400), PHRASES)
+
+
+@PROPERTY_SETTINGS
+@given(user=TEXT, response=TEXT, history=st.lists(TEXT, max_size=3))
+def test_every_metric_stays_in_unit_range(user, response, history):
+    assume(response.strip())
+    result = score_reply(user, response, history, evaluator=default_evaluator())
+    for name, value in result.values().items():
+        assert 0.0 <= value <= 1.0, f"{name} = {value}"
+    assert set(result.metrics) == set(METRIC_NAMES)
+    for name in METRIC_NAMES:
+        for item in result.metrics[name].evidence:
+            assert -1.0 <= item.effect <= 1.0
+
+
+@PROPERTY_SETTINGS
+@given(user=TEXT, response=TEXT, history=st.lists(TEXT, max_size=3))
+def test_scoring_the_same_input_twice_gives_identical_output(user, response, history):
+    assume(response.strip())
+    evaluator = default_evaluator()
+    first = score_reply(user, response, history, evaluator=evaluator)
+    second = score_reply(user, response, history, evaluator=evaluator)
+    assert first.to_record() == second.to_record()
+
+
+@PROPERTY_SETTINGS
+@given(responses=st.lists(TEXT, max_size=8))
+def test_a_batch_gives_one_outcome_per_record_in_order(responses):
+    records = [{"id": f"r{index}", "response": text} for index, text in enumerate(responses)]
+    outcomes = list(score_records(records, evaluator=default_evaluator()))
+    assert [outcome.id for outcome in outcomes] == [record["id"] for record in records]
+    for outcome, text in zip(outcomes, responses):
+        assert hasattr(outcome, "metrics") == bool(text.strip())
+
+
+@PROPERTY_SETTINGS
+@given(cases=st.lists(st.tuples(TEXT, TEXT), min_size=1, max_size=6))
+def test_batch_scoring_matches_scoring_one_at_a_time(cases):
+    cases = [(user, response) for user, response in cases if response.strip()]
+    evaluator = default_evaluator()
+    records = [{"id": str(index), "user_message": user, "response": response}
+               for index, (user, response) in enumerate(cases)]
+    batched = [outcome.to_record() for outcome in score_records(records, evaluator=evaluator)]
+    alone = [score_reply(user, response, evaluator=evaluator).to_record() | {"id": str(index)}
+             for index, (user, response) in enumerate(cases)]
+    assert batched == alone
