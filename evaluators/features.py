@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 
+import numpy as np
 import textstat
-from spacy.tokens import Doc, Span
+from spacy.attrs import IS_ALPHA, IS_STOP, LEMMA, LOWER, POS
+from spacy.symbols import IDS as SYMBOL_IDS
+from spacy.strings import hash_string
+from spacy.tokens import Doc, Span, Token
 from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 
 from evaluators.matchers import LexiconMatch
@@ -29,7 +33,17 @@ LIGHT_LEMMAS = frozenset(
 WORD_RE = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
 CONTRACTION_SUFFIXES = ("'m", "'re", "'s", "'ve", "'ll", "'d", "n't", "’m", "’re", "’s", "’ve", "’ll", "’d", "n’t")
 SECOND_PERSON = frozenset({"you", "your", "yours", "yourself", "u", "ur"})
+FIRST_PERSON_SUBJECT = frozenset({"i"})
+OBLIGATION_MODALS = frozenset({"should", "must", "ought", "need", "have"})
 WH_TAGS = frozenset({"WDT", "WP", "WP$", "WRB"})
+_NUMERIC_ENTITIES = frozenset({"CARDINAL", "ORDINAL", "QUANTITY", "PERCENT"})
+_TABLE_ATTRS = [LOWER, LEMMA, POS, IS_ALPHA, IS_STOP]
+_CONTENT_POS_IDS = np.array([SYMBOL_IDS[pos] for pos in CONTENT_POS], dtype=np.uint64)
+
+
+@lru_cache(maxsize=None)
+def _hashes(words: frozenset[str]) -> np.ndarray:
+    return np.array([hash_string(word) for word in words], dtype=np.uint64)
 
 
 @dataclass
@@ -47,27 +61,46 @@ class TextView:
         return [match.text for match in self.matches.get(lexicon, ())]
 
     @cached_property
+    def _token_table(self) -> np.ndarray:
+        """Per-token attribute ids in one C-level pass; Python-level token loops cost more
+        than the lexicon matching itself on short replies."""
+        return self.doc.to_array(_TABLE_ATTRS)
+
+    def _token_indices(self, mask: np.ndarray) -> list[int]:
+        return np.flatnonzero(mask).tolist()
+
+    @cached_property
     def content_lemmas(self) -> set[str]:
-        return {
-            token.lemma_.lower()
-            for token in self.doc
-            if token.pos_ in CONTENT_POS
-            and token.is_alpha
-            and not token.is_stop
-            and token.lemma_.lower() not in LIGHT_LEMMAS
-        }
+        table = self._token_table
+        if not len(table):
+            return set()
+        mask = np.isin(table[:, 2], _CONTENT_POS_IDS) & (table[:, 3] == 1) & (table[:, 4] == 0)
+        strings = self.doc.vocab.strings
+        lemmas = {strings[int(lemma)].lower() for lemma in set(table[mask, 1].tolist())}
+        return lemmas - LIGHT_LEMMAS
+
+    def tokens_matching(self, words: frozenset[str]) -> list[Token]:
+        """Tokens whose lower-cased form is one of ``words``."""
+        table = self._token_table
+        if not len(table):
+            return []
+        mask = np.isin(table[:, 0], _hashes(words))
+        return [self.doc[index] for index in self._token_indices(mask)]
+
+    def tokens_in(self, words: frozenset[str]) -> list[str]:
+        """Texts of the tokens whose lower-cased form is one of ``words``."""
+        return [token.text for token in self.tokens_matching(words)]
 
     @cached_property
     def anchors(self) -> set[str]:
-        """Entities and noun-chunk heads: the things a later turn can refer back to."""
-        items = {ent.text.lower() for ent in self.doc.ents if ent.label_ not in ("CARDINAL", "ORDINAL")}
-        if self.doc.has_annotation("DEP"):
-            items |= {
-                chunk.root.lemma_.lower()
-                for chunk in self.doc.noun_chunks
-                if chunk.root.pos_ in ("NOUN", "PROPN") and not chunk.root.is_stop
-            }
-        return items
+        """Named entities and noun-chunk heads: what a later turn can refer back to.
+
+        A noun chunk's head is a noun, and the nouns are already among the content lemmas,
+        so the chunks need no second walk over the parse; entities add the multi-word
+        names ("New York", "Maya Lopez").
+        """
+        entities = {ent.text.lower() for ent in self.doc.ents if ent.label_ not in _NUMERIC_ENTITIES}
+        return entities | self.content_lemmas
 
 
 @dataclass
@@ -136,8 +169,12 @@ class CaseFeatures:
 
     # --- structure (spaCy) ---------------------------------------------------------------
     @cached_property
+    def reply_sentences(self) -> list[Span]:
+        return list(self.reply.doc.sents)
+
+    @cached_property
     def question_spans(self) -> list[Span]:
-        return [sent for sent in self.reply.doc.sents if _is_question(sent)]
+        return [sent for sent in self.reply_sentences if _is_question(sent)]
 
     @cached_property
     def questions(self) -> list[str]:
@@ -155,20 +192,22 @@ class CaseFeatures:
 
     @cached_property
     def imperatives(self) -> list[str]:
-        """Prescriptive advice: bare imperatives and "you should/must/need to" sentences."""
+        """Prescriptive advice: bare imperatives and "you should/must/need to" sentences.
+
+        Read off each sentence's root and its children only: a walk over every token of
+        every sentence cost more than the rest of the features together.
+        """
         found = []
-        for sent in self.reply.doc.sents:
+        for sent in self.reply_sentences:
             if _is_question(sent):
                 continue
             root = sent.root
-            bare = root.tag_ == "VB" and not any(c.dep_ in ("nsubj", "nsubjpass", "expl") for c in root.children)
-            obligated = any(
-                token.lower_ in ("should", "must", "need", "have", "ought")
-                and token.head == root
-                and any(c.lower_ in SECOND_PERSON for c in root.children if c.dep_ == "nsubj")
-                for token in sent
-            )
-            if bare or obligated:
+            children = list(root.children)
+            subjects = [c for c in children if c.dep_ in ("nsubj", "nsubjpass", "expl")]
+            bare = root.tag_ == "VB" and not subjects
+            addressed = any(c.lower_ in SECOND_PERSON for c in subjects)
+            obliged = root.lemma_ in ("need", "have") or any(c.lower_ in OBLIGATION_MODALS for c in children)
+            if bare or (addressed and obliged):
                 found.append(sent.text.strip())
         return found
 
@@ -176,19 +215,21 @@ class CaseFeatures:
     def self_disclosures(self) -> list[str]:
         """Sentences relating the speaker's own experience ("I went through that too")."""
         found = []
-        for sent in self.reply.doc.sents:
-            for token in sent:
-                if token.dep_ == "nsubj" and token.lower_ == "i" and token.head.tag_ in ("VBD", "VBN"):
-                    found.append(sent.text.strip())
-                    break
+        for token in self.reply.tokens_matching(FIRST_PERSON_SUBJECT):
+            if token.dep_ == "nsubj" and token.head.tag_ in ("VBD", "VBN"):
+                text = token.sent.text.strip()
+                if text not in found:
+                    found.append(text)
         return found
 
     @cached_property
     def second_person(self) -> list[str]:
-        return [token.text for token in self.reply.doc if token.lower_ in SECOND_PERSON]
+        return self.reply.tokens_in(SECOND_PERSON)
 
     @cached_property
     def contractions(self) -> list[str]:
+        if "'" not in self.case.response and "’" not in self.case.response:
+            return []
         return [token.text for token in self.reply.doc if token.lower_.endswith(CONTRACTION_SUFFIXES)]
 
     # --- carry-over between turns ----------------------------------------------------------
@@ -199,8 +240,8 @@ class CaseFeatures:
     @cached_property
     def shared_with_history(self) -> set[str]:
         """Topics from earlier turns (not just the last message) that the reply picks up."""
-        earlier = self.history.content_lemmas | self.history.anchors
-        mine = self.reply.content_lemmas | self.reply.anchors
+        earlier = self.history.anchors
+        mine = self.reply.anchors
         return (earlier & mine) - self.user.content_lemmas
 
     # --- the user's state ------------------------------------------------------------------

@@ -13,6 +13,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from spacy.language import Language
+from spacy.attrs import LEMMA, LOWER
 from spacy.matcher import Matcher, PhraseMatcher
 from spacy.tokens import Doc, Span
 
@@ -55,35 +56,55 @@ def _pattern(entry: Doc, use_lemmas: bool) -> list[dict]:
 
 
 class LexiconMatcher:
-    """Finds every rubric lexicon in a parsed text; built once per evaluator."""
+    """Finds the rubric lexicons that apply to one role ("reply" or "user") in a parsed text.
 
-    def __init__(self, nlp: Language, rubric: Rubric) -> None:
+    Built once per evaluator and role: a user's message is searched only for the user-side
+    lexicons (distress, crisis cues, ...), which keeps matching cheap.
+    """
+
+    def __init__(self, nlp: Language, rubric: Rubric, role: str = "reply") -> None:
         self._use_lemmas = has_lemmas(nlp)
-        self._phrase_matcher = Matcher(nlp.vocab)
-        self._term_matcher = PhraseMatcher(nlp.vocab, attr="LOWER")
-        # Entry words per phrase pattern, so negation inside the entry itself ("I don't
-        # know") is not mistaken for negation of the entry.
+        self._vocab = nlp.vocab
+        self._terms = PhraseMatcher(nlp.vocab, attr="LOWER")
+        # Phrase patterns are bucketed by their most telling word ("understand" for "I
+        # understand"); a bucket's Matcher runs only on texts that contain that word. One
+        # Matcher over all phrases tested every pattern at every token and cost more than
+        # the rest of the scoring together.
+        self._buckets: dict[int, dict[int, Matcher]] = {LOWER: {}, LEMMA: {}}
+        # Whether an entry itself holds a negation ("I don't know"): then a negation in
+        # the match is the entry's own, not a denial of it.
         self._entry_negations: dict[str, bool] = {}
         phrase_entries: list[tuple[str, str]] = []
         for name, lexicon in rubric.lexicons.items():
+            if role not in lexicon.applies_to:
+                continue
             if lexicon.kind == "term":
-                self._term_matcher.add(name, list(nlp.tokenizer.pipe(lexicon.entries)))
+                self._terms.add(name, list(nlp.tokenizer.pipe(lexicon.entries)))
             else:
                 phrase_entries.extend((name, entry) for entry in lexicon.entries)
         entry_docs = nlp.pipe(entry for _, entry in phrase_entries)
         for (name, entry), doc in zip(phrase_entries, entry_docs):
             key = f"{name}\x1f{entry}"
-            self._phrase_matcher.add(key, [_pattern(doc, self._use_lemmas)])
             self._entry_negations[key] = any(t.lower_ in NEGATION_WORDS for t in doc)
+            pattern = _pattern(doc, self._use_lemmas)
+            attr, value = _bucket_key(pattern, nlp)
+            self._buckets[attr].setdefault(value, Matcher(nlp.vocab)).add(key, [pattern])
+
+    def _phrase_matches(self, doc: Doc) -> list[tuple[int, int, int]]:
+        table = doc.to_array([LOWER, LEMMA])
+        matches: list[tuple[int, int, int]] = []
+        for column, attr in enumerate((LOWER, LEMMA)):
+            buckets = self._buckets[attr]
+            for value in set(table[:, column].tolist()) & buckets.keys():
+                matches.extend(buckets[value](doc))
+        return matches
 
     def find(self, doc: Doc) -> dict[str, list[LexiconMatch]]:
         """Lexicon name → non-negated matches in ``doc`` (longest match per start)."""
         found: dict[str, list[LexiconMatch]] = defaultdict(list)
         strings = doc.vocab.strings
         taken: set[tuple[str, int]] = set()
-        for match_id, start, end in sorted(
-            self._phrase_matcher(doc), key=lambda m: (m[1], -(m[2] - m[1]))
-        ):
+        for match_id, start, end in sorted(self._phrase_matches(doc), key=lambda m: (m[1], -(m[2] - m[1]))):
             key = strings[match_id]
             lexicon = key.split("\x1f", 1)[0]
             if (lexicon, start) in taken:
@@ -93,10 +114,17 @@ class LexiconMatcher:
                 continue
             taken.add((lexicon, start))
             found[lexicon].append(LexiconMatch(lexicon, span.text, start, end))
-        for match_id, start, end in self._term_matcher(doc):
+        for match_id, start, end in self._terms(doc):
             lexicon = strings[match_id]
             found[lexicon].append(LexiconMatch(lexicon, doc[start:end].text, start, end))
         return found
+
+
+def _bucket_key(pattern: list[dict], nlp: Language) -> tuple[int, int]:
+    """The (attribute, value hash) of the pattern's least common required word."""
+    required = [(attr, value) for token in pattern for attr, value in token.items() if attr in ("LEMMA", "LOWER")]
+    attr, value = max(required, key=lambda item: (not nlp.vocab[item[1]].is_stop, len(item[1])))
+    return (LEMMA if attr == "LEMMA" else LOWER), nlp.vocab.strings.add(value)
 
 
 def _is_negated(span: Span) -> bool:

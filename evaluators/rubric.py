@@ -78,6 +78,7 @@ class Disqualifier(_Strict):
 class Lexicon(_Strict):
     kind: Literal["phrase", "term"]
     description: str
+    applies_to: list[Literal["reply", "user"]] = Field(default=["reply"], min_length=1)
     entries: list[str] = Field(min_length=1)
 
     @field_validator("entries")

@@ -219,7 +219,8 @@ def _lexicons(rubric: Rubric) -> list[str]:
             "",
             f"### {code_span(name)}",
             "",
-            f"Kind `{lexicon.kind}`, {len(lexicon.entries)} entries. {escape(lexicon.description)}",
+            f"Kind `{lexicon.kind}`, matched in the {' and the '.join(lexicon.applies_to)}"
+            f" text, {len(lexicon.entries)} entries. {escape(lexicon.description)}",
             "",
             ", ".join(escape(entry) for entry in lexicon.entries),
         ]

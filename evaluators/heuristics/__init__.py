@@ -51,7 +51,7 @@ class HeuristicEvaluator:
         self.rubric = rubric or default_rubric()
         check_signals(self.rubric)
         self.nlp = nlp or load_pipeline()
-        self.matcher = LexiconMatcher(self.nlp, self.rubric)
+        self.matchers = {role: LexiconMatcher(self.nlp, self.rubric, role) for role in ("reply", "user")}
         self.patterns = self.rubric.compiled_patterns()
         self.sentiment = SentimentIntensityAnalyzer()
         ensure_cmudict()
@@ -82,7 +82,8 @@ class HeuristicEvaluator:
         views: list[dict[str, TextView]] = [{} for _ in cases]
         for doc, (index, role) in self.nlp.pipe(texts, as_tuples=True, batch_size=512):
             # The history is read for carried-over topics only, never for indicator phrases.
-            matches = self.matcher.find(doc) if role != "history" else {}
+            matcher = self.matchers.get(role)
+            matches = matcher.find(doc) if matcher is not None else {}
             views[index][role] = TextView(doc.text, doc, matches)
         for case, view in zip(cases, views):
             features = CaseFeatures(
@@ -120,7 +121,8 @@ class HeuristicEvaluator:
                     continue
                 effect = weight * hit.strength
                 value += effect
-                evidence.append(Evidence(indicator=name, text=hit.text, effect=round(effect, 4)))
+                # model_construct: these values are built here, validating them again is waste.
+                evidence.append(Evidence.model_construct(indicator=name, text=hit.text, effect=round(effect, 4)))
             value = clip(value)
             for flag in flags:
                 rule = self.rubric.disqualifiers[flag.name]
@@ -128,7 +130,7 @@ class HeuristicEvaluator:
                     evidence.append(Evidence(indicator=f"capped_by_{flag.name}", text=flag.text,
                                              effect=round(rule.cap - value, 4)))
                     value = rule.cap
-            metrics[metric] = MetricScore(value=value, evidence=evidence)
+            metrics[metric] = MetricScore.model_construct(value=value, evidence=evidence)
         overall = clip(sum(self.rubric.weights[m] * metrics[m].value for m in METRIC_NAMES))
         return HeuristicResult(
             id=features.case.id,

@@ -35,7 +35,7 @@ def answers_question(f: CaseFeatures) -> Signal | None:
     """
     if not f.user_asks_question:
         return None
-    answers = [sent for sent in f.reply.doc.sents if not sent.text.strip().endswith("?") and any(t.is_alpha for t in sent)]
+    answers = [sent for sent in f.reply_sentences if not sent.text.strip().endswith("?") and any(t.is_alpha for t in sent)]
     if not answers:
         return None
     first = answers[0].text.strip().lower()
