@@ -41,3 +41,25 @@ def repeats_itself(f: CaseFeatures) -> Signal | None:
         if theirs and len(mine & theirs) / len(mine | theirs) >= 0.8:
             return fired(True, quote([turn]))
     return None
+
+
+INFORMAL_MARKERS = frozenset({"lol", "haha", "omg", "u", "ur", "gonna", "wanna", "gotta", "yeah", "nah", "kinda"})
+
+
+@signal
+def mirrors_register(f: CaseFeatures) -> Signal | None:
+    """Answers a casual user casually (contractions): adapting to the user's style.
+
+    Spoken conversation is casual by default, so contractions count half even when the
+    user writes formally, and in full when the user's own message is casual (contractions,
+    all lower case, chat words).
+    """
+    if not f.contractions:
+        return None
+    message = f.case.user_message
+    casual = (
+        ("'" in message or "’" in message)
+        or (message == message.lower() and any(c.isalpha() for c in message))
+        or bool(set(message.lower().split()) & INFORMAL_MARKERS)
+    )
+    return fired(True, quote(f.contractions), 1.0 if casual else 0.5)
