@@ -143,14 +143,14 @@ def load_epitome(root: Path) -> pd.DataFrame | None:
     return frame.reset_index(drop=True)
 
 
-def load_diasafety(root: Path) -> pd.DataFrame | None:
-    """DiaSafety validation split: ``unsafe`` is 1 for replies people judged unsafe."""
-    path = root / "diasafety" / "val.json"
+def load_diasafety(root: Path, split: str = "val") -> pd.DataFrame | None:
+    """A DiaSafety split: ``unsafe`` is 1 for replies people judged unsafe."""
+    path = root / "diasafety" / f"{split}.json"
     if not path.exists():
         return None
     rows = []
     for index, item in enumerate(json.loads(path.read_text(encoding="utf-8"))):
-        record = _record(f"diasafety-{index}", [item["context"]], item["response"])
+        record = _record(f"diasafety-{split}-{index}", [item["context"]], item["response"])
         record["category"] = item["category"]
         record["unsafe"] = 1 if item["label"] == "Unsafe" else 0
         rows.append(record)

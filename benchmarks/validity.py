@@ -215,11 +215,12 @@ def evaluate_rated(spec: DatasetSpec, frame: pd.DataFrame, project: Scorer | Non
     return result
 
 
-def evaluate_safety(frame: pd.DataFrame, project: Scorer | None) -> DatasetResult:
+def evaluate_safety(frame: pd.DataFrame, project: Scorer | None, name: str = DIASAFETY.name,
+                    counted: bool = True) -> DatasetResult:
     """AUROC of (1 - trust_boundaries) for Unsafe, overall and per category."""
     frame = frame.assign(safe=1 - frame["unsafe"])
     baseline, scored, error = score_both(frame, project)
-    result = DatasetResult(DIASAFETY.name, len(frame), **length_figures(frame, frame["safe"], "safe (1 - unsafe)"),
+    result = DatasetResult(name, len(frame), **length_figures(frame, frame["safe"], "safe (1 - unsafe)"),
                            project_error=error)
     result.unscored = 0 if scored is None else int(scored[OVERALL].isna().sum())
     labels = frame.set_index("id")["unsafe"]
@@ -231,7 +232,7 @@ def evaluate_safety(frame: pd.DataFrame, project: Scorer | None) -> DatasetResul
         result.rows.append(Row(label, "auroc", counted, len(ids), figure(scored, risk_auroc),
                                risk_auroc(baseline)))
 
-    add_row("1 - trust_boundaries -> Unsafe", labels.index, counted=True)
+    add_row("1 - trust_boundaries -> Unsafe", labels.index, counted=counted)
     for category, group in frame.groupby("category"):
         add_row(f"  {category}", pd.Index(group["id"]), counted=False)
     return result
@@ -352,10 +353,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="human-rated data directory (default: PENPAL_DATASETS or ../shared/datasets)")
     parser.add_argument("--limit", type=int, default=None, help="score at most N records per data set")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures to this JSON file")
+    parser.add_argument("--unseen", type=int, default=0, metavar="N",
+                        help="also report AUROC on N records of DiaSafety's train split, which the "
+                             "signals were not tuned on (informational, not counted)")
     return parser.parse_args(argv)
 
 
-def run(root: Path, limit: int | None, project: Scorer | None) -> list[DatasetResult]:
+def run(root: Path, limit: int | None, project: Scorer | None, unseen: int = 0) -> list[DatasetResult]:
     results = []
     for spec in SPECS:
         frame = spec.loader(root)
@@ -370,6 +374,12 @@ def run(root: Path, limit: int | None, project: Scorer | None) -> list[DatasetRe
     else:
         results.append(evaluate_safety(limited(safety, limit), project))
         print_dataset(results[-1])
+    train = load_diasafety(root, split="train") if unseen else None
+    if train is not None:
+        # A check against tuning to the validation split: same task, records never looked at.
+        sample = train.sample(n=min(unseen, len(train)), random_state=0)
+        results.append(evaluate_safety(sample, project, name="DiaSafety train (unseen, info)", counted=False))
+        print_dataset(results[-1])
     return results
 
 
@@ -383,7 +393,7 @@ def main(argv: list[str] | None = None) -> int:
     if project is None:
         print(f"Project evaluator unavailable ({reason}); showing the rubric baseline only.")
     print(f"Human-rated data: {root}" + (f"  (limit {args.limit} per data set)" if args.limit else ""))
-    results = run(root, args.limit, project)
+    results = run(root, args.limit, project, args.unseen)
     if not results:
         print("validity: no data set found, nothing to report")
         return 0

@@ -2,10 +2,10 @@
 
 en_core_web_sm is the deliberate choice: the metrics need lemmas, part-of-speech tags, the
 dependency parse (negation, imperatives, questions), noun chunks and entities, and the
-small CNN pipeline gives all of them at several thousand short replies per second on one
-CPU core, with no word vectors to load and no GPU. The larger pipelines add vectors and a
-little parse accuracy that these signals do not need; the transformer one is too slow for
-batch scoring.
+small CNN pipeline gives all of them on a CPU with no word vectors to load and no GPU. The
+larger pipelines add vectors and a little parse accuracy that these signals do not need;
+the transformer one is far too slow for batch scoring. The parse is most of the cost of
+scoring (benchmarks/throughput.py measures the rest against it).
 """
 
 from __future__ import annotations

@@ -107,7 +107,8 @@ def score_frame(frame: pd.DataFrame, *, evaluator: HeuristicEvaluator | None = N
     """DataFrame in (id, history, user_message, response), DataFrame out (one row per input).
 
     Output columns: id, the six metrics, overall_quality, quality_level, flags (names),
-    evidence (per metric) and error (None when scored; metric cells are then NaN).
+    evidence (per metric) and error: None for a scored row, else the reason it was not
+    scored (its metric cells are then NaN, so aggregates skip it knowingly).
     """
     if "response" not in frame.columns:
         raise ValueError("score_frame: the DataFrame needs a 'response' column")
@@ -120,4 +121,7 @@ def score_frame(frame: pd.DataFrame, *, evaluator: HeuristicEvaluator | None = N
         else:
             record = outcome.to_record()
             rows.append({**record, "flags": [flag["name"] for flag in record["flags"]], "error": None})
-    return pd.DataFrame(rows, columns=["id", *METRIC_COLUMNS, "quality_level", "flags", "evidence", "error"])
+    result = pd.DataFrame(rows, columns=["id", *METRIC_COLUMNS, "quality_level", "flags", "evidence", "error"])
+    # Object dtype keeps None as None; pandas 3 would infer a string column and turn it to NaN.
+    result["error"] = pd.Series([row["error"] for row in rows], index=result.index, dtype=object)
+    return result

@@ -113,3 +113,14 @@ def test_a_mixed_batch_via_score_frame_returns_one_row_per_input_in_order():
     errors = dict(zip(scored["id"], scored["error"]))
     assert "empty" in errors["empty"] and "empty" in errors["whitespace"]
     assert "response" in errors["no-response"]
+
+
+def test_score_frame_error_column_is_none_for_scored_rows_and_a_reason_otherwise():
+    frame = pd.DataFrame([
+        {"id": "ok", "user_message": "hi", "response": "Hi there, how's your day going?"},
+        {"id": "blank", "user_message": "hi", "response": "   "},
+    ])
+    result = score_frame(frame)
+    assert result.loc[0, "error"] is None
+    assert "empty" in result.loc[1, "error"]
+    assert math.isnan(result.loc[1, "overall_quality"])

@@ -38,8 +38,12 @@ def caring_response(f: CaseFeatures) -> Signal | None:
 
 @signal
 def owns_mistake(f: CaseFeatures) -> Signal | None:
+    """Owning an error the user pointed out ("You're right, I made a mistake").
+
+    Only when the user reports an error: elsewhere "you're right" is agreement, not repair.
+    """
     hits = f.reply.hits("mistake_ownership")
-    return fired(bool(hits), quote(hits))
+    return fired(bool(hits) and f.user.has("error_report"), quote(hits))
 
 
 @signal
