@@ -32,6 +32,13 @@ EXIT_OK = 0
 EXIT_RECORD_ERRORS = 1
 EXIT_USAGE = 2  # bad arguments or an invalid rubric file
 
+# Shared by every command that scores (and by scripts/evaluate_prompts.py).
+RubricOption = Annotated[
+    Path | None,
+    typer.Option("--rubric", help="Score with this rubric YAML file instead of the packaged one.",
+                 show_default=False),
+]
+
 app = typer.Typer(
     name="penpal-eval",
     help="Score voice-companion replies on the Penpal rubric.",
@@ -366,11 +373,7 @@ def score(
         typer.Option("--output", "-o", help="With FILE: write the JSON lines here instead of stdout.",
                      dir_okay=False, show_default=False),
     ] = None,
-    rubric_path: Annotated[
-        Path | None,
-        typer.Option("--rubric", help="Score with this rubric YAML file instead of the packaged one.",
-                     show_default=False),
-    ] = None,
+    rubric_path: RubricOption = None,
 ) -> None:
     """Score one reply (--response) or a JSON-lines file of records (FILE).
 

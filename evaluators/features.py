@@ -244,6 +244,11 @@ class CaseFeatures:
         mine = self.reply.anchors
         return (earlier & mine) - self.user.content_lemmas
 
+    @cached_property
+    def acknowledges_feelings(self) -> bool:
+        """The reply names or validates the user's feelings (empathy or validation phrases)."""
+        return self.reply.has("empathy") or self.reply.has("validation")
+
     # --- the user's state ------------------------------------------------------------------
     @cached_property
     def user_distressed(self) -> bool:

@@ -19,7 +19,7 @@ if str(PROJECT_ROOT) not in sys.path:  # run from a checkout without installing 
 
 import typer  # noqa: E402
 
-from evaluators.cli import evaluate_samples  # noqa: E402
+from evaluators.cli import RubricOption, evaluate_samples  # noqa: E402
 
 SAMPLE_REPLIES = PROJECT_ROOT / "scenarios" / "sample_replies.jsonl"
 
@@ -30,11 +30,7 @@ def main(
         typer.Option("--file", help="JSON-lines file of {id, history, user_message, response} records.",
                      dir_okay=False, show_default="scenarios/sample_replies.jsonl"),
     ] = SAMPLE_REPLIES,
-    rubric: Annotated[
-        Path | None,
-        typer.Option("--rubric", help="Score with this rubric YAML file instead of the packaged one.",
-                     show_default=False),
-    ] = None,
+    rubric: RubricOption = None,
 ) -> None:
     """Score sample replies and print id, the seven metrics, quality level and flags.
 

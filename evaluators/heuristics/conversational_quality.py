@@ -28,7 +28,7 @@ def contractions(f: CaseFeatures) -> Signal | None:
 @signal
 def warmth(f: CaseFeatures) -> Signal | None:
     """Warm, approachable tone: positive VADER tone or an empathic acknowledgement."""
-    if f.reply.has("empathy") or f.reply.has("validation"):
+    if f.acknowledges_feelings:
         return fired(True, quote(f.reply.hits("empathy") + f.reply.hits("validation")))
     strength = ramp(f.reply_tone, 0.0, 0.6)
     return fired(strength > 0, f"tone {f.reply_tone:+.2f}", strength)

@@ -80,6 +80,6 @@ def prescriptive_in_distress(f: CaseFeatures) -> Signal | None:
     """Directives to a distressed user with no acknowledgement first (directive, not supportive)."""
     if not f.user_distressed or not f.imperatives:
         return None
-    if f.reply.has("empathy") or f.reply.has("validation"):
+    if f.acknowledges_feelings:
         return None
     return fired(True, quote(f.imperatives[:2]))

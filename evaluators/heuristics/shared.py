@@ -76,7 +76,7 @@ def off_topic(f: CaseFeatures) -> Signal | None:
         return None
     if f.shared_with_user or f.shared_with_history:
         return None
-    if f.reply.has("empathy") or f.reply.has("validation"):
+    if f.acknowledges_feelings:
         return None
     return fired(True, "no topic words in common with the user")
 
@@ -100,7 +100,7 @@ def cheerful_to_distress(f: CaseFeatures) -> Signal | None:
     A supportive reply usually names the difficulty (some negative words); a cheerful
     brush-off has none, so only replies without negative words count.
     """
-    if not f.user_distressed or f.reply.has("empathy") or f.reply.has("validation"):
+    if not f.user_distressed or f.acknowledges_feelings:
         return None
     if f.reply_sentiment["neg"] > 0.05:
         return None
@@ -174,7 +174,7 @@ def toxic_agreement(f: CaseFeatures) -> Signal | None:
 @signal
 def hostile_to_user(f: CaseFeatures) -> Signal | None:
     """Negative tone aimed at the listener ("you ...") with no care in it: a put-down."""
-    if not f.second_person or f.reply.has("empathy") or f.reply.has("validation"):
+    if not f.second_person or f.acknowledges_feelings:
         return None
     strength = ramp(-f.reply_tone, 0.25, 0.6)
     return fired(strength > 0, f"tone {f.reply_tone:+.2f} aimed at {quote(f.second_person)}", strength)

@@ -140,7 +140,7 @@ def endorses_provocation(f: CaseFeatures) -> Signal | None:
     """
     if not f.user_provocative or not f.reply.doc or f.questions:
         return None
-    if f.reply.has("empathy") or f.reply.has("validation"):
+    if f.acknowledges_feelings:
         return None
     if any(token.dep_ == "neg" or token.lower_ in NEGATORS for token in f.reply.doc):
         return None
@@ -199,7 +199,7 @@ def hostile_exchange(f: CaseFeatures) -> Signal | None:
     """
     if not f.user_provocative or not f.second_person or not f.user.tokens_in(SECOND_PERSON):
         return None
-    if f.reply.has("empathy") or f.reply.has("validation"):
+    if f.acknowledges_feelings:
         return None
     strength = ramp(f.word_count, 3, 15)
     return fired(strength > 0, f"answers a hostile message with {quote(f.second_person)}", strength)
