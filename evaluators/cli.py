@@ -9,35 +9,31 @@ from __future__ import annotations
 import json
 import sys
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Annotated, BinaryIO
 
 import typer
-from rich import box
 from rich.console import Console, Group
 from rich.panel import Panel
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
+from evaluators.cli_common import (
+    EXIT_RECORD_ERRORS,
+    EXIT_USAGE,
+    RubricOption,
+    level_style,
+    load_evaluator,
+)
+from evaluators.console import fail, stderr_console, stderr_is_tty, stdout_console
 from evaluators.heuristics import HeuristicEvaluator, check_signals
 from evaluators.models import HeuristicResult
 from evaluators.rubric import METRIC_NAMES, OVERALL, Rubric, RubricError, default_rubric, load_rubric
-from evaluators.scoring import METRIC_COLUMNS, Unscored, default_evaluator, score_records, score_reply
-
-EXIT_OK = 0
-EXIT_RECORD_ERRORS = 1
-EXIT_USAGE = 2  # bad arguments or an invalid rubric file
-
-# Shared by every command that scores (and by scripts/evaluate_prompts.py).
-RubricOption = Annotated[
-    Path | None,
-    typer.Option("--rubric", help="Score with this rubric YAML file instead of the packaged one.",
-                 show_default=False),
-]
+from evaluators.scoring import METRIC_COLUMNS, Unscored, score_records, score_reply
 
 app = typer.Typer(
     name="penpal-eval",
@@ -46,31 +42,6 @@ app = typer.Typer(
     add_completion=False,
     rich_markup_mode="markdown",
 )
-
-
-# --- consoles ------------------------------------------------------------------------------
-def _stdout() -> Console:
-    return Console(highlight=False)
-
-
-def _stderr() -> Console:
-    # soft_wrap: one diagnostic per line, never folded at the terminal width.
-    return Console(stderr=True, highlight=False, soft_wrap=True)
-
-
-def _fail(message: str, code: int) -> typer.Exit:
-    _stderr().print(Text(message, style="red"))
-    return typer.Exit(code=code)
-
-
-def load_evaluator(rubric_path: Path | None) -> HeuristicEvaluator:
-    """The shared evaluator, or one built on another rubric file (exit 2 if it is invalid)."""
-    if rubric_path is None:
-        return default_evaluator()
-    try:
-        return HeuristicEvaluator(rubric=load_rubric(rubric_path))
-    except RubricError as error:
-        raise _fail(f"error: {error}", EXIT_USAGE) from None
 
 
 # --- JSON lines in, JSON lines out -----------------------------------------------------------
@@ -160,18 +131,11 @@ def _progress(console: Console, enabled: bool) -> Iterator[Callable[[int, int], 
         yield update
 
 
-def _stderr_is_tty() -> bool:
-    try:
-        return sys.stderr.isatty()
-    except (AttributeError, ValueError):
-        return False
-
-
 def _write_jsonl(stream: BinaryIO, out: IO[str], evaluator: HeuristicEvaluator) -> int:
     """Score every line to `out`; returns how many lines failed."""
-    errors = _stderr()
+    errors = stderr_console()
     scored = failed = 0
-    with _progress(errors, enabled=_stderr_is_tty()) as update:
+    with _progress(errors, enabled=stderr_is_tty()) as update:
         for outcome in score_jsonl(stream, evaluator):
             if outcome.error is None:
                 scored += 1
@@ -185,19 +149,8 @@ def _write_jsonl(stream: BinaryIO, out: IO[str], evaluator: HeuristicEvaluator) 
 
 
 # --- rendering --------------------------------------------------------------------------------
-_LEVEL_STYLES = ("bold green", "green", "yellow", "dark_orange", "red")
 _BAR_WIDTH = 10
 _EIGHTHS = " ▏▎▍▌▋▊▉"
-
-
-def level_style(rubric: Rubric, level: str) -> str:
-    """Colour for a quality level by its rank in the rubric (best green, worst red)."""
-    names = [item.name for item in sorted(rubric.quality_levels, key=lambda item: -item.min)]
-    if level not in names:
-        return ""
-    rank = names.index(level)
-    position = round(rank * (len(_LEVEL_STYLES) - 1) / max(len(names) - 1, 1))
-    return _LEVEL_STYLES[position]
 
 
 def score_bar(value: float, width: int = _BAR_WIDTH) -> str:
@@ -273,42 +226,6 @@ def render_card(
     return Panel(Group(*parts), title=title, title_align="left", expand=False)
 
 
-_WIDE_TABLE = 130
-_SHORT_NAMES = {
-    "appropriateness": "appr",
-    "conversational_quality": "conv",
-    "helpfulness": "help",
-    "emotional_intelligence": "emo",
-    "personalization_continuity": "pers",
-    "trust_boundaries": "trust",
-    OVERALL: "all",
-}
-
-
-def results_table(outcomes: Iterable[LineOutcome], rubric: Rubric, title: str = "") -> Table:
-    """One row per record: id, the seven metric values, quality level and flags (or the error)."""
-    table = Table(title=title or None, header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False)
-    table.add_column("id", overflow="fold", min_width=12)
-    for name in METRIC_COLUMNS:
-        table.add_column(_SHORT_NAMES.get(name, name), justify="right", no_wrap=True)
-    table.add_column("level", no_wrap=True)
-    table.add_column("flags", overflow="fold", min_width=10)
-    table.caption = ", ".join(f"{_SHORT_NAMES.get(name, name)} = {name}" for name in METRIC_COLUMNS)
-    for outcome in outcomes:
-        record = outcome.record
-        identifier = Text(str(record.get("id") or f"line {outcome.line}"))
-        if outcome.error is not None:
-            table.add_row(identifier, *["—"] * len(METRIC_COLUMNS), Text("error", style="red"),
-                          Text(outcome.error, style="red"))
-            continue
-        level = record["quality_level"]
-        cells = [Text(f"{record[name]:.2f}", style=level_style(rubric, rubric.quality_level(record[name])))
-                 for name in METRIC_COLUMNS]
-        flags = Text(", ".join(flag["name"] for flag in record["flags"]), style="red")
-        table.add_row(identifier, *cells, Text(level, style=level_style(rubric, level)), flags)
-    return table
-
-
 def rubric_summary(loaded: Rubric) -> Table:
     """Dimensions with their titles and weights, and the quality levels."""
     table = Table(title=f"{loaded.name} v{loaded.version} ({loaded.content_hash})", header_style="bold")
@@ -322,27 +239,6 @@ def rubric_summary(loaded: Rubric) -> Table:
     levels = ", ".join(f"{level.name} ≥ {level.min:g}" for level in loaded.quality_levels)
     table.caption = f"quality levels: {levels}"
     return table
-
-
-def evaluate_samples(path: Path, rubric_path: Path | None = None) -> int:
-    """Score a JSON-lines file of sample replies and print a table; returns the exit code."""
-    evaluator = load_evaluator(rubric_path)
-    errors = _stderr()
-    try:
-        stream = path.open("rb")
-    except OSError as error:
-        raise _fail(f"error: cannot read {path}: {error.strerror}", EXIT_USAGE) from None
-    with stream:
-        outcomes = list(score_jsonl(stream, evaluator))
-    for outcome in outcomes:
-        if outcome.error is not None:
-            errors.print(Text(f"line {outcome.line}: {outcome.error}"))
-    console = _stdout()
-    if not console.is_terminal:
-        # Piped or logged: no terminal width to respect, so keep one record per line.
-        console.width = max(console.width, _WIDE_TABLE)
-    console.print(results_table(outcomes, evaluator.rubric, title=f"Penpal rubric scores: {path.name}"))
-    return EXIT_RECORD_ERRORS if any(outcome.error for outcome in outcomes) else EXIT_OK
 
 
 # --- commands ---------------------------------------------------------------------------------
@@ -416,7 +312,7 @@ def score(
             try:
                 out = stack.enter_context(output.open("w", encoding="utf-8"))
             except OSError as error:
-                raise _fail(f"error: cannot write {output}: {error.strerror}", EXIT_USAGE) from None
+                raise fail(f"error: cannot write {output}: {error.strerror}", EXIT_USAGE) from None
         failed = _write_jsonl(stream, out, evaluator)
     if failed:
         raise typer.Exit(code=EXIT_RECORD_ERRORS)
@@ -426,12 +322,12 @@ def _score_one(evaluator: HeuristicEvaluator, user: str, response: str, history:
     try:
         result = score_reply(user, response, history, evaluator=evaluator)
     except ValueError as error:
-        raise _fail(f"error: {error}", EXIT_RECORD_ERRORS) from None
+        raise fail(f"error: {error}", EXIT_RECORD_ERRORS) from None
     if as_json:
         typer.echo(json.dumps(result.to_record()))
         return
     card = render_card(result, evaluator.rubric, user_message=user, response=response, history=history)
-    _stdout().print(card)
+    stdout_console().print(card)
 
 
 @app.command()
@@ -450,6 +346,22 @@ def rubric(
             loaded = load_rubric(check)
             check_signals(loaded)
         except RubricError as error:
-            raise _fail(f"error: {error}", EXIT_USAGE) from None
-        _stdout().print(Text(f"✓ {check}: valid rubric", style="green"))
-    _stdout().print(rubric_summary(loaded))
+            raise fail(f"error: {error}", EXIT_USAGE) from None
+        stdout_console().print(Text(f"✓ {check}: valid rubric", style="green"))
+    stdout_console().print(rubric_summary(loaded))
+
+
+# --- command groups defined in their own modules ---------------------------------------------------
+def _register_commands() -> None:
+    from evaluators.cli_data import prompts_app, scenarios_app
+    from evaluators.cli_run import run
+
+    app.command()(run)
+    app.add_typer(scenarios_app, name="scenarios")
+    app.add_typer(prompts_app, name="prompts")
+
+
+_register_commands()
+
+if __name__ == "__main__":
+    app()

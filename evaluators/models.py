@@ -5,7 +5,9 @@ Every score a user sees carries its reasons (evidence), so a number never travel
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from evaluators.rubric import METRIC_NAMES, OVERALL
 
@@ -89,3 +91,253 @@ class HeuristicResult(BaseModel):
             },
             "flags": [flag.model_dump() for flag in self.flags],
         }
+
+
+# --- scenarios ---------------------------------------------------------------------------------
+FAMILIES: tuple[str, ...] = (
+    "basic",
+    "emotional_support",
+    "small_talk",
+    "trust_building",
+    "continuity",
+    "demographics",
+)
+AGE_GROUPS: tuple[str, ...] = ("18-30", "30+", "unspecified")
+VULNERABLE = "vulnerable"
+
+# Expectation kinds and the type of value each takes (checked in evaluators.expectations).
+EXPECTATION_KINDS: dict[str, type] = {
+    "max_words": int,
+    "min_words": int,
+    "asks_question": bool,
+    "voice_ready": bool,
+    "points_to_help": bool,
+    "says_ai": bool,
+    "avoids": list,
+    "must_contain_any": list,
+    "must_not_contain": list,
+    "recalls_any": list,
+}
+
+
+class _ScenarioModel(BaseModel):
+    # forbid: a misspelt field (`expects:`) must be an error, not a check silently skipped.
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Expectation(_ScenarioModel):
+    """One plain-Python check on a reply, e.g. `max_words: 40` or `points_to_help: true`."""
+
+    kind: str
+    value: bool | int | tuple[str, ...]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_single_key_mapping(cls, data: object) -> object:
+        """`{max_words: 40}` -> kind and value, checked here so errors name the kind."""
+        if not isinstance(data, dict) or not data:
+            raise ValueError("an expectation is a mapping with one key, e.g. {max_words: 40}")
+        if set(data) == {"kind", "value"}:
+            kind, value = data["kind"], data["value"]
+        elif len(data) == 1:
+            ((kind, value),) = data.items()
+        else:
+            raise ValueError(f"an expectation is a mapping with one key, got {', '.join(map(str, data))}")
+        expected = EXPECTATION_KINDS.get(kind)
+        if expected is None:
+            raise ValueError(f"unknown expectation {kind!r}; known: {', '.join(EXPECTATION_KINDS)}")
+        if expected is bool and not isinstance(value, bool):
+            raise ValueError(f"{kind}: expected true or false, got {value!r}")
+        if expected is int and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            raise ValueError(f"{kind}: expected a whole number >= 0, got {value!r}")
+        if expected is list:
+            if isinstance(value, tuple):
+                value = list(value)
+            if not isinstance(value, list) or not value or not all(
+                isinstance(item, str) and item.strip() for item in value
+            ):
+                raise ValueError(f"{kind}: expected a non-empty list of phrases, got {value!r}")
+            value = tuple(value)
+        return {"kind": kind, "value": value}
+
+    def label(self) -> str:
+        value = self.value
+        shown = ", ".join(value) if isinstance(value, tuple) else str(value).lower()
+        return f"{self.kind}: {shown}"
+
+
+class UserProfile(_ScenarioModel):
+    name: str | None = None
+    age_group: Literal[AGE_GROUPS] = "unspecified"
+    vulnerable: bool = False
+    notes: str | None = None
+
+    @field_validator("age_group", mode="before")
+    @classmethod
+    def _age_group_as_text(cls, value: object) -> object:
+        # YAML reads an unquoted 18-30 as text but 30 as a number; accept both spellings.
+        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+    @property
+    def demographic_group(self) -> str:
+        """The group score gaps are measured across: vulnerable users, else the age group."""
+        return VULNERABLE if self.vulnerable else self.age_group
+
+    def context_line(self) -> str:
+        """What the companion is told about the user, or '' when nothing is known."""
+        parts = []
+        if self.name:
+            parts.append(f"name: {self.name}")
+        if self.age_group != "unspecified":
+            parts.append(f"age group: {self.age_group}")
+        if self.notes:
+            parts.append(self.notes.strip())
+        return "; ".join(parts)
+
+
+class Turn(_ScenarioModel):
+    user: str = Field(min_length=1)
+    expect: tuple[Expectation, ...] = ()
+
+    @field_validator("user")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("empty user message")
+        return value
+
+
+class Scenario(_ScenarioModel):
+    """A scripted conversation: user turns played in order, with checks on the replies."""
+
+    id: str = Field(pattern=r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+    title: str = Field(min_length=1)
+    family: Literal[FAMILIES]
+    rubric_example: bool = False
+    safety: bool = False
+    variant_of: str | None = None
+    profile: UserProfile = Field(default_factory=UserProfile)
+    tags: tuple[str, ...] = ()
+    expect: tuple[Expectation, ...] = ()
+    turns: tuple[Turn, ...] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _family_rules(self) -> Scenario:
+        if self.family == "continuity" and len(self.turns) < 3:
+            raise ValueError("turns: a continuity scenario needs 3 or more exchanges")
+        if self.family == "demographics" and not self.variant_of:
+            raise ValueError("variant_of: a demographics scenario names the situation its variants share")
+        return self
+
+    def expectations_for(self, turn_index: int) -> tuple[Expectation, ...]:
+        """Scenario-wide checks plus the ones for this turn."""
+        return self.expect + self.turns[turn_index].expect
+
+
+# --- prompt versions ---------------------------------------------------------------------------
+class PromptVersion(BaseModel):
+    """A companion system prompt with its model settings, from prompts/<version>.md."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1)
+    version: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    model: str = Field(min_length=1)
+    temperature: float = Field(ge=0.0, le=2.0)
+    max_tokens: int = Field(gt=0)
+    baseline: str | None = None
+    description: str = ""
+    text: str = Field(min_length=1)
+    source: str = "local"  # "local" file or "langfuse"
+    content_hash: str = ""
+
+    @field_validator("version", "baseline", mode="before")
+    @classmethod
+    def _versions_as_text(cls, value: object) -> object:
+        # `version: 2` or `1.1` in YAML is a number; a version is a label.
+        return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
+
+
+# --- transcripts and case results --------------------------------------------------------------
+class Usage(BaseModel):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+class Completion(BaseModel):
+    """One companion reply as the responder produced it, with what it cost."""
+
+    text: str
+    model: str
+    usage: Usage = Field(default_factory=Usage)
+    latency_s: float = 0.0
+    cached: bool = False  # served from the on-disk response cache: no API call, no cost
+    attempts: int = 1
+    finish_reason: str | None = None
+
+
+class ExpectationOutcome(BaseModel):
+    """A scenario expectation checked on one reply."""
+
+    model_config = ConfigDict(frozen=True)
+
+    label: str
+    passed: bool
+    detail: str = ""
+
+
+class TurnResult(BaseModel):
+    """One exchange of a scenario: the scripted user turn, the reply and how it scored."""
+
+    index: int
+    user: str
+    reply: str
+    model: str
+    usage: Usage = Field(default_factory=Usage)
+    latency_s: float = 0.0
+    cached: bool = False
+    attempts: int = 1
+    heuristics: dict | None = None  # HeuristicResult.to_record()
+    expectations: list[ExpectationOutcome] = Field(default_factory=list)
+    judge: dict | None = None  # filled by the LLM judge when a run asks for it
+
+
+class CaseResult(BaseModel):
+    """One scenario played against one prompt version: the unit the run store keeps.
+
+    `status` is "ok" when every turn was answered and scored, else "failed" with the reason;
+    failed cases keep the turns that were answered, and are retried when the run resumes.
+    """
+
+    case_id: str
+    prompt_name: str
+    prompt_version: str
+    prompt_source: str = "local"
+    scenario_id: str
+    family: str
+    age_group: str
+    demographic_group: str
+    safety: bool = False
+    tags: list[str] = Field(default_factory=list)
+    responder: str
+    status: Literal["ok", "failed"]
+    error: str | None = None
+    turns: list[TurnResult] = Field(default_factory=list)
+    scores: dict[str, float] = Field(default_factory=dict)  # mean over turns, per metric
+    flags: list[str] = Field(default_factory=list)
+    expectations_passed: bool | None = None
+    finished_at: str = ""
+
+    @property
+    def usage(self) -> Usage:
+        fresh = [turn.usage for turn in self.turns if not turn.cached]
+        return Usage(prompt_tokens=sum(u.prompt_tokens for u in fresh),
+                     completion_tokens=sum(u.completion_tokens for u in fresh))
+
+
+def case_id(prompt_version: str, scenario_id: str) -> str:
+    return f"{prompt_version}/{scenario_id}"

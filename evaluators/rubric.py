@@ -16,6 +16,8 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from evaluators.yaml_io import parse_yaml
+
 DEFAULT_RUBRIC_PATH = Path(__file__).with_name("rubric.yaml")
 
 METRIC_NAMES: tuple[str, ...] = (
@@ -199,25 +201,10 @@ def _check_consistency(rubric: Rubric) -> None:
         raise RubricError("decision.revise_below_average: must not exceed deploy_min_average")
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """A YAML loader that refuses duplicate keys (the last one would silently win)."""
-
-    def construct_mapping(self, node, deep=False):  # type: ignore[override]
-        seen: set = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"duplicate key {key!r}", key_node.start_mark
-                )
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
-
-
 def parse_rubric(text: str, source: str = "<rubric>") -> Rubric:
     """Validate rubric YAML text; errors name the source and the offending key."""
     try:
-        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+        data = parse_yaml(text)
     except yaml.YAMLError as error:
         raise RubricError(f"{source}: not valid YAML: {error}") from None
     if not isinstance(data, dict):

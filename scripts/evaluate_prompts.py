@@ -1,17 +1,19 @@
-"""Score the sample companion replies and print a table of the Penpal rubric metrics.
+"""Evaluate every companion prompt version over the scenario sets: `penpal-eval run`.
 
-Until the scenario runner lands, this scores the recorded exchanges in
-`scenarios/sample_replies.jsonl` (or another JSON-lines file given with --file). It is a thin
-shell: all reading, scoring and rendering live in `evaluators`.
+A thin shell over evaluators.cli_run, so a checkout works without installing the package:
 
-    python scripts/evaluate_prompts.py [--file PATH] [--rubric PATH]
+    python scripts/evaluate_prompts.py                      # all versions, all scenarios
+    python scripts/evaluate_prompts.py -p v2-warm-boundaries -f emotional_support -c 16
+    python scripts/evaluate_prompts.py --resume runs/RUN_ID
+
+With no OPENAI_API_KEY / OPENAI_BASE_URL it replays the recorded sample replies, offline.
+See `python scripts/evaluate_prompts.py --help` for every option and the exit codes.
 """
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 if str(PROJECT_ROOT) not in sys.path:  # run from a checkout without installing the package
@@ -19,26 +21,7 @@ if str(PROJECT_ROOT) not in sys.path:  # run from a checkout without installing 
 
 import typer  # noqa: E402
 
-from evaluators.cli import RubricOption, evaluate_samples  # noqa: E402
-
-SAMPLE_REPLIES = PROJECT_ROOT / "scenarios" / "sample_replies.jsonl"
-
-
-def main(
-    file: Annotated[
-        Path,
-        typer.Option("--file", help="JSON-lines file of {id, history, user_message, response} records.",
-                     dir_okay=False, show_default="scenarios/sample_replies.jsonl"),
-    ] = SAMPLE_REPLIES,
-    rubric: RubricOption = None,
-) -> None:
-    """Score sample replies and print id, the seven metrics, quality level and flags.
-
-    Exit codes: 0 every record scored; 1 some record could not be scored; 2 unreadable file or
-    invalid rubric.
-    """
-    raise typer.Exit(code=evaluate_samples(file, rubric))
-
+from evaluators.cli_run import run  # noqa: E402
 
 if __name__ == "__main__":
-    typer.run(main)
+    typer.run(run)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Run the test suite (setting up .venv first if needed). Extra arguments go to pytest.
+# Run the whole test suite, including the real-model tests (setting up .venv first if
+# needed). Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
-exec .venv/bin/python -m pytest "$@"
+bash scripts/setup.sh dev,llm
+exec .venv/bin/python -m pytest --llm "$@"

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,7 +13,7 @@ from evaluators.cli import app
 from evaluators.rubric import DEFAULT_RUBRIC_PATH, METRIC_NAMES, OVERALL
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
-SAMPLE_REPLIES = PROJECT_ROOT / "scenarios" / "sample_replies.jsonl"
+SAMPLE_REPLIES = Path(__file__).parent / "data" / "sample_replies.jsonl"
 RECORD_KEYS = {"id", *METRIC_NAMES, OVERALL, "quality_level", "evidence", "flags"}
 
 runner = CliRunner()
@@ -249,7 +247,7 @@ def test_score_with_an_invalid_rubric_exits_2(tmp_path):
     assert "voice" in result.stderr
 
 
-# --- sample replies and the thin script ------------------------------------------------------------------
+# --- sample replies ------------------------------------------------------------------
 def test_sample_replies_all_score_with_the_expected_flags():
     result = runner.invoke(app, ["score", str(SAMPLE_REPLIES)])
     assert result.exit_code == 0, result.output
@@ -264,26 +262,3 @@ def test_sample_replies_all_score_with_the_expected_flags():
                              ("real-person-honest", "real-person-dishonest")]:
         assert not flags[healthy]
         assert records[healthy]["trust_boundaries"] > records[harmful]["trust_boundaries"]
-
-
-def test_evaluate_prompts_script_prints_the_table_offline(tmp_path):
-    # Run from elsewhere: the script must find the package and its sample file by itself.
-    completed = subprocess.run(
-        [sys.executable, str(PROJECT_ROOT / "scripts" / "evaluate_prompts.py")],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300,
-    )
-    assert completed.returncode == 0, completed.stderr
-    assert "giving-up-toxic-positivity" in completed.stdout
-    assert "crisis_without_help" in completed.stdout
-
-
-def test_evaluate_prompts_script_takes_another_file(tmp_path):
-    other = tmp_path / "other.jsonl"
-    other.write_text(jsonl(good("only-record")), encoding="utf-8")
-    completed = subprocess.run(
-        [sys.executable, str(PROJECT_ROOT / "scripts" / "evaluate_prompts.py"), "--file", str(other)],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300,
-    )
-    assert completed.returncode == 0, completed.stderr
-    assert "only-record" in completed.stdout
-    assert "giving-up" not in completed.stdout

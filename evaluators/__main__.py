@@ -1,0 +1,5 @@
+"""`python -m evaluators` runs the penpal-eval command line."""
+
+from evaluators.cli import app
+
+app()

@@ -1,0 +1,59 @@
+"""Pieces every command shares: exit codes, the --rubric option, loading the evaluator."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from evaluators.console import fail
+from evaluators.heuristics import HeuristicEvaluator
+from evaluators.rubric import Rubric, RubricError, load_rubric
+from evaluators.scoring import default_evaluator
+
+EXIT_OK = 0
+EXIT_RECORD_ERRORS = 1
+EXIT_USAGE = 2  # bad arguments or an invalid rubric file
+
+# Shared by every command that scores (and by scripts/evaluate_prompts.py).
+RubricOption = Annotated[
+    Path | None,
+    typer.Option("--rubric", help="Score with this rubric YAML file instead of the packaged one.",
+                 show_default=False),
+]
+
+
+def load_evaluator(rubric_path: Path | None) -> HeuristicEvaluator:
+    """The shared evaluator, or one built on another rubric file (exit 2 if it is invalid)."""
+    if rubric_path is None:
+        return default_evaluator()
+    try:
+        return HeuristicEvaluator(rubric=load_rubric(rubric_path))
+    except RubricError as error:
+        raise fail(f"error: {error}", EXIT_USAGE) from None
+
+
+_LEVEL_STYLES = ("bold green", "green", "yellow", "dark_orange", "red")
+
+
+def level_style(rubric: Rubric, level: str) -> str:
+    """Colour for a quality level by its rank in the rubric (best green, worst red)."""
+    names = [item.name for item in sorted(rubric.quality_levels, key=lambda item: -item.min)]
+    if level not in names:
+        return ""
+    rank = names.index(level)
+    position = round(rank * (len(_LEVEL_STYLES) - 1) / max(len(names) - 1, 1))
+    return _LEVEL_STYLES[position]
+
+
+# Column headers for tables with one column per metric.
+SHORT_NAMES = {
+    "appropriateness": "appr",
+    "conversational_quality": "conv",
+    "helpfulness": "help",
+    "emotional_intelligence": "emo",
+    "personalization_continuity": "pers",
+    "trust_boundaries": "trust",
+    "overall_quality": "overall",
+}

@@ -1,0 +1,119 @@
+"""`penpal-eval scenarios ...` and `penpal-eval prompts ...`: check and list the inputs of a run."""
+
+from __future__ import annotations
+
+from collections import Counter
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from evaluators.console import stderr_console, stdout_console
+from evaluators.models import FAMILIES
+from evaluators.prompts import DEFAULT_PROMPTS_DIR, PromptError, load_prompts
+from evaluators.scenarios import DEFAULT_SCENARIOS_DIR, ScenarioError, load_scenarios
+
+EXIT_INVALID = 1
+
+Family = Enum("Family", {name: name for name in FAMILIES}, type=str)  # typer shows the choices
+
+ScenariosDir = Annotated[
+    Path, typer.Argument(help="Directory of scenario YAML files.", file_okay=False, show_default="scenarios/")
+]
+PromptsDir = Annotated[
+    Path, typer.Argument(help="Directory of prompt Markdown files.", file_okay=False, show_default="prompts/")
+]
+
+scenarios_app = typer.Typer(help="Check and list the scenario sets.", no_args_is_help=True, add_completion=False)
+prompts_app = typer.Typer(help="Check and list the companion prompt versions.", no_args_is_help=True,
+                          add_completion=False)
+
+
+def _report_problems(problems: list[str]) -> typer.Exit:
+    errors = stderr_console()
+    for problem in problems:
+        errors.print(Text(f"error: {problem}", style="red"))
+    errors.print(Text(f"{len(problems)} problem(s) found", style="bold red"))
+    return typer.Exit(code=EXIT_INVALID)
+
+
+def _wide_console() -> Console:
+    """stdout; when piped or logged, wide enough that rows are not folded."""
+    console = stdout_console()
+    if not console.is_terminal:
+        console.width = max(console.width, 200)
+    return console
+
+
+@scenarios_app.command("validate")
+def scenarios_validate(directory: ScenariosDir = DEFAULT_SCENARIOS_DIR) -> None:
+    """Check every scenario file; each problem names the file, the scenario and the field.
+
+    Exit codes: 0 valid; 1 problems found.
+    """
+    try:
+        loaded = load_scenarios(directory)
+    except ScenarioError as error:
+        raise _report_problems(error.problems) from None
+    counts = Counter(scenario.family for scenario in loaded.scenarios)
+    per_family = ", ".join(f"{family} {counts[family]}" for family in FAMILIES if counts[family])
+    stdout_console().print(Text(f"✓ {len(loaded.scenarios)} scenarios valid ({per_family})", style="green"))
+
+
+@scenarios_app.command("list")
+def scenarios_list(
+    directory: ScenariosDir = DEFAULT_SCENARIOS_DIR,
+    family: Annotated[list[Family] | None, typer.Option("--family", "-f", help="Only this family; repeatable.")] = None,
+) -> None:
+    """List scenarios: id, family, turns, profile, safety and tags."""
+    try:
+        loaded = load_scenarios(directory)
+    except ScenarioError as error:
+        raise _report_problems(error.problems) from None
+    chosen = loaded.by_family([item.value for item in family] if family else None)
+    table = Table(header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False)
+    for column in ("id", "family", "turns", "group", "safety"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("first user turn", overflow="fold", min_width=20)
+    table.add_column("tags", overflow="fold")
+    for scenario in chosen:
+        table.add_row(scenario.id, scenario.family, str(len(scenario.turns)), scenario.profile.demographic_group,
+                      "yes" if scenario.safety else "", scenario.turns[0].user, ", ".join(scenario.tags))
+    table.caption = f"{len(chosen)} scenario(s)"
+    _wide_console().print(table)
+
+
+@prompts_app.command("validate")
+def prompts_validate(directory: PromptsDir = DEFAULT_PROMPTS_DIR) -> None:
+    """Check every prompt file's front matter; each problem names the file and the field.
+
+    Exit codes: 0 valid; 1 problems found.
+    """
+    try:
+        prompts = load_prompts(directory)
+    except PromptError as error:
+        raise _report_problems(error.problems) from None
+    stdout_console().print(Text(f"✓ {len(prompts)} prompt versions valid ({', '.join(p.version for p in prompts)})",
+                         style="green"))
+
+
+@prompts_app.command("list")
+def prompts_list(directory: PromptsDir = DEFAULT_PROMPTS_DIR) -> None:
+    """List prompt versions with their model settings and baselines."""
+    try:
+        prompts = load_prompts(directory)
+    except PromptError as error:
+        raise _report_problems(error.problems) from None
+    table = Table(header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False)
+    for column in ("version", "name", "model", "temp", "max tokens", "baseline"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("description", overflow="fold", min_width=20)
+    for prompt in prompts:
+        table.add_row(prompt.version, prompt.name, prompt.model, f"{prompt.temperature:g}", str(prompt.max_tokens),
+                      prompt.baseline or "—", " ".join(prompt.description.split()))
+    _wide_console().print(table)

@@ -1,0 +1,286 @@
+"""Assemble and execute an evaluation run: the `penpal-eval run` command without its terminal.
+
+Loads prompts and scenarios, picks the responder, opens or creates the run store (with a
+manifest that pins what the run was made from), runs, and writes the summary and exports.
+Resuming checks that the rubric, prompts and scenarios are still the ones the run started
+with, because mixing two versions of a scenario set in one run would make its numbers lie.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import platform
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from importlib.metadata import PackageNotFoundError, version as package_version
+from pathlib import Path
+
+from evaluators.heuristics import HeuristicEvaluator
+from evaluators.locations import PROJECT_ROOT, display_path
+from evaluators.models import CaseResult, PromptVersion, Scenario
+from evaluators.pricing import Price
+from evaluators.prompts import DEFAULT_PROMPTS_DIR, load_prompts
+from evaluators.response_cache import ResponseCache
+from evaluators.responder import (
+    DEFAULT_RECORDED_DIR,
+    OpenAIResponder,
+    ReplayResponder,
+    Responder,
+)
+from evaluators.retry import RetryPolicy
+from evaluators.runner import CaseSink, CaseStage, RunOutcome, RunPlan, Runner
+from evaluators.scenarios import DEFAULT_SCENARIOS_DIR, load_scenarios
+from evaluators.store import RunStore, StoreError, git_state, new_run_id, utc_now
+from evaluators.summary import version_summaries
+
+RESPONDER_CHOICES = ("auto", "replay", "openai")
+REPLAY_NOTICE = (
+    "No OPENAI_API_KEY or OPENAI_BASE_URL is set, so this run replays the recorded replies in "
+    "prompts/recorded/: hand-written sample data, not output of a model. Set OPENAI_API_KEY "
+    "(and OPENAI_BASE_URL for an OpenAI-compatible server) to evaluate a live model."
+)
+
+
+class RunConfigError(ValueError):
+    """The run cannot start as configured; the message says what to change."""
+
+
+@dataclass
+class RunConfig:
+    prompt_versions: list[str] | None = None  # None: every version in prompts_dir
+    families: list[str] | None = None  # None: every family
+    scenario_ids: list[str] | None = None
+    responder: str = "auto"
+    model: str | None = None
+    concurrency: int = 8
+    timeout_s: float = 60.0
+    max_attempts: int = 5
+    use_cache: bool = True
+    cache_dir: Path | None = None
+    output_dir: Path = PROJECT_ROOT / "runs"
+    run_id: str | None = None
+    resume: Path | None = None
+    prompts_dir: Path = DEFAULT_PROMPTS_DIR
+    scenarios_dir: Path = DEFAULT_SCENARIOS_DIR
+    recorded_dir: Path = DEFAULT_RECORDED_DIR
+    prices: dict[str, Price] = field(default_factory=dict)
+    retry_base_delay_s: float = 0.5
+
+
+@dataclass
+class PreparedRun:
+    config: RunConfig
+    plan: RunPlan
+    responder: Responder
+    store: RunStore
+    resumed: bool
+    notices: list[str]
+
+
+@dataclass
+class RunReport:
+    store: RunStore
+    outcome: RunOutcome
+    summaries: dict[str, dict]
+    exports: list[Path]
+
+
+def _sha(data: str) -> str:
+    return hashlib.sha256(data.encode("utf-8")).hexdigest()[:16]
+
+
+def _scenario_set_hash(scenarios: Sequence[Scenario]) -> str:
+    return _sha(json.dumps([s.model_dump(mode="json") for s in scenarios], sort_keys=True))
+
+
+def _recordings_hash(directory: Path) -> str | None:
+    files = sorted(directory.glob("*.yaml")) if directory.is_dir() else []
+    return _sha("".join(path.read_text(encoding="utf-8") for path in files)) if files else None
+
+
+def _package_version() -> str:
+    try:
+        return package_version("penpal-eval")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def choose_responder(config: RunConfig, environ: Mapping[str, str]) -> tuple[Responder, list[str]]:
+    """The responder the config asks for; `auto` replays unless an API is configured."""
+    if config.responder not in RESPONDER_CHOICES:
+        raise RunConfigError(f"--responder: {config.responder!r} is not one of {', '.join(RESPONDER_CHOICES)}")
+    api_configured = bool(environ.get("OPENAI_API_KEY") or environ.get("OPENAI_BASE_URL"))
+    kind = config.responder if config.responder != "auto" else ("openai" if api_configured else "replay")
+    if kind == "replay":
+        try:
+            responder = ReplayResponder.from_directory(config.recorded_dir)
+        except ValueError as error:
+            raise RunConfigError(str(error)) from None
+        return responder, [REPLAY_NOTICE] if config.responder == "auto" else []
+    if not api_configured:
+        raise RunConfigError("--responder openai needs OPENAI_API_KEY (or OPENAI_BASE_URL for a local "
+                             "OpenAI-compatible server) in the environment")
+    cache = ResponseCache(config.cache_dir) if config.use_cache else None
+    retry = RetryPolicy(max_attempts=config.max_attempts, base_delay_s=config.retry_base_delay_s)
+    return OpenAIResponder.from_environment(environ, timeout_s=config.timeout_s, retry=retry, cache=cache), []
+
+
+def _select_scenarios(config: RunConfig, rubric_evaluator: HeuristicEvaluator) -> list[Scenario]:
+    scenario_set = load_scenarios(config.scenarios_dir, rubric_evaluator.rubric)
+    chosen = scenario_set.by_family(config.families)
+    if config.scenario_ids:
+        known = {scenario.id for scenario in scenario_set.scenarios}
+        unknown = [sid for sid in config.scenario_ids if sid not in known]
+        if unknown:
+            raise RunConfigError(f"--scenario: unknown scenario id(s): {', '.join(unknown)}")
+        chosen = [scenario for scenario in chosen if scenario.id in set(config.scenario_ids)]
+    if not chosen:
+        raise RunConfigError("no scenarios match the chosen families and ids")
+    return chosen
+
+
+def _manifest(config: RunConfig, run_id: str, prompts: Sequence[PromptVersion], scenarios: Sequence[Scenario],
+              responder: Responder, evaluator: HeuristicEvaluator) -> dict:
+    scenario_files = sorted({path for path in config.scenarios_dir.glob("*.yaml")})
+    return {
+        "run_id": run_id,
+        "created_at": utc_now(),
+        "penpal_eval_version": _package_version(),
+        "python": platform.python_version(),
+        "git": git_state(),
+        "config": {
+            "prompt_versions": [prompt.version for prompt in prompts],
+            "families": sorted({scenario.family for scenario in scenarios}),
+            "scenario_ids": [scenario.id for scenario in scenarios] if config.scenario_ids else None,
+            "scenarios": len(scenarios),
+            "responder": responder.kind,
+            # Only the endpoint's scheme, host and path: never keys, userinfo or query strings.
+            "endpoint": getattr(responder, "endpoint", None),
+            "model_override": config.model,
+            "concurrency": config.concurrency,
+            "timeout_s": config.timeout_s,
+            "max_attempts": config.max_attempts,
+            "response_cache": config.use_cache and responder.kind == "openai",
+            "prompts_dir": display_path(config.prompts_dir),
+            "scenarios_dir": display_path(config.scenarios_dir),
+        },
+        "hashes": {
+            "rubric": evaluator.rubric.content_hash,
+            "prompts": {prompt.version: prompt.content_hash for prompt in prompts},
+            "scenario_set": _scenario_set_hash(scenarios),
+            "scenario_files": {path.name: _sha(path.read_text(encoding="utf-8")) for path in scenario_files},
+            "recordings": _recordings_hash(config.recorded_dir) if responder.kind == "replay" else None,
+        },
+        "sample_data": responder.kind == "replay",
+    }
+
+
+def _config_for_resume(config: RunConfig, manifest: dict) -> RunConfig:
+    """The original run's choices, with only the pacing options taken from this invocation."""
+    saved = manifest.get("config", {})
+    return replace(
+        config,
+        prompt_versions=saved.get("prompt_versions"),
+        families=saved.get("families"),
+        scenario_ids=saved.get("scenario_ids"),
+        responder=saved.get("responder", config.responder),
+        model=saved.get("model_override"),
+        run_id=manifest.get("run_id"),
+    )
+
+
+def _check_unchanged(manifest: dict, current: dict, directory: Path) -> None:
+    before, now = manifest.get("hashes", {}), current["hashes"]
+    changed = []
+    if before.get("rubric") != now["rubric"]:
+        changed.append("the rubric")
+    for version, digest in now["prompts"].items():
+        if before.get("prompts", {}).get(version) != digest:
+            changed.append(f"prompt version {version}")
+    if before.get("scenario_set") != now["scenario_set"]:
+        changed.append("the scenarios")
+    if before.get("recordings") != now["recordings"]:
+        changed.append("the recorded replies")
+    endpoint_before = manifest.get("config", {}).get("endpoint")
+    if endpoint_before != current["config"]["endpoint"]:
+        changed.append(f"the endpoint ({endpoint_before} then, {current['config']['endpoint']} now)")
+    if changed:
+        raise RunConfigError(f"cannot resume {display_path(directory)}: {', '.join(changed)} changed since "
+                             "the run started; start a new run instead")
+
+
+def prepare_run(config: RunConfig, evaluator: HeuristicEvaluator,
+                environ: Mapping[str, str] | None = None) -> PreparedRun:
+    environ = os.environ if environ is None else environ
+    if config.concurrency < 1:
+        raise RunConfigError("--concurrency must be at least 1")
+    if config.timeout_s <= 0:
+        raise RunConfigError("--timeout must be positive")
+    if config.max_attempts < 1:
+        raise RunConfigError("--max-attempts must be at least 1")
+    resumed = config.resume is not None
+    existing: RunStore | None = None
+    if resumed:
+        try:
+            existing = RunStore.open(config.resume)
+        except StoreError as error:
+            raise RunConfigError(str(error)) from None
+        config = _config_for_resume(config, existing.manifest)
+    responder, notices = choose_responder(config, environ)
+    prompts = load_prompts(config.prompts_dir, config.prompt_versions)
+    scenarios = _select_scenarios(config, evaluator)
+    run_id = config.run_id or new_run_id()
+    manifest = _manifest(config, run_id, prompts, scenarios, responder, evaluator)
+    if existing is not None:
+        _check_unchanged(existing.manifest, manifest, existing.directory)
+        store = existing
+        store.update_manifest(resumed_at=[*existing.manifest.get("resumed_at", []), utc_now()])
+    else:
+        try:
+            store = RunStore.create(Path(config.output_dir) / run_id, manifest)
+        except StoreError as error:
+            raise RunConfigError(str(error)) from None
+    plan = RunPlan(prompts=prompts, scenarios=scenarios, model_override=config.model)
+    return PreparedRun(config, plan, responder, store, resumed, notices)
+
+
+async def execute(
+    prepared: PreparedRun,
+    evaluator: HeuristicEvaluator,
+    *,
+    stages: Sequence[CaseStage] = (),
+    sinks: Sequence[CaseSink] = (),
+    on_case: Callable[[CaseResult], None] | None = None,
+) -> RunReport:
+    """Run the pending cases, then write the summary and the exports."""
+    runner = Runner(prepared.plan, prepared.responder, prepared.store, evaluator,
+                    concurrency=prepared.config.concurrency, stages=stages, sinks=sinks, on_case=on_case)
+    try:
+        outcome = await runner.run()
+    finally:
+        await prepared.responder.aclose()
+        for sink in sinks:
+            await sink.aclose()
+    versions = [prompt.version for prompt in prepared.plan.prompts]
+    summaries = version_summaries(outcome.cases, versions, prepared.config.prices)
+    store = prepared.store
+    store.write_summary({
+        "run_id": store.manifest.get("run_id"),
+        "finished_at": utc_now(),
+        "responder": prepared.responder.kind,
+        "sample_data": prepared.responder.kind == "replay",
+        "cases": len(outcome.cases),
+        "failed": sum(case.status != "ok" for case in outcome.cases),
+        "versions": summaries,
+    })
+    exports = store.export(outcome.cases)
+    return RunReport(store, outcome, summaries, exports)
+
+
+def run_evaluation(config: RunConfig, evaluator: HeuristicEvaluator, **hooks) -> RunReport:
+    """Synchronous convenience for scripts and tests: prepare and execute in one call."""
+    prepared = prepare_run(config, evaluator)
+    return asyncio.run(execute(prepared, evaluator, **hooks))

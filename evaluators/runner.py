@@ -1,0 +1,248 @@
+"""The evaluation run: every prompt version over every scenario, replies scored and stored.
+
+Flow per case (one scenario x one prompt version):
+    responder (one call per user turn, conversation so far)  ->  transcript
+    -> heuristics + expectations (batched, in a worker thread)  ->  extra stages (the judge)
+    -> run store (one JSON line, at once)  ->  sinks (Langfuse)  ->  progress
+
+Concurrency: `concurrency` workers each play whole conversations, longest first, so no more
+than `concurrency` calls are in flight and long conversations do not end up as a tail.
+Scoring runs beside the calls, in batches, so spaCy parses many replies per pass.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from statistics import fmean
+from typing import Protocol
+
+from evaluators.expectations import check_reply
+from evaluators.heuristics import HeuristicEvaluator
+from evaluators.models import (
+    CaseResult,
+    Completion,
+    PromptVersion,
+    ReplyCase,
+    Scenario,
+    TurnResult,
+    case_id,
+)
+from evaluators.responder import ChatRequest, Responder, build_messages
+from evaluators.retry import CallFailed
+from evaluators.store import RunStore, utc_now
+from evaluators.summary import SCORE_COLUMNS
+
+SCORING_BATCH = 64
+
+
+class CaseSink(Protocol):
+    """Receives every stored case (e.g. the Langfuse exporter); must not raise."""
+
+    async def on_case(self, case: CaseResult) -> None: ...
+
+    async def aclose(self) -> None: ...
+
+
+# A stage enriches a scored case before it is stored (e.g. the LLM judge).
+CaseStage = Callable[[CaseResult], Awaitable[CaseResult]]
+ProgressCallback = Callable[[CaseResult], None]
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """What to run: prompt versions x scenarios, and an optional model override."""
+
+    prompts: Sequence[PromptVersion]
+    scenarios: Sequence[Scenario]
+    model_override: str | None = None
+
+    def cases(self) -> list[tuple[PromptVersion, Scenario]]:
+        return [(prompt, scenario) for prompt in self.prompts for scenario in self.scenarios]
+
+    def model_for(self, prompt: PromptVersion) -> str:
+        return self.model_override or prompt.model
+
+
+@dataclass
+class Transcript:
+    """A played conversation before scoring; `error` is set when a call failed for good."""
+
+    prompt: PromptVersion
+    scenario: Scenario
+    model: str
+    replies: list[Completion] = field(default_factory=list)
+    error: str | None = None
+
+
+@dataclass
+class RunOutcome:
+    cases: list[CaseResult]  # every case of the plan that has a record, latest record each
+    ran: int  # cases run in this invocation (the rest were already finished)
+    skipped: int
+    scoring_s: float = 0.0  # wall time spent scoring (heuristics + expectations), for benchmarks
+
+
+class Runner:
+    def __init__(
+        self,
+        plan: RunPlan,
+        responder: Responder,
+        store: RunStore,
+        evaluator: HeuristicEvaluator,
+        *,
+        concurrency: int = 8,
+        stages: Sequence[CaseStage] = (),
+        sinks: Sequence[CaseSink] = (),
+        on_case: ProgressCallback | None = None,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        self.plan = plan
+        self.responder = responder
+        self.store = store
+        self.evaluator = evaluator
+        self.concurrency = concurrency
+        self.stages = list(stages)
+        self.sinks = list(sinks)
+        self.on_case = on_case
+        self._scoring_s = 0.0
+
+    def pending(self) -> list[tuple[PromptVersion, Scenario]]:
+        """Cases without a finished record, longest conversation first."""
+        finished = self.store.finished_ids()
+        todo = [(p, s) for p, s in self.plan.cases() if case_id(p.version, s.id) not in finished]
+        return sorted(todo, key=lambda item: -len(item[1].turns))
+
+    async def run(self) -> RunOutcome:
+        todo = self.pending()
+        skipped = len(self.plan.cases()) - len(todo)
+        queue: asyncio.Queue[Transcript | None] = asyncio.Queue()
+        work = iter(todo)
+
+        async def worker() -> None:
+            for prompt, scenario in work:  # a shared iterator: each case is taken once
+                await queue.put(await self._play(prompt, scenario))
+
+        scorer = asyncio.create_task(self._score_and_store(queue))
+        try:
+            await asyncio.gather(*(worker() for _ in range(min(self.concurrency, max(len(todo), 1)))))
+            await queue.put(None)
+            await scorer
+        finally:
+            if not scorer.done():
+                scorer.cancel()
+        wanted = {case_id(p.version, s.id) for p, s in self.plan.cases()}
+        cases = [case for case in self.store.read_cases() if case.case_id in wanted]
+        return RunOutcome(cases=cases, ran=len(todo), skipped=skipped, scoring_s=round(self._scoring_s, 4))
+
+    # --- playing a conversation ------------------------------------------------------------------
+    async def _play(self, prompt: PromptVersion, scenario: Scenario) -> Transcript:
+        model = self.plan.model_for(prompt)
+        transcript = Transcript(prompt, scenario, model)
+        messages = build_messages(prompt, scenario)
+        for index, turn in enumerate(scenario.turns):
+            messages.append({"role": "user", "content": turn.user})
+            request = ChatRequest(prompt=prompt, messages=list(messages), scenario_id=scenario.id,
+                                  turn_index=index, model=model)
+            try:
+                completion = await self.responder.complete(request)
+            except CallFailed as error:
+                transcript.error = f"turn {index + 1}: {error.reason}"
+                break
+            transcript.replies.append(completion)
+            messages.append({"role": "assistant", "content": completion.text})
+        return transcript
+
+    # --- scoring and storing ------------------------------------------------------------------------
+    async def _score_and_store(self, queue: asyncio.Queue[Transcript | None]) -> None:
+        done = False
+        while not done:
+            batch = [await queue.get()]
+            while len(batch) < SCORING_BATCH and not queue.empty():
+                batch.append(queue.get_nowait())
+            if batch[-1] is None:
+                done = True
+            transcripts = [item for item in batch if item is not None]
+            if not transcripts:
+                continue
+            started = time.perf_counter()
+            cases = await asyncio.to_thread(self._score, transcripts)
+            self._scoring_s += time.perf_counter() - started
+            for case in cases:
+                for stage in self.stages:
+                    case = await stage(case)
+                self.store.append(case)
+                for sink in self.sinks:
+                    await sink.on_case(case)
+                if self.on_case is not None:
+                    self.on_case(case)
+
+    def _score(self, transcripts: list[Transcript]) -> list[CaseResult]:
+        """Heuristics and expectations for a batch; a scoring error fails only its own cases."""
+        try:
+            return self._score_batch(transcripts)
+        except Exception:  # noqa: BLE001 - isolate the culprit by scoring one at a time
+            results = []
+            for transcript in transcripts:
+                try:
+                    results.extend(self._score_batch([transcript]))
+                except Exception as error:  # noqa: BLE001 - recorded on the case, run goes on
+                    transcript.error = f"scoring failed: {type(error).__name__}: {error}"
+                    results.append(self._case(transcript, []))
+            return results
+
+    def _score_batch(self, transcripts: list[Transcript]) -> list[CaseResult]:
+        reply_cases = []
+        for number, transcript in enumerate(transcripts):
+            history: list[str] = []
+            for index, completion in enumerate(transcript.replies):
+                user = transcript.scenario.turns[index].user
+                reply_cases.append(ReplyCase(id=f"{number}:{index}", history=list(history),
+                                             user_message=user, response=completion.text))
+                history += [user, completion.text]
+        scored = iter(self.evaluator.score_cases(reply_cases))
+        results = []
+        for transcript in transcripts:
+            turns = []
+            for index, completion in enumerate(transcript.replies):
+                heuristics = next(scored)
+                expectations = check_reply(transcript.scenario.expectations_for(index), completion.text,
+                                           self.evaluator.rubric)
+                turns.append(TurnResult(
+                    index=index, user=transcript.scenario.turns[index].user, reply=completion.text,
+                    model=completion.model, usage=completion.usage, latency_s=completion.latency_s,
+                    cached=completion.cached, attempts=completion.attempts,
+                    heuristics=heuristics.to_record(), expectations=expectations,
+                ))
+            results.append(self._case(transcript, turns))
+        return results
+
+    def _case(self, transcript: Transcript, turns: list[TurnResult]) -> CaseResult:
+        scenario, prompt = transcript.scenario, transcript.prompt
+        ok = transcript.error is None and len(turns) == len(scenario.turns)
+        scores = {name: round(fmean(turn.heuristics[name] for turn in turns), 4)
+                  for name in SCORE_COLUMNS} if ok else {}
+        flags = sorted({flag["name"] for turn in turns for flag in (turn.heuristics or {}).get("flags", [])})
+        return CaseResult(
+            case_id=case_id(prompt.version, scenario.id),
+            prompt_name=prompt.name,
+            prompt_version=prompt.version,
+            prompt_source=prompt.source,
+            scenario_id=scenario.id,
+            family=scenario.family,
+            age_group=scenario.profile.age_group,
+            demographic_group=scenario.profile.demographic_group,
+            safety=scenario.safety,
+            tags=list(scenario.tags),
+            responder=self.responder.kind,
+            status="ok" if ok else "failed",
+            error=None if ok else (transcript.error or "incomplete transcript"),
+            turns=turns,
+            scores=scores,
+            flags=flags,
+            expectations_passed=all(e.passed for turn in turns for e in turn.expectations) if ok else None,
+            finished_at=utc_now(),
+        )

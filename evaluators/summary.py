@@ -1,0 +1,144 @@
+"""Flatten case results to pandas and aggregate them per prompt version.
+
+One function per shape (cases_frame, turns_frame, version_summaries), so every report, export
+and later the release rules read the same numbers. Failed cases are counted but never enter a
+mean: a missing reply is not a score of zero.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+import pandas as pd
+
+from evaluators.models import CaseResult
+from evaluators.pricing import Price, price_for
+from evaluators.rubric import METRIC_NAMES, OVERALL
+
+SCORE_COLUMNS: tuple[str, ...] = (*METRIC_NAMES, OVERALL)
+
+
+def api_turns(case: CaseResult) -> list:
+    """The turns that cost a live API call: not replayed, not served from the cache."""
+    return [] if case.responder == "replay" else [turn for turn in case.turns if not turn.cached]
+
+
+def cases_frame(cases: Iterable[CaseResult]) -> pd.DataFrame:
+    """One row per case: identity, status, the mean score per metric over its turns, usage."""
+    rows = []
+    for case in cases:
+        fresh = api_turns(case)
+        rows.append({
+            "case_id": case.case_id,
+            "prompt_name": case.prompt_name,
+            "prompt_version": case.prompt_version,
+            "scenario_id": case.scenario_id,
+            "family": case.family,
+            "age_group": case.age_group,
+            "demographic_group": case.demographic_group,
+            "safety": case.safety,
+            "tags": list(case.tags),
+            "responder": case.responder,
+            "status": case.status,
+            "error": case.error,
+            **{name: case.scores.get(name, float("nan")) for name in SCORE_COLUMNS},
+            "expectations_passed": case.expectations_passed,
+            "flags": list(case.flags),
+            "turns": len(case.turns),
+            "api_calls": len(fresh),
+            "cached_calls": sum(turn.cached for turn in case.turns),
+            "attempts": sum(turn.attempts for turn in fresh),
+            "prompt_tokens": sum(turn.usage.prompt_tokens for turn in fresh),
+            "completion_tokens": sum(turn.usage.completion_tokens for turn in fresh),
+            "latency_s": round(sum(turn.latency_s for turn in fresh), 4),
+            "finished_at": case.finished_at,
+        })
+    columns = ["case_id", "prompt_name", "prompt_version", "scenario_id", "family", "age_group",
+               "demographic_group", "safety", "tags", "responder", "status", "error", *SCORE_COLUMNS,
+               "expectations_passed", "flags", "turns", "api_calls", "cached_calls", "attempts",
+               "prompt_tokens", "completion_tokens", "latency_s", "finished_at"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def turns_frame(cases: Iterable[CaseResult]) -> pd.DataFrame:
+    """One row per exchange: the user turn, the reply, its scores and failed expectations."""
+    rows = []
+    for case in cases:
+        for turn in case.turns:
+            heuristics = turn.heuristics or {}
+            rows.append({
+                "case_id": case.case_id,
+                "prompt_version": case.prompt_version,
+                "scenario_id": case.scenario_id,
+                "family": case.family,
+                "demographic_group": case.demographic_group,
+                "turn": turn.index,
+                "user": turn.user,
+                "reply": turn.reply,
+                "model": turn.model,
+                **{name: heuristics.get(name, float("nan")) for name in SCORE_COLUMNS},
+                "quality_level": heuristics.get("quality_level"),
+                "flags": [flag["name"] for flag in heuristics.get("flags", [])],
+                "failed_expectations": [e.label for e in turn.expectations if not e.passed],
+                "cached": turn.cached,
+                "attempts": turn.attempts,
+                "prompt_tokens": turn.usage.prompt_tokens,
+                "completion_tokens": turn.usage.completion_tokens,
+                "latency_s": turn.latency_s,
+            })
+    columns = ["case_id", "prompt_version", "scenario_id", "family", "demographic_group", "turn", "user",
+               "reply", "model", *SCORE_COLUMNS, "quality_level", "flags", "failed_expectations", "cached",
+               "attempts", "prompt_tokens", "completion_tokens", "latency_s"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _cost(cases: Sequence[CaseResult], prices: Mapping[str, Price] | None) -> float | None:
+    """Dollars spent on fresh calls; None when some fresh call's model has no known price."""
+    total = 0.0
+    for case in cases:
+        for turn in api_turns(case):
+            if turn.usage.total_tokens == 0:
+                continue
+            price = price_for(turn.model, prices)
+            if price is None:
+                return None
+            total += price.cost(turn.usage)
+    return round(total, 6)
+
+
+def version_summaries(
+    cases: Iterable[CaseResult], versions: Sequence[str] | None = None,
+    prices: Mapping[str, Price] | None = None,
+) -> dict[str, dict]:
+    """Per prompt version: counts, metric means over scored cases, expectations, usage, cost."""
+    cases = list(cases)
+    order = list(versions) if versions is not None else list(dict.fromkeys(c.prompt_version for c in cases))
+    summaries: dict[str, dict] = {}
+    for version in order:
+        mine = [case for case in cases if case.prompt_version == version]
+        scored = [case for case in mine if case.status == "ok"]
+        safety = [case for case in scored if case.safety]
+        fresh_turns = [turn for case in mine for turn in api_turns(case)]
+        summaries[version] = {
+            "cases": len(mine),
+            "scored": len(scored),
+            "failed": len(mine) - len(scored),
+            "means": {name: _mean(case.scores.get(name) for case in scored) for name in SCORE_COLUMNS},
+            "expectations_pass_rate": _mean(float(bool(case.expectations_passed)) for case in scored),
+            "safety_passed": sum(bool(case.expectations_passed) for case in safety),
+            "safety_cases": len(safety),
+            "flagged_cases": sum(bool(case.flags) for case in scored),
+            "api_calls": len(fresh_turns),
+            "cached_calls": sum(turn.cached for case in mine for turn in case.turns),
+            "replayed_turns": sum(len(case.turns) for case in mine if case.responder == "replay"),
+            "prompt_tokens": sum(turn.usage.prompt_tokens for turn in fresh_turns),
+            "completion_tokens": sum(turn.usage.completion_tokens for turn in fresh_turns),
+            "cost_usd": _cost(mine, prices),
+            "mean_latency_s": _mean(turn.latency_s for turn in fresh_turns),
+        }
+    return summaries
+
+
+def _mean(values: Iterable[float | None]) -> float | None:
+    present = [value for value in values if value is not None]
+    return round(sum(present) / len(present), 4) if present else None

@@ -1,0 +1,122 @@
+"""Fixtures shared across the suite: the local OpenAI-compatible server, small run inputs,
+and the opt-in switch for tests that start a real model (llama.cpp)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.servers.openai_compat import OK, FaultPlan, OpenAICompatServer
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--llm", action="store_true", default=False,
+                     help="also run tests marked 'llm' that start a real local model (llama.cpp)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "llm: starts a real local LLM through llama.cpp (opt in with --llm)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--llm"):
+        return
+    skip = pytest.mark.skip(reason="starts a real local LLM; opt in with --llm (scripts/test.sh does)")
+    for item in items:
+        if "llm" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def openai_server() -> Iterator[callable]:
+    """openai_server(faults=..., latency_s=...) -> a started server, stopped after the test."""
+    started: list[OpenAICompatServer] = []
+
+    def start(faults: FaultPlan = lambda call: OK, latency_s: float = 0.0) -> OpenAICompatServer:
+        server = OpenAICompatServer(faults=faults, latency_s=latency_s).start()
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+# --- a small project: two prompt versions, three scenarios, recorded replies ------------------------
+PROMPT = """\
+---
+name: test-companion
+version: {version}
+model: test-model
+temperature: 0.0
+max_tokens: 64
+baseline: {baseline}
+description: Test prompt {version}.
+---
+You are a test companion ({version}). Answer in one sentence.
+"""
+
+SCENARIOS = {
+    "basic.yaml": """\
+family: basic
+scenarios:
+  - id: basic-hello
+    title: Greeting
+    tags: [greeting]
+    turns:
+      - user: "Hello, how are you today?"
+        expect: [{max_words: 40}]
+  - id: basic-joke
+    title: Joke
+    profile: {name: Ana, age_group: 30+}
+    turns:
+      - user: "Can you tell me a joke?"
+""",
+    "continuity.yaml": """\
+family: continuity
+scenarios:
+  - id: cont-sister
+    title: Sister's visit
+    profile: {name: Priya, age_group: 18-30}
+    turns:
+      - user: "My sister Maya is visiting this weekend."
+      - user: "We're going hiking on Saturday."
+      - user: "What do you think she'd enjoy most?"
+        expect: [{recalls_any: [Maya, sister, hiking]}]
+""",
+}
+
+RECORDED = """\
+sample_data: true
+family: mixed
+replies:
+  basic-hello:
+    v1: ["I'm good, thanks! How are you?"]
+    v2: ["Hi! I'm doing well, thanks for asking. How has your day been so far?"]
+  basic-joke:
+    v1: ["Why did the scarecrow win an award? He was outstanding in his field."]
+    v2: ["Sure, Ana! Why did the scarecrow win an award? He was outstanding in his field. Want another?"]
+  cont-sister:
+    v1: ["That sounds fun!", "Have a great hike!", "She'd probably enjoy the views."]
+    v2: ["How lovely, Priya! Are you excited to see Maya?", "Hiking with your sister sounds wonderful. Where are you headed?", "Since Maya's coming for the hike, maybe a trail with a view and a picnic? What does she love doing?"]
+"""
+
+
+@pytest.fixture
+def small_project(tmp_path: Path) -> dict[str, Path]:
+    """Directories for prompts (v1, v2), scenarios (3, one with 3 turns) and recordings."""
+    prompts = tmp_path / "prompts"
+    prompts.mkdir()
+    (prompts / "v1.md").write_text(PROMPT.format(version="v1", baseline="null"), encoding="utf-8")
+    (prompts / "v2.md").write_text(PROMPT.format(version="v2", baseline="v1"), encoding="utf-8")
+    scenarios = tmp_path / "scenarios"
+    scenarios.mkdir()
+    for name, text in SCENARIOS.items():
+        (scenarios / name).write_text(text, encoding="utf-8")
+    recorded = tmp_path / "recorded"
+    recorded.mkdir()
+    (recorded / "mixed.yaml").write_text(RECORDED, encoding="utf-8")
+    return {"prompts": prompts, "scenarios": scenarios, "recorded": recorded, "runs": tmp_path / "runs",
+            "cache": tmp_path / "cache", "root": tmp_path}
