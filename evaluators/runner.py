@@ -85,6 +85,16 @@ class RunOutcome:
     scoring_s: float = 0.0  # wall time spent scoring (heuristics + expectations), for benchmarks
 
 
+def user_context(scenario: Scenario) -> list[str]:
+    """What the companion knows about the user before the first turn (profile notes).
+
+    The heuristics' history for a turn is this plus the user's earlier turns, not the
+    companion's own earlier replies: personalization means picking up what the user said,
+    and a reply that repeats the companion's previous answer should not earn carry-over.
+    """
+    return [scenario.profile.notes] if scenario.profile.notes else []
+
+
 class Runner:
     def __init__(
         self,
@@ -197,12 +207,12 @@ class Runner:
     def _score_batch(self, transcripts: list[Transcript]) -> list[CaseResult]:
         reply_cases = []
         for number, transcript in enumerate(transcripts):
-            history: list[str] = []
+            history = user_context(transcript.scenario)
             for index, completion in enumerate(transcript.replies):
                 user = transcript.scenario.turns[index].user
                 reply_cases.append(ReplyCase(id=f"{number}:{index}", history=list(history),
                                              user_message=user, response=completion.text))
-                history += [user, completion.text]
+                history.append(user)
         scored = iter(self.evaluator.score_cases(reply_cases))
         results = []
         for transcript in transcripts:
