@@ -1,12 +1,37 @@
 """penpal-eval: evaluation suite for voice AI companions, scored on the Penpal rubric."""
 
+from evaluators.evaluation import RunConfig, run_evaluation
 from evaluators.heuristics import HeuristicEvaluator
-from evaluators.models import Evidence, Flag, HeuristicResult, MetricScore, ReplyCase
+from evaluators.models import (
+    CaseResult,
+    Evidence,
+    Flag,
+    HeuristicResult,
+    MetricScore,
+    PromptVersion,
+    ReplyCase,
+    Scenario,
+)
+from evaluators.prompts import load_prompts
+from evaluators.scenarios import load_scenarios
+from evaluators.store import RunStore
+from evaluators.summary import cases_frame, turns_frame, version_summaries
 from evaluators.rubric import METRIC_NAMES, OVERALL, Rubric, RubricError, load_rubric
 from evaluators.scoring import METRIC_COLUMNS, Unscored, score_frame, score_records, score_reply
 
 __all__ = [
     "METRIC_COLUMNS",
+    "CaseResult",
+    "PromptVersion",
+    "RunConfig",
+    "RunStore",
+    "Scenario",
+    "cases_frame",
+    "load_prompts",
+    "load_scenarios",
+    "run_evaluation",
+    "turns_frame",
+    "version_summaries",
     "METRIC_NAMES",
     "OVERALL",
     "Evidence",

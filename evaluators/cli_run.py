@@ -7,7 +7,7 @@ table. The run itself is evaluators.evaluation.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
@@ -45,7 +45,7 @@ EXIT_INTERRUPTED = 130
 ResponderChoice = Enum("ResponderChoice", {name: name for name in RESPONDER_CHOICES}, type=str)
 
 @contextmanager
-def _progress(total: int, enabled: bool) -> Iterator[callable]:
+def _progress(total: int, enabled: bool) -> Iterator[Callable[[CaseResult], None]]:
     """A progress bar with ETA on stderr; yields the per-case callback."""
     if not enabled or total == 0:
         yield lambda case: None
