@@ -46,9 +46,27 @@ ResponderChoice = Enum("ResponderChoice", {name: name for name in RESPONDER_CHOI
 
 @contextmanager
 def _progress(total: int, enabled: bool) -> Iterator[Callable[[CaseResult], None]]:
-    """A progress bar with ETA on stderr; yields the per-case callback."""
-    if not enabled or total == 0:
+    """A progress bar with ETA on stderr; yields the per-case callback.
+
+    Without a terminal (CI logs, pipes) a bar cannot redraw, so a plain line is printed at
+    every quarter instead.
+    """
+    if total == 0:
         yield lambda case: None
+        return
+    if not enabled:
+        errors = stderr_console()
+        done = failed_count = 0
+        marks = {max(1, round(total * quarter / 4)) for quarter in (1, 2, 3)}
+
+        def log_line(case: CaseResult) -> None:
+            nonlocal done, failed_count
+            done += 1
+            failed_count += case.status != "ok"
+            if done in marks:
+                errors.print(Text(f"progress: {done}/{total} cases, {failed_count} failed"))
+
+        yield log_line
         return
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TextColumn("{task.fields[failed]} failed"), TimeElapsedColumn(), TextColumn("ETA"),
