@@ -14,9 +14,9 @@ from rich.table import Table
 from rich.text import Text
 
 from evaluators.console import stderr_console, stdout_console
-from evaluators.models import FAMILIES
+from evaluators.models import FAMILIES, PromptVersion
 from evaluators.prompts import DEFAULT_PROMPTS_DIR, PromptError, load_prompts
-from evaluators.scenarios import DEFAULT_SCENARIOS_DIR, ScenarioError, load_scenarios
+from evaluators.scenarios import DEFAULT_SCENARIOS_DIR, ScenarioError, ScenarioSet, load_scenarios
 
 EXIT_INVALID = 1
 
@@ -42,6 +42,20 @@ def _report_problems(problems: list[str]) -> typer.Exit:
     return typer.Exit(code=EXIT_INVALID)
 
 
+def _scenarios_or_exit(directory: Path) -> ScenarioSet:
+    try:
+        return load_scenarios(directory)
+    except ScenarioError as error:
+        raise _report_problems(error.problems) from None
+
+
+def _prompts_or_exit(directory: Path) -> list[PromptVersion]:
+    try:
+        return load_prompts(directory)
+    except PromptError as error:
+        raise _report_problems(error.problems) from None
+
+
 def _wide_console() -> Console:
     """stdout; when piped or logged, wide enough that rows are not folded."""
     console = stdout_console()
@@ -56,10 +70,7 @@ def scenarios_validate(directory: ScenariosDir = DEFAULT_SCENARIOS_DIR) -> None:
 
     Exit codes: 0 valid; 1 problems found.
     """
-    try:
-        loaded = load_scenarios(directory)
-    except ScenarioError as error:
-        raise _report_problems(error.problems) from None
+    loaded = _scenarios_or_exit(directory)
     counts = Counter(scenario.family for scenario in loaded.scenarios)
     per_family = ", ".join(f"{family} {counts[family]}" for family in FAMILIES if counts[family])
     stdout_console().print(Text(f"✓ {len(loaded.scenarios)} scenarios valid ({per_family})", style="green"))
@@ -71,10 +82,7 @@ def scenarios_list(
     family: Annotated[list[Family] | None, typer.Option("--family", "-f", help="Only this family; repeatable.")] = None,
 ) -> None:
     """List scenarios: id, family, turns, profile, safety and tags."""
-    try:
-        loaded = load_scenarios(directory)
-    except ScenarioError as error:
-        raise _report_problems(error.problems) from None
+    loaded = _scenarios_or_exit(directory)
     chosen = loaded.by_family([item.value for item in family] if family else None)
     table = Table(header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False)
     for column in ("id", "family", "turns", "group", "safety"):
@@ -94,10 +102,7 @@ def prompts_validate(directory: PromptsDir = DEFAULT_PROMPTS_DIR) -> None:
 
     Exit codes: 0 valid; 1 problems found.
     """
-    try:
-        prompts = load_prompts(directory)
-    except PromptError as error:
-        raise _report_problems(error.problems) from None
+    prompts = _prompts_or_exit(directory)
     stdout_console().print(Text(f"✓ {len(prompts)} prompt versions valid ({', '.join(p.version for p in prompts)})",
                          style="green"))
 
@@ -105,10 +110,7 @@ def prompts_validate(directory: PromptsDir = DEFAULT_PROMPTS_DIR) -> None:
 @prompts_app.command("list")
 def prompts_list(directory: PromptsDir = DEFAULT_PROMPTS_DIR) -> None:
     """List prompt versions with their model settings and baselines."""
-    try:
-        prompts = load_prompts(directory)
-    except PromptError as error:
-        raise _report_problems(error.problems) from None
+    prompts = _prompts_or_exit(directory)
     table = Table(header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False)
     for column in ("version", "name", "model", "temp", "max tokens", "baseline"):
         table.add_column(column, no_wrap=True)

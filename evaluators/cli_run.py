@@ -204,7 +204,7 @@ def run_with_config(config: RunConfig, rubric_path: Path | None = None) -> int:
     except (RunConfigError, ValueError) as error:
         raise fail(f"error: {error}", EXIT_USAGE) from None
     _announce(prepared)
-    pending = len(prepared.plan.cases()) - len(prepared.store.finished_ids())
+    pending = len(prepared.plan.cases()) - len(prepared.finished)
     try:
         with _progress(pending, enabled=stderr_is_tty()) as on_case:
             report = asyncio.run(execute(prepared, evaluator, on_case=on_case))
@@ -221,12 +221,11 @@ def _announce(prepared: PreparedRun) -> None:
     for notice in prepared.notices:
         errors.print(Text(f"notice: {notice}", style="bold yellow"))
     plan = prepared.plan
-    finished = len(prepared.store.finished_ids())
     action = "resuming" if prepared.resumed else "run"
     line = (f"{action} {prepared.store.manifest.get('run_id')}: {len(plan.prompts)} prompt version(s) x "
             f"{len(plan.scenarios)} scenario(s) = {len(plan.cases())} cases via {prepared.responder.kind}")
     if prepared.resumed:
-        line += f"; {finished} already finished"
+        line += f"; {len(prepared.finished)} already finished"
     errors.print(Text(line))
 
 

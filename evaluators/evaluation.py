@@ -9,7 +9,6 @@ with, because mixing two versions of a scenario set in one run would make its nu
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import os
 import platform
@@ -19,7 +18,7 @@ from importlib.metadata import PackageNotFoundError, version as package_version
 from pathlib import Path
 
 from evaluators.heuristics import HeuristicEvaluator
-from evaluators.locations import PROJECT_ROOT, display_path
+from evaluators.locations import PROJECT_ROOT, display_path, read_data_file, short_hash
 from evaluators.models import CaseResult, PromptVersion, Scenario
 from evaluators.pricing import Price
 from evaluators.prompts import DEFAULT_PROMPTS_DIR, load_prompts
@@ -78,6 +77,7 @@ class PreparedRun:
     store: RunStore
     resumed: bool
     notices: list[str]
+    finished: set[str] = field(default_factory=set)  # case ids already finished in the store
 
 
 @dataclass
@@ -88,17 +88,13 @@ class RunReport:
     exports: list[Path]
 
 
-def _sha(data: str) -> str:
-    return hashlib.sha256(data.encode("utf-8")).hexdigest()[:16]
-
-
 def _scenario_set_hash(scenarios: Sequence[Scenario]) -> str:
-    return _sha(json.dumps([s.model_dump(mode="json") for s in scenarios], sort_keys=True))
+    return short_hash(json.dumps([s.model_dump(mode="json") for s in scenarios], sort_keys=True))
 
 
 def _recordings_hash(directory: Path) -> str | None:
     files = sorted(directory.glob("*.yaml")) if directory.is_dir() else []
-    return _sha("".join(path.read_text(encoding="utf-8") for path in files)) if files else None
+    return short_hash("".join(read_data_file(path) for path in files)) if files else None
 
 
 def _package_version() -> str:
@@ -171,7 +167,7 @@ def _manifest(config: RunConfig, run_id: str, prompts: Sequence[PromptVersion], 
             "rubric": evaluator.rubric.content_hash,
             "prompts": {prompt.version: prompt.content_hash for prompt in prompts},
             "scenario_set": _scenario_set_hash(scenarios),
-            "scenario_files": {path.name: _sha(path.read_text(encoding="utf-8")) for path in scenario_files},
+            "scenario_files": {path.name: short_hash(read_data_file(path)) for path in scenario_files},
             "recordings": _recordings_hash(config.recorded_dir) if responder.kind == "replay" else None,
         },
         "sample_data": responder.kind == "replay",
@@ -244,7 +240,7 @@ def prepare_run(config: RunConfig, evaluator: HeuristicEvaluator,
         except StoreError as error:
             raise RunConfigError(str(error)) from None
     plan = RunPlan(prompts=prompts, scenarios=scenarios, model_override=config.model)
-    return PreparedRun(config, plan, responder, store, resumed, notices)
+    return PreparedRun(config, plan, responder, store, resumed, notices, store.finished_ids() if resumed else set())
 
 
 async def execute(

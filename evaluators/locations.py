@@ -6,6 +6,7 @@ fields the way the YAML author wrote them (`turns[0].expect[1]`).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -29,3 +30,18 @@ def field_path(loc: Sequence[object]) -> str:
         else:
             text += f".{part}" if text else str(part)
     return text
+
+
+def read_data_file(path: Path) -> str:
+    """A data file's UTF-8 text; ValueError naming the file when it is unreadable or not UTF-8."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise ValueError(f"{display_path(path)}: not UTF-8 text ({error.reason} at byte {error.start})") from None
+    except OSError as error:
+        raise ValueError(f"{display_path(path)}: cannot read: {error.strerror}") from None
+
+
+def short_hash(text: str) -> str:
+    """The 16-hex-digit SHA-256 prefix that identifies a file's content in manifests."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]

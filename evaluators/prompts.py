@@ -6,7 +6,6 @@ settings, so a version is everything needed to reproduce its replies.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -15,7 +14,7 @@ import yaml
 from pydantic import ValidationError
 
 from evaluators.models import PromptVersion
-from evaluators.locations import PROJECT_ROOT, display_path, field_path
+from evaluators.locations import PROJECT_ROOT, display_path, field_path, read_data_file, short_hash
 from evaluators.yaml_io import describe_yaml_error, parse_yaml
 
 DEFAULT_PROMPTS_DIR = PROJECT_ROOT / "prompts"
@@ -52,7 +51,7 @@ def parse_prompt(text: str, source: str) -> PromptVersion:
         return PromptVersion.model_validate({
             **meta,
             "text": body.strip(),
-            "content_hash": hashlib.sha256(text.encode("utf-8")).hexdigest()[:16],
+            "content_hash": short_hash(text),
         })
     except ValidationError as error:
         problems = [f"{source}: {field_path(item['loc']) or 'front matter'}: "
@@ -79,12 +78,12 @@ def load_prompts(directory: Path | None = None, versions: Iterable[str] | None =
     for path in files:
         source = display_path(path)
         try:
-            prompt = parse_prompt(path.read_text(encoding="utf-8"), source)
+            prompt = parse_prompt(read_data_file(path), source)
         except PromptError as error:
             problems += error.problems
             continue
-        except (OSError, UnicodeDecodeError) as error:
-            problems.append(f"{source}: cannot read as UTF-8 text: {error}")
+        except ValueError as error:
+            problems.append(str(error))
             continue
         if prompt.version in origin:
             problems.append(f"{source}: version: duplicate version {prompt.version!r}, already in {origin[prompt.version]}")

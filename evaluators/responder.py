@@ -20,7 +20,7 @@ from urllib.parse import urlsplit, urlunsplit
 import openai
 import yaml
 
-from evaluators.locations import PROJECT_ROOT, display_path
+from evaluators.locations import PROJECT_ROOT, display_path, read_data_file
 from evaluators.models import Completion, PromptVersion, Scenario, Usage
 from evaluators.response_cache import ResponseCache, cache_key
 from evaluators.retry import CallFailed, CallTimeout, MalformedResponse, RetryPolicy, call_with_retries
@@ -206,7 +206,7 @@ def load_recordings(directory: Path | None = None) -> dict[tuple[str, str], list
     for path in sorted(directory.glob("*.yaml")):
         source = display_path(path)
         try:
-            data = parse_yaml(path.read_text(encoding="utf-8"))
+            data = parse_yaml(read_data_file(path))
         except yaml.YAMLError as error:
             raise RecordingError(f"{source}: {describe_yaml_error(error)}") from None
         if not isinstance(data, dict) or not isinstance(data.get("replies"), dict):

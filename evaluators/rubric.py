@@ -6,7 +6,6 @@ load, with the key that is wrong, rather than skew scores silently later.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import re
 from functools import lru_cache
@@ -16,6 +15,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from evaluators.locations import short_hash
 from evaluators.yaml_io import parse_yaml
 
 DEFAULT_RUBRIC_PATH = Path(__file__).with_name("rubric.yaml")
@@ -220,8 +220,7 @@ def parse_rubric(text: str, source: str = "<rubric>") -> Rubric:
         _check_consistency(rubric)
     except RubricError as error:
         raise RubricError(f"{source}: {error}") from None
-    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-    return rubric.model_copy(update={"content_hash": digest})
+    return rubric.model_copy(update={"content_hash": short_hash(text)})
 
 
 def load_rubric(path: Path | str | None = None) -> Rubric:

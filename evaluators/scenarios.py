@@ -14,7 +14,7 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
-from evaluators.locations import PROJECT_ROOT, display_path, field_path
+from evaluators.locations import PROJECT_ROOT, display_path, field_path, read_data_file
 from evaluators.models import FAMILIES, Scenario
 from evaluators.rubric import Rubric, default_rubric
 from evaluators.yaml_io import describe_yaml_error, parse_yaml
@@ -134,12 +134,9 @@ def load_scenarios(directory: Path | None = None, rubric: Rubric | None = None) 
     for path in files:
         source = display_path(path)
         try:
-            text = path.read_text(encoding="utf-8")
-        except UnicodeDecodeError as error:
-            problems.append(f"{source}: not UTF-8 text ({error.reason} at byte {error.start})")
-            continue
-        except OSError as error:
-            problems.append(f"{source}: cannot read: {error.strerror}")
+            text = read_data_file(path)
+        except ValueError as error:
+            problems.append(str(error))
             continue
         scenarios, file_problems = parse_scenario_file(text, source, rubric)
         problems += file_problems

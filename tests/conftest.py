@@ -104,19 +104,20 @@ replies:
 """
 
 
+def write_files(directory: Path, files: dict[str, str]) -> Path:
+    """Create `directory` holding the given files (name -> text); returns the directory."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (directory / name).write_text(text, encoding="utf-8")
+    return directory
+
+
 @pytest.fixture
 def small_project(tmp_path: Path) -> dict[str, Path]:
     """Directories for prompts (v1, v2), scenarios (3, one with 3 turns) and recordings."""
-    prompts = tmp_path / "prompts"
-    prompts.mkdir()
-    (prompts / "v1.md").write_text(PROMPT.format(version="v1", baseline="null"), encoding="utf-8")
-    (prompts / "v2.md").write_text(PROMPT.format(version="v2", baseline="v1"), encoding="utf-8")
-    scenarios = tmp_path / "scenarios"
-    scenarios.mkdir()
-    for name, text in SCENARIOS.items():
-        (scenarios / name).write_text(text, encoding="utf-8")
-    recorded = tmp_path / "recorded"
-    recorded.mkdir()
-    (recorded / "mixed.yaml").write_text(RECORDED, encoding="utf-8")
+    prompts = write_files(tmp_path / "prompts", {"v1.md": PROMPT.format(version="v1", baseline="null"),
+                                                 "v2.md": PROMPT.format(version="v2", baseline="v1")})
+    scenarios = write_files(tmp_path / "scenarios", SCENARIOS)
+    recorded = write_files(tmp_path / "recorded", {"mixed.yaml": RECORDED})
     return {"prompts": prompts, "scenarios": scenarios, "recorded": recorded, "runs": tmp_path / "runs",
             "cache": tmp_path / "cache", "root": tmp_path}

@@ -9,6 +9,7 @@ from typer.testing import CliRunner
 
 from evaluators.cli import app
 from evaluators.prompts import PromptError, load_prompts, parse_prompt
+from tests.conftest import write_files
 
 runner = CliRunner()
 
@@ -63,11 +64,7 @@ def test_each_mistake_names_the_file_and_field(text, expected):
 
 
 def write_prompts(tmp_path: Path, files: dict[str, str]) -> Path:
-    directory = tmp_path / "prompts"
-    directory.mkdir()
-    for name, text in files.items():
-        (directory / name).write_text(text, encoding="utf-8")
-    return directory
+    return write_files(tmp_path / "prompts", files)
 
 
 def test_duplicate_version_and_unknown_baseline_are_named(tmp_path):

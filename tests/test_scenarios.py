@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 from evaluators.cli import app
 from evaluators.models import FAMILIES
 from evaluators.scenarios import ScenarioError, load_scenarios
+from tests.conftest import write_files
 
 # The rubric document's example test cases, verbatim (pinned from the specification).
 RUBRIC_EXAMPLES = {
@@ -109,11 +110,7 @@ scenarios:
 
 
 def write_set(tmp_path: Path, files: dict[str, str]) -> Path:
-    directory = tmp_path / "scenarios"
-    directory.mkdir()
-    for name, text in files.items():
-        (directory / name).write_text(text, encoding="utf-8")
-    return directory
+    return write_files(tmp_path / "scenarios", files)
 
 
 def problems_for(tmp_path: Path, files: dict[str, str]) -> list[str]:
