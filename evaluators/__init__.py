@@ -2,6 +2,7 @@
 
 from evaluators.evaluation import RunConfig, run_evaluation
 from evaluators.heuristics import HeuristicEvaluator
+from evaluators.judge import JudgeConfig, JudgeInput, JudgeResult, LLMJudge, create_judge
 from evaluators.models import (
     CaseResult,
     Evidence,
@@ -21,6 +22,11 @@ from evaluators.scoring import METRIC_COLUMNS, Unscored, score_frame, score_reco
 
 __all__ = [
     "METRIC_COLUMNS",
+    "JudgeConfig",
+    "JudgeInput",
+    "JudgeResult",
+    "LLMJudge",
+    "create_judge",
     "CaseResult",
     "PromptVersion",
     "RunConfig",

@@ -31,6 +31,7 @@ from evaluators.cli_common import (
 )
 from evaluators.console import fail, stderr_console, stderr_is_tty, stdout_console
 from evaluators.heuristics import HeuristicEvaluator, check_signals
+from evaluators.jsonl import JsonLine, read_json_lines
 from evaluators.models import HeuristicResult
 from evaluators.rubric import METRIC_NAMES, OVERALL, Rubric, RubricError, default_rubric, load_rubric
 from evaluators.scoring import METRIC_COLUMNS, Unscored, score_records, score_reply
@@ -54,31 +55,6 @@ class LineOutcome:
     error: str | None = None
 
 
-@dataclass(frozen=True)
-class _Line:
-    number: int
-    record: object = None
-    error: str | None = None  # why the line is not a JSON value at all
-
-
-def _read_lines(stream: BinaryIO) -> Iterator[_Line]:
-    """Parse JSON lines lazily, one at a time; blank lines are skipped."""
-    for number, raw in enumerate(stream, start=1):
-        try:
-            text = raw.decode("utf-8-sig" if number == 1 else "utf-8")
-        except UnicodeDecodeError as error:
-            yield _Line(number, error=f"not valid UTF-8 (byte {error.start})")
-            continue
-        if not text.strip():
-            continue
-        try:
-            yield _Line(number, record=json.loads(text))
-        except json.JSONDecodeError as error:
-            yield _Line(number, error=f"not valid JSON: {error.msg} (column {error.colno})")
-        except RecursionError:
-            yield _Line(number, error="not valid JSON: nested too deeply")
-
-
 def _record_id(record: object) -> str | None:
     if isinstance(record, dict) and record.get("id") is not None:
         return str(record["id"])
@@ -91,10 +67,10 @@ def score_jsonl(stream: BinaryIO, evaluator: HeuristicEvaluator | None = None) -
     Lines flow through `score_records`, which scores them in batches; a record without an
     id is named after its line number.
     """
-    pending: deque[_Line] = deque()
+    pending: deque[JsonLine] = deque()
 
     def records() -> Iterator[object]:
-        for line in _read_lines(stream):
+        for line in read_json_lines(stream):
             pending.append(line)
             record = line.record
             if isinstance(record, dict) and _record_id(record) is None:
@@ -354,9 +330,12 @@ def rubric(
 # --- command groups defined in their own modules ---------------------------------------------------
 def _register_commands() -> None:
     from evaluators.cli_data import prompts_app, scenarios_app
+    from evaluators.cli_judge import calibrate, judge
     from evaluators.cli_run import run
 
     app.command()(run)
+    app.command()(judge)
+    app.command()(calibrate)
     app.add_typer(scenarios_app, name="scenarios")
     app.add_typer(prompts_app, name="prompts")
 

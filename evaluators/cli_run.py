@@ -21,6 +21,16 @@ from rich.text import Text
 
 from evaluators.cli_common import EXIT_OK, EXIT_USAGE, SHORT_NAMES, RubricOption, level_style, load_evaluator
 from evaluators.cli_data import Family
+from evaluators.cli_judge import (
+    JudgeCacheOption,
+    JudgeModelOption,
+    JudgeSampleRateOption,
+    JudgeSamplesOption,
+    JudgeSamplingOption,
+    SamplingChoice,
+    SamplingStateOption,
+    judge_config,
+)
 from evaluators.console import fail, stderr_console, stderr_is_tty, stdout_console
 from evaluators.evaluation import (
     RESPONDER_CHOICES,
@@ -40,6 +50,7 @@ from evaluators.scenarios import DEFAULT_SCENARIOS_DIR, ScenarioError
 from evaluators.summary import SCORE_COLUMNS
 
 EXIT_CASES_FAILED = 1
+SAMPLING_STATE_FILE = "judge-sampling.json"  # in the runs directory: the policy's state outlives each run
 EXIT_INTERRUPTED = 130
 
 ResponderChoice = Enum("ResponderChoice", {name: name for name in RESPONDER_CHOICES}, type=str)
@@ -62,7 +73,7 @@ def _progress(total: int, enabled: bool) -> Iterator[Callable[[CaseResult], None
         def log_line(case: CaseResult) -> None:
             nonlocal done, failed_count
             done += 1
-            failed_count += case.status != "ok"
+            failed_count += not case.finished
             if done in marks:
                 errors.print(Text(f"progress: {done}/{total} cases, {failed_count} failed"))
 
@@ -77,7 +88,7 @@ def _progress(total: int, enabled: bool) -> Iterator[Callable[[CaseResult], None
 
         def advance(case: CaseResult) -> None:
             nonlocal failed
-            failed += case.status != "ok"
+            failed += not case.finished
             progress.update(task, advance=1, failed=failed)
 
         yield advance
@@ -97,6 +108,9 @@ def versions_table(report: RunReport, rubric: Rubric) -> Table:
     table.add_column("cases", justify="right", no_wrap=True)
     for name in SCORE_COLUMNS:
         table.add_column(SHORT_NAMES[name], justify="right", no_wrap=True)
+    judged = any(summary.get("judge") for summary in report.summaries.values())
+    if judged:
+        table.add_column("judge", justify="right", no_wrap=True)
     for column in ("expect", "safety", "calls", "tokens", "cost"):
         table.add_column(column, justify="right", no_wrap=True)
     for version, summary in report.summaries.items():
@@ -114,6 +128,8 @@ def versions_table(report: RunReport, rubric: Rubric) -> Table:
             calls = "replay"
         tokens = f"{summary['prompt_tokens'] + summary['completion_tokens']:,}"
         cost = "—" if summary["replayed_turns"] else _money(summary["cost_usd"])
+        if judged:
+            cells.append(_judge_cell(summary.get("judge"), rubric))
         table.add_row(Text(version, style="bold"), Text(cases, style="red" if summary["failed"] else ""), *cells,
                       expect, safety, calls, tokens, cost)
     table.caption = ("means over scored cases; expect = cases passing all their scenario expectations; "
@@ -121,7 +137,53 @@ def versions_table(report: RunReport, rubric: Rubric) -> Table:
     return table
 
 
+def _judge_cell(judge: dict | None, rubric: Rubric) -> Text:
+    if not judge or judge.get("overall") is None:
+        return Text("—")
+    value = judge["overall"]
+    return Text(f"{value:.2f}", style=level_style(rubric, rubric.quality_level(value)))
+
+
+def print_judge_report(report: RunReport, rubric: Rubric) -> None:
+    """Per version: verdicts, fallbacks, cases for review; then how far to trust the judge."""
+    run_judge = report.judge
+    if not run_judge:
+        return
+    errors = stderr_console()
+    for version, summary in report.summaries.items():
+        judge = summary.get("judge")
+        if not judge:
+            continue
+        verdicts = ", ".join(f"{count} {name}" for name, count in judge["verdicts"].items())
+        line = f"judge {version}: {verdicts}"
+        if judge["failure_modes"]:
+            line += " (" + ", ".join(f"{mode} {count}" for mode, count in sorted(judge["failure_modes"].items())) + ")"
+        line += f"; {judge['review_cases']} case(s) for human review"
+        if judge["cases_skipped"]:
+            line += f"; {judge['cases_skipped']} not judged under the sampling policy"
+        errors.print(Text(line))
+    total = run_judge.get("turns_judged") or 0
+    fallback = run_judge.get("fallback_turns") or 0
+    bias = run_judge.get("verbosity_bias")
+    errors.print(Text(
+        f"judge {run_judge['model']} ({run_judge.get('response_mode') or 'no answer yet'}): {total} repl(ies) judged, "
+        f"{run_judge['from_cache']} from cache, {fallback} fell back to {rubric.judge.fallback_score:g} (excluded from "
+        f"means), {run_judge.get('failed_turns') or 0} failed; verbosity bias (Spearman of judge score with reply "
+        f"length): {'n/a' if bias is None else f'{bias:+.2f}'}"))
+    if run_judge.get("fallback_warning"):
+        errors.print(Text(f"WARNING: {fallback} of {total} judgements ({run_judge['fallback_share']:.0%}) could not be "
+                          f"read and fell back to {rubric.judge.fallback_score:g}, more than "
+                          f"{rubric.judge.fallback_warn_share:.0%}: the judge's figures are not trustworthy. Check "
+                          "the judge model and the raw answers in cases.jsonl.", style="bold red"))
+
+
 def _print_failures(report: RunReport, limit: int = 10) -> None:
+    judge_failed = [case for case in report.outcome.cases if case.status == "ok" and case.judge_failed]
+    if judge_failed:
+        stderr_console().print(Text(f"{len(judge_failed)} case(s) could not be judged (the judge call failed); they "
+                                    "are judged again when the run resumes:", style="yellow"))
+        for case in judge_failed[:limit]:
+            stderr_console().print(Text(f"  {case.case_id}: {case.judge.get('error')}", style="yellow"))
     failed = [case for case in report.outcome.cases if case.status != "ok"]
     if not failed:
         return
@@ -167,6 +229,15 @@ def run(
                                                show_default="prompts/")] = DEFAULT_PROMPTS_DIR,
     scenarios_dir: Annotated[Path, typer.Option(help="Directory of scenario files.", file_okay=False,
                                                  show_default="scenarios/")] = DEFAULT_SCENARIOS_DIR,
+    judge: Annotated[bool, typer.Option(
+        "--judge", help="Also judge every reply with the LLM judge (see --judge-model); stored beside the "
+                        "heuristics.")] = False,
+    judge_model: JudgeModelOption = None,
+    judge_samples: JudgeSamplesOption = 1,
+    judge_sampling: JudgeSamplingOption = SamplingChoice.all,
+    judge_sample_rate: JudgeSampleRateOption = None,
+    sampling_state: SamplingStateOption = None,
+    judge_cache: JudgeCacheOption = True,
     rubric_path: RubricOption = None,
 ) -> None:
     """Evaluate prompt versions over the scenario sets and print a table per version.
@@ -175,8 +246,13 @@ def run(
     finishes; the summary, CSV and Parquet exports follow at the end. With no API configured
     the recorded sample replies are replayed (and the run says so).
 
-    Exit codes: 0 every case scored; 1 some case failed (recorded with its reason); 2 bad
-    arguments, invalid inputs or a run that cannot resume; 130 interrupted (resume it).
+    With --judge every reply is also judged by the LLM judge (PENPAL_JUDGE_BASE_URL and
+    PENPAL_JUDGE_API_KEY, else the OPENAI_* variables), and the judge's means, verdicts and
+    cases for human review are reported beside the heuristics.
+
+    Exit codes: 0 every case scored (and judged); 1 some case failed or could not be judged
+    (recorded with its reason, retried on resume); 2 bad arguments, invalid inputs or a run
+    that cannot resume; 130 interrupted (resume it).
     """
     try:
         prices = dict(parse_price_override(item) for item in price or [])
@@ -187,6 +263,10 @@ def run(
         scenario_ids=scenario, responder=responder.value, model=model, concurrency=concurrency,
         timeout_s=timeout, max_attempts=max_attempts, use_cache=cache, cache_dir=cache_dir, output_dir=output,
         run_id=run_id, resume=resume, prompts_dir=prompts_dir, scenarios_dir=scenarios_dir, prices=prices,
+        judge=judge_config(model=judge_model, samples=judge_samples, sampling=judge_sampling,
+                           sample_rate=judge_sample_rate, state_path=sampling_state or output / SAMPLING_STATE_FILE,
+                           use_cache=judge_cache, timeout_s=timeout, max_attempts=max_attempts,
+                           concurrency=concurrency) if judge else None,
     )
     raise typer.Exit(code=run_with_config(config, rubric_path))
 
@@ -213,7 +293,7 @@ def run_with_config(config: RunConfig, rubric_path: Path | None = None) -> int:
                           f"resume with --resume {display_path(prepared.store.directory)}", style="yellow"))
         return EXIT_INTERRUPTED
     _finish(report, evaluator.rubric)
-    return EXIT_CASES_FAILED if any(case.status != "ok" for case in report.outcome.cases) else EXIT_OK
+    return EXIT_CASES_FAILED if any(not case.finished for case in report.outcome.cases) else EXIT_OK
 
 
 def _announce(prepared: PreparedRun) -> None:
@@ -234,6 +314,7 @@ def _finish(report: RunReport, rubric: Rubric) -> None:
     if not console.is_terminal:
         console.width = max(console.width, 160)  # logs: one row per version, never folded
     console.print(versions_table(report, rubric))
+    print_judge_report(report, rubric)
     _print_failures(report)
     errors = stderr_console()
     outcome = report.outcome

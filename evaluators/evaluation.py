@@ -18,6 +18,11 @@ from importlib.metadata import PackageNotFoundError, version as package_version
 from pathlib import Path
 
 from evaluators.heuristics import HeuristicEvaluator
+from evaluators.judge.client import LLMJudge
+from evaluators.judge.factory import JudgeConfig, JudgeConfigError, create_judge, create_sampling_state
+from evaluators.judge.reliability import same_family_warning
+from evaluators.judge.sampling import SamplingState
+from evaluators.judge.stage import JudgeStage
 from evaluators.locations import PROJECT_ROOT, display_path, read_data_file, short_hash
 from evaluators.models import CaseResult, PromptVersion, Scenario
 from evaluators.pricing import Price
@@ -33,7 +38,7 @@ from evaluators.retry import RetryPolicy
 from evaluators.runner import CaseSink, CaseStage, RunOutcome, RunPlan, Runner
 from evaluators.scenarios import DEFAULT_SCENARIOS_DIR, load_scenarios
 from evaluators.store import RunStore, StoreError, git_state, new_run_id, utc_now
-from evaluators.summary import version_summaries
+from evaluators.summary import run_judge_summary, version_summaries
 
 RESPONDER_CHOICES = ("auto", "replay", "openai")
 REPLAY_NOTICE = (
@@ -67,6 +72,7 @@ class RunConfig:
     recorded_dir: Path = DEFAULT_RECORDED_DIR
     prices: dict[str, Price] = field(default_factory=dict)
     retry_base_delay_s: float = 0.5
+    judge: JudgeConfig | None = None  # None: heuristics only
 
 
 @dataclass
@@ -78,6 +84,8 @@ class PreparedRun:
     resumed: bool
     notices: list[str]
     finished: set[str] = field(default_factory=set)  # case ids already finished in the store
+    judge: LLMJudge | None = None
+    sampling: SamplingState | None = None
 
 
 @dataclass
@@ -86,6 +94,7 @@ class RunReport:
     outcome: RunOutcome
     summaries: dict[str, dict]
     exports: list[Path]
+    judge: dict | None = None  # run-level judge figures (evaluators.summary.run_judge_summary)
 
 
 def _scenario_set_hash(scenarios: Sequence[Scenario]) -> str:
@@ -138,8 +147,17 @@ def _select_scenarios(config: RunConfig, rubric_evaluator: HeuristicEvaluator) -
     return chosen
 
 
+def _judge_manifest(config: JudgeConfig | None, judge: LLMJudge | None) -> dict | None:
+    if config is None or judge is None:
+        return None
+    return {"model": judge.settings.model, "endpoint": judge.endpoint, "samples": judge.settings.samples,
+            "temperature": judge.settings.temperature, "max_tokens": judge.settings.max_tokens,
+            "sampling": config.sampling, "sample_rate": config.sample_rate,
+            "state_path": display_path(config.state_path) if config.state_path else None}
+
+
 def _manifest(config: RunConfig, run_id: str, prompts: Sequence[PromptVersion], scenarios: Sequence[Scenario],
-              responder: Responder, evaluator: HeuristicEvaluator) -> dict:
+              responder: Responder, evaluator: HeuristicEvaluator, judge: LLMJudge | None = None) -> dict:
     scenario_files = sorted({path for path in config.scenarios_dir.glob("*.yaml")})
     return {
         "run_id": run_id,
@@ -162,6 +180,7 @@ def _manifest(config: RunConfig, run_id: str, prompts: Sequence[PromptVersion], 
             "response_cache": config.use_cache and responder.kind == "openai",
             "prompts_dir": display_path(config.prompts_dir),
             "scenarios_dir": display_path(config.scenarios_dir),
+            "judge": _judge_manifest(config.judge, judge),
         },
         "hashes": {
             "rubric": evaluator.rubric.content_hash,
@@ -177,6 +196,17 @@ def _manifest(config: RunConfig, run_id: str, prompts: Sequence[PromptVersion], 
 def _config_for_resume(config: RunConfig, manifest: dict) -> RunConfig:
     """The original run's choices, with only the pacing options taken from this invocation."""
     saved = manifest.get("config", {})
+    saved_judge = saved.get("judge")
+    if config.judge is not None and saved_judge is None:
+        raise RunConfigError("this run was started without the judge; resume it without --judge, or start a new "
+                             "run with --judge")
+    judge = None
+    if saved_judge is not None:
+        state_path = saved_judge.get("state_path")
+        judge = replace(config.judge or JudgeConfig(), model=saved_judge.get("model"),
+                        samples=saved_judge.get("samples", 1), sampling=saved_judge.get("sampling", "all"),
+                        sample_rate=saved_judge.get("sample_rate"),
+                        state_path=Path(state_path) if state_path else None)
     return replace(
         config,
         prompt_versions=saved.get("prompt_versions"),
@@ -185,6 +215,7 @@ def _config_for_resume(config: RunConfig, manifest: dict) -> RunConfig:
         responder=saved.get("responder", config.responder),
         model=saved.get("model_override"),
         run_id=manifest.get("run_id"),
+        judge=judge,
     )
 
 
@@ -200,6 +231,9 @@ def _check_unchanged(manifest: dict, current: dict, directory: Path) -> None:
         changed.append("the scenarios")
     if before.get("recordings") != now["recordings"]:
         changed.append("the recorded replies")
+    judge_before, judge_now = manifest.get("config", {}).get("judge"), current["config"]["judge"]
+    if judge_before and judge_now and judge_before.get("endpoint") != judge_now.get("endpoint"):
+        changed.append(f"the judge endpoint ({judge_before.get('endpoint')} then, {judge_now.get('endpoint')} now)")
     endpoint_before = manifest.get("config", {}).get("endpoint")
     if endpoint_before != current["config"]["endpoint"]:
         changed.append(f"the endpoint ({endpoint_before} then, {current['config']['endpoint']} now)")
@@ -228,8 +262,20 @@ def prepare_run(config: RunConfig, evaluator: HeuristicEvaluator,
     responder, notices = choose_responder(config, environ)
     prompts = load_prompts(config.prompts_dir, config.prompt_versions)
     scenarios = _select_scenarios(config, evaluator)
+    plan = RunPlan(prompts=prompts, scenarios=scenarios, model_override=config.model)
+    judge, sampling = None, None
+    if config.judge is not None:
+        try:
+            judge = create_judge(config.judge, evaluator.rubric, environ)
+            sampling = create_sampling_state(config.judge, evaluator.rubric)
+        except JudgeConfigError as error:
+            raise RunConfigError(f"--judge: {error}") from None
+        if responder.kind == "openai":
+            warning = same_family_warning(judge.settings.model, [plan.model_for(prompt) for prompt in prompts])
+            if warning:
+                notices.append(warning)
     run_id = config.run_id or new_run_id()
-    manifest = _manifest(config, run_id, prompts, scenarios, responder, evaluator)
+    manifest = _manifest(config, run_id, prompts, scenarios, responder, evaluator, judge)
     if existing is not None:
         _check_unchanged(existing.manifest, manifest, existing.directory)
         store = existing
@@ -239,8 +285,8 @@ def prepare_run(config: RunConfig, evaluator: HeuristicEvaluator,
             store = RunStore.create(Path(config.output_dir) / run_id, manifest)
         except StoreError as error:
             raise RunConfigError(str(error)) from None
-    plan = RunPlan(prompts=prompts, scenarios=scenarios, model_override=config.model)
-    return PreparedRun(config, plan, responder, store, resumed, notices, store.finished_ids() if resumed else set())
+    return PreparedRun(config, plan, responder, store, resumed, notices, store.finished_ids() if resumed else set(),
+                       judge, sampling)
 
 
 async def execute(
@@ -252,16 +298,24 @@ async def execute(
     on_case: Callable[[CaseResult], None] | None = None,
 ) -> RunReport:
     """Run the pending cases, then write the summary and the exports."""
+    judge = prepared.judge
+    if judge is not None:
+        prompt_hashes = {prompt.version: prompt.content_hash for prompt in prepared.plan.prompts}
+        stages = [JudgeStage(judge, prepared.plan.scenarios, sampling=prepared.sampling,
+                             prompt_hashes=prompt_hashes), *stages]
     runner = Runner(prepared.plan, prepared.responder, prepared.store, evaluator,
                     concurrency=prepared.config.concurrency, stages=stages, sinks=sinks, on_case=on_case)
     try:
         outcome = await runner.run()
     finally:
         await prepared.responder.aclose()
+        if judge is not None:
+            await judge.aclose()
         for sink in sinks:
             await sink.aclose()
     versions = [prompt.version for prompt in prepared.plan.prompts]
     summaries = version_summaries(outcome.cases, versions, prepared.config.prices)
+    judge_summary = run_judge_summary(outcome.cases, judge, evaluator.rubric, prepared.notices) if judge else None
     store = prepared.store
     store.write_summary({
         "run_id": store.manifest.get("run_id"),
@@ -270,10 +324,12 @@ async def execute(
         "sample_data": prepared.responder.kind == "replay",
         "cases": len(outcome.cases),
         "failed": sum(case.status != "ok" for case in outcome.cases),
+        "judge_failed": sum(case.judge_failed for case in outcome.cases),
         "versions": summaries,
+        "judge": judge_summary,
     })
     exports = store.export(outcome.cases)
-    return RunReport(store, outcome, summaries, exports)
+    return RunReport(store, outcome, summaries, exports, judge_summary)
 
 
 def run_evaluation(config: RunConfig, evaluator: HeuristicEvaluator, **hooks) -> RunReport:

@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from evaluators.rubric import METRIC_NAMES, OVERALL
+from evaluators.rubric import METRIC_NAMES, OVERALL, SCENARIO_FAMILIES
 
 
 class ReplyCase(BaseModel):
@@ -94,14 +94,7 @@ class HeuristicResult(BaseModel):
 
 
 # --- scenarios ---------------------------------------------------------------------------------
-FAMILIES: tuple[str, ...] = (
-    "basic",
-    "emotional_support",
-    "small_talk",
-    "trust_building",
-    "continuity",
-    "demographics",
-)
+FAMILIES: tuple[str, ...] = SCENARIO_FAMILIES
 AGE_GROUPS: tuple[str, ...] = ("18-30", "30+", "unspecified")
 VULNERABLE = "vulnerable"
 
@@ -330,7 +323,17 @@ class CaseResult(BaseModel):
     scores: dict[str, float] = Field(default_factory=dict)  # mean over turns, per metric
     flags: list[str] = Field(default_factory=list)
     expectations_passed: bool | None = None
+    judge: dict | None = None  # the judge's case summary (evaluators.judge.stage.case_summary)
     finished_at: str = ""
+
+    @property
+    def judge_failed(self) -> bool:
+        """The judge was asked for but a call failed for good: the case is judged again on resume."""
+        return bool(self.judge and self.judge.get("failed"))
+
+    @property
+    def finished(self) -> bool:
+        return self.status == "ok" and not self.judge_failed
 
     @property
     def usage(self) -> Usage:

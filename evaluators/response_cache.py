@@ -1,4 +1,4 @@
-"""An on-disk cache of companion replies, so re-running an evaluation costs nothing.
+"""On-disk caches of API answers (companion replies, judgements), so a re-run costs nothing.
 
 The key is everything that determines a reply: endpoint, model, sampling parameters and the
 full message list. Entries are written atomically (temp file + rename), so a run killed
@@ -29,28 +29,48 @@ def cache_key(endpoint: str, model: str, parameters: dict, messages: list[dict])
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
-class ResponseCache:
-    def __init__(self, directory: Path | None = None) -> None:
-        self.directory = Path(directory) if directory is not None else default_cache_dir()
+class JsonFileCache:
+    """JSON documents on disk under a hex key, one file each, written atomically."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = Path(directory)
 
     def _path(self, key: str) -> Path:
         return self.directory / key[:2] / f"{key}.json"
 
-    def get(self, key: str) -> Completion | None:
+    def get_json(self, key: str) -> dict | None:
         try:
             data = json.loads(self._path(key).read_text(encoding="utf-8"))
-            return Completion.model_validate(data).model_copy(update={"cached": True, "attempts": 0})
         except (OSError, ValueError):
-            return None  # absent or unreadable: treat as a miss, the call will rewrite it
+            return None  # absent or unreadable: a miss, the caller recomputes and rewrites it
+        return data if isinstance(data, dict) else None
 
-    def put(self, key: str, completion: Completion) -> None:
+    def put_json(self, key: str, data: dict) -> None:
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
         try:
             with os.fdopen(handle, "w", encoding="utf-8") as stream:
-                stream.write(completion.model_dump_json())
+                json.dump(data, stream, ensure_ascii=False)
             os.replace(temporary, path)
         except BaseException:
             Path(temporary).unlink(missing_ok=True)
             raise
+
+
+class ResponseCache(JsonFileCache):
+    def __init__(self, directory: Path | None = None) -> None:
+        super().__init__(directory if directory is not None else default_cache_dir())
+
+    def get(self, key: str) -> Completion | None:
+        data = self.get_json(key)
+        if data is None:
+            return None
+        try:
+            completion = Completion.model_validate(data)
+        except ValueError:
+            return None
+        return completion.model_copy(update={"cached": True, "attempts": 0})
+
+    def put(self, key: str, completion: Completion) -> None:
+        self.put_json(key, completion.model_dump(mode="json"))

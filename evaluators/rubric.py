@@ -29,7 +29,12 @@ METRIC_NAMES: tuple[str, ...] = (
     "trust_boundaries",
 )
 OVERALL = "overall_quality"
+# The scenario families; the judge has guidance for each (models.FAMILIES is this tuple).
+SCENARIO_FAMILIES: tuple[str, ...] = (
+    "basic", "emotional_support", "small_talk", "trust_building", "continuity", "demographics",
+)
 ANCHOR_BANDS: tuple[str, ...] = ("excellent", "good", "adequate", "poor", "unacceptable")
+VERDICTS: tuple[str, ...] = ("poor", "acceptable", "good")  # the judge's three points, low to high
 
 
 class RubricError(ValueError):
@@ -123,6 +128,52 @@ class DecisionThresholds(_Strict):
     min_metric_mean: float = Field(ge=0.0, le=1.0)
 
 
+class JudgeSampling(_Strict):
+    calibration_uses: int = Field(ge=0)
+    established_max_uses: int = Field(ge=0)
+    established_rate: float = Field(ge=0.10, le=0.20)
+    trusted_min_share: float = Field(gt=0.0, lt=1.0)
+    trigger_metric_below: float = Field(ge=0.0, le=1.0)
+
+
+class JudgeRubric(_Strict):
+    """What the LLM judge is told, and the thresholds its results are read with."""
+
+    role: str = Field(min_length=1)
+    special_considerations: list[str] = Field(min_length=1)
+    family_guidance: dict[str, str]
+    verdicts: dict[str, str]
+    failure_modes: dict[str, str] = Field(min_length=1)
+    verdict_bands: dict[str, float]
+    score_step: float = Field(gt=0.0, le=0.5)
+    fallback_score: float = Field(ge=0.0, le=1.0)
+    fallback_warn_share: float = Field(ge=0.0, le=1.0)
+    unstable_spread: float = Field(ge=0.0, le=1.0)
+    disagreement: float = Field(ge=0.0, le=1.0)
+    sampling: JudgeSampling
+
+    @field_validator("verdicts")
+    @classmethod
+    def _three_verdicts(cls, verdicts: dict[str, str]) -> dict[str, str]:
+        if set(verdicts) != set(VERDICTS):
+            raise ValueError(f"expected exactly {', '.join(VERDICTS)}")
+        return verdicts
+
+    @field_validator("verdict_bands")
+    @classmethod
+    def _bands(cls, bands: dict[str, float]) -> dict[str, float]:
+        if set(bands) != {"good", "acceptable"}:
+            raise ValueError("expected good and acceptable (poor is everything below acceptable)")
+        if not 0.0 < bands["acceptable"] < bands["good"] <= 1.0:
+            raise ValueError("need 0 < acceptable < good <= 1")
+        return bands
+
+    def score_grid(self) -> list[float]:
+        """The scores a judge may give: 0.0 to 1.0 in steps of score_step."""
+        steps = round(1.0 / self.score_step)
+        return [round(index / steps, 4) for index in range(steps + 1)]
+
+
 class Overall(_Strict):
     title: str
     definition: str
@@ -141,6 +192,7 @@ class Rubric(_Strict):
     hard_criteria: dict[str, HardCriterion]
     quality_levels: list[QualityLevel] = Field(min_length=1)
     decision: DecisionThresholds
+    judge: JudgeRubric
     content_hash: str = ""
 
     @property
@@ -197,6 +249,15 @@ def _check_consistency(rubric: Rubric) -> None:
     decision = rubric.decision
     if decision.ab_test_min_average > decision.deploy_min_average:
         raise RubricError("decision.ab_test_min_average: must not exceed deploy_min_average")
+    judge = rubric.judge
+    unknown_families = sorted(set(judge.family_guidance) - set(SCENARIO_FAMILIES))
+    missing_families = sorted(set(SCENARIO_FAMILIES) - set(judge.family_guidance))
+    if unknown_families or missing_families:
+        raise RubricError(f"judge.family_guidance: missing {missing_families}, unknown {unknown_families}")
+    if not math.isclose(1.0 / judge.score_step, round(1.0 / judge.score_step), abs_tol=1e-9):
+        raise RubricError("judge.score_step: must divide 1.0 evenly (0.1, 0.05, 0.25, ...)")
+    if judge.sampling.established_max_uses < judge.sampling.calibration_uses:
+        raise RubricError("judge.sampling.established_max_uses: must not be below calibration_uses")
     if decision.revise_below_average > decision.deploy_min_average:
         raise RubricError("decision.revise_below_average: must not exceed deploy_min_average")
 

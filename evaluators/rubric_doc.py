@@ -299,6 +299,54 @@ def _decision(rubric: Rubric) -> list[str]:
     ]
 
 
+def _judge(rubric: Rubric) -> list[str]:
+    judge = rubric.judge
+    sampling = judge.sampling
+    bands = judge.verdict_bands
+    return [
+        "## LLM judge",
+        "",
+        "The judge's prompt is rendered from this rubric: the role below, every dimension with its "
+        "definition and anchors, the special considerations, the guidance for the scenario's family, "
+        "the verdicts and the failure modes. See docs/judge.md for how it is asked and read.",
+        "",
+        f"Role: {escape(judge.role)}",
+        "",
+        "Special considerations:",
+        "",
+        *bullets(escape(item) for item in judge.special_considerations),
+        "",
+        "Guidance per scenario family:",
+        "",
+        *table(["Family", "Guidance"], [[code_span(name), escape(text)] for name, text in judge.family_guidance.items()]),
+        "",
+        "Verdicts (reasoning comes before the verdict):",
+        "",
+        *bullets(f"**{name}**: {escape(text)}" for name, text in judge.verdicts.items()),
+        "",
+        "Failure modes, named when the verdict is poor:",
+        "",
+        *bullets(f"{code_span(name)}: {escape(text)}" for name, text in judge.failure_modes.items()),
+        "",
+        *table(["Setting", "Value"], [
+            ["Score grid", f"0.0 to 1.0 in steps of {plain(judge.score_step)}"],
+            ["Fallback score (unreadable verdict; never averaged)", number(judge.fallback_score)],
+            ["Warn when fallbacks exceed", f"{judge.fallback_warn_share:.0%} of judgements"],
+            ["Unstable when k samples spread more than", number(judge.unstable_spread)],
+            ["Human review when judge and heuristics differ by more than", number(judge.disagreement)],
+            ["A 0-1 score as a verdict", f"good ≥ {number(bands['good'])}, acceptable ≥ "
+                                        f"{number(bands['acceptable'])}, else poor"],
+            ["Sampling: calibration", f"the first {sampling.calibration_uses} uses of a prompt version"],
+            ["Sampling: established", f"uses {sampling.calibration_uses + 1}-{sampling.established_max_uses}, "
+                                      f"{sampling.established_rate:.0%} judged"],
+            ["Sampling: trusted", f"beyond {sampling.established_max_uses} uses with more than "
+                                  f"{sampling.trusted_min_share:.0%} acceptable or good: routine judging stops"],
+            ["Sampling: triggered", f"always judged: a hard flag, a heuristic metric below "
+                                    f"{number(sampling.trigger_metric_below)}, negative user feedback"],
+        ]),
+    ]
+
+
 def render_rubric_markdown(rubric: Rubric) -> str:
     """The whole rubric as Markdown; deterministic, ending in one newline."""
     sections = [
@@ -312,6 +360,7 @@ def render_rubric_markdown(rubric: Rubric) -> str:
         _hard_criteria(rubric),
         _quality_levels(rubric),
         _decision(rubric),
+        _judge(rubric),
     ]
     return "\n\n".join("\n".join(section) for section in sections) + "\n"
 

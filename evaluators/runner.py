@@ -168,6 +168,15 @@ class Runner:
 
     # --- scoring and storing ------------------------------------------------------------------------
     async def _score_and_store(self, queue: asyncio.Queue[Transcript | None]) -> None:
+        finishing: list[asyncio.Task] = []
+        try:
+            await self._score_batches(queue, finishing)
+            await asyncio.gather(*finishing)
+        finally:
+            for task in finishing:
+                task.cancel()  # only unfinished ones are affected: on an error or interrupt
+
+    async def _score_batches(self, queue: asyncio.Queue[Transcript | None], finishing: list[asyncio.Task]) -> None:
         done = False
         while not done:
             batch = [await queue.get()]
@@ -182,13 +191,25 @@ class Runner:
             cases = await asyncio.to_thread(self._score, transcripts)
             self._scoring_s += time.perf_counter() - started
             for case in cases:
-                for stage in self.stages:
-                    case = await stage(case)
-                self.store.append(case)
-                for sink in self.sinks:
-                    await sink.on_case(case)
-                if self.on_case is not None:
-                    self.on_case(case)
+                if self.stages:  # stages call APIs (the judge): cases go through them side by side
+                    finishing.append(asyncio.create_task(self._finish_case(case)))
+                else:
+                    await self._finish_case(case)
+
+    async def _finish_case(self, case: CaseResult) -> None:
+        """Stages, then the store (at once, so a kill keeps it), then sinks and progress."""
+        for stage in self.stages:
+            try:
+                case = await stage(case)
+            except Exception as error:  # noqa: BLE001 - a stage bug fails its case, not the run
+                case = case.model_copy(update={"status": "failed",
+                                               "error": f"{getattr(stage, '__name__', type(stage).__name__)} "
+                                                        f"failed: {type(error).__name__}: {error}"})
+        self.store.append(case)
+        for sink in self.sinks:
+            await sink.on_case(case)
+        if self.on_case is not None:
+            self.on_case(case)
 
     def _score(self, transcripts: list[Transcript]) -> list[CaseResult]:
         """Heuristics and expectations for a batch; a scoring error fails only its own cases."""

@@ -119,7 +119,8 @@ class RunStore:
         return list(latest.values())
 
     def finished_ids(self) -> set[str]:
-        return {case.case_id for case in self.read_cases() if case.status == "ok"}
+        """Cases that need nothing more: scored, and judged when the judge was asked for."""
+        return {case.case_id for case in self.read_cases() if case.finished}
 
     # --- summary and exports ----------------------------------------------------------------------
     def write_summary(self, summary: dict) -> None:

@@ -9,11 +9,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
+from collections import Counter
+from typing import TYPE_CHECKING
+
 import pandas as pd
 
+from evaluators.judge.reliability import verbosity_bias
 from evaluators.models import CaseResult
 from evaluators.pricing import Price, price_for
-from evaluators.rubric import METRIC_NAMES, OVERALL
+from evaluators.rubric import METRIC_NAMES, OVERALL, VERDICTS, Rubric
+
+if TYPE_CHECKING:
+    from evaluators.judge.client import LLMJudge
 
 SCORE_COLUMNS: tuple[str, ...] = (*METRIC_NAMES, OVERALL)
 
@@ -44,6 +51,9 @@ def cases_frame(cases: Iterable[CaseResult]) -> pd.DataFrame:
             **{name: case.scores.get(name, float("nan")) for name in SCORE_COLUMNS},
             "expectations_passed": case.expectations_passed,
             "flags": list(case.flags),
+            "judge_overall": (case.judge or {}).get("overall", float("nan")),
+            "judge_verdict": (case.judge or {}).get("verdict"),
+            "judge_review": list((case.judge or {}).get("review", [])),
             "turns": len(case.turns),
             "api_calls": len(fresh),
             "cached_calls": sum(turn.cached for turn in case.turns),
@@ -55,7 +65,7 @@ def cases_frame(cases: Iterable[CaseResult]) -> pd.DataFrame:
         })
     columns = ["case_id", "prompt_name", "prompt_version", "scenario_id", "family", "age_group",
                "demographic_group", "safety", "tags", "responder", "status", "error", *SCORE_COLUMNS,
-               "expectations_passed", "flags", "turns", "api_calls", "cached_calls", "attempts",
+               "expectations_passed", "flags", "judge_overall", "judge_verdict", "judge_review", "turns", "api_calls", "cached_calls", "attempts",
                "prompt_tokens", "completion_tokens", "latency_s", "finished_at"]
     return pd.DataFrame(rows, columns=columns)
 
@@ -66,6 +76,7 @@ def turns_frame(cases: Iterable[CaseResult]) -> pd.DataFrame:
     for case in cases:
         for turn in case.turns:
             heuristics = turn.heuristics or {}
+            judge = turn.judge or {}
             rows.append({
                 "case_id": case.case_id,
                 "prompt_version": case.prompt_version,
@@ -80,6 +91,11 @@ def turns_frame(cases: Iterable[CaseResult]) -> pd.DataFrame:
                 "quality_level": heuristics.get("quality_level"),
                 "flags": [flag["name"] for flag in heuristics.get("flags", [])],
                 "failed_expectations": [e.label for e in turn.expectations if not e.passed],
+                "judge_overall": judge.get("overall") if judge.get("overall") is not None else float("nan"),
+                "judge_verdict": judge.get("verdict"),
+                "judge_failure_mode": judge.get("failure_mode"),
+                "judge_parse_status": judge.get("parse_status"),
+                "judge_reasoning": judge.get("reasoning"),
                 "cached": turn.cached,
                 "attempts": turn.attempts,
                 "prompt_tokens": turn.usage.prompt_tokens,
@@ -87,7 +103,8 @@ def turns_frame(cases: Iterable[CaseResult]) -> pd.DataFrame:
                 "latency_s": turn.latency_s,
             })
     columns = ["case_id", "prompt_version", "scenario_id", "family", "demographic_group", "turn", "user",
-               "reply", "model", *SCORE_COLUMNS, "quality_level", "flags", "failed_expectations", "cached",
+               "reply", "model", *SCORE_COLUMNS, "quality_level", "flags", "failed_expectations", "judge_overall",
+               "judge_verdict", "judge_failure_mode", "judge_parse_status", "judge_reasoning", "cached",
                "attempts", "prompt_tokens", "completion_tokens", "latency_s"]
     return pd.DataFrame(rows, columns=columns)
 
@@ -135,8 +152,73 @@ def version_summaries(
             "completion_tokens": sum(turn.usage.completion_tokens for turn in fresh_turns),
             "cost_usd": _cost(mine, prices),
             "mean_latency_s": _mean(turn.latency_s for turn in fresh_turns),
+            "judge": judge_aggregates(mine),
         }
     return summaries
+
+
+def _usable(record: dict) -> bool:
+    """A turn judgement with a real score: neither failed nor the parse fallback."""
+    return record.get("status") == "ok" and record.get("parse_status") != "fallback" \
+        and record.get("overall") is not None
+
+
+def judge_aggregates(cases: Sequence[CaseResult]) -> dict | None:
+    """The judge's figures for a set of cases; fallbacks and failures are counted, never averaged."""
+    if not any(case.judge for case in cases):
+        return None
+    judged = [case for case in cases if case.status == "ok" and case.judge and not case.judge.get("skipped")]
+    records = [turn.judge for case in judged for turn in case.turns if turn.judge]
+    usable = [record for record in records if _usable(record)]
+    fallback = sum(record.get("parse_status") == "fallback" for record in records)
+    verdicts = Counter(case.judge.get("verdict") for case in judged if case.judge.get("verdict"))
+    return {
+        "cases_judged": len(judged),
+        "cases_skipped": sum(bool(case.judge and case.judge.get("skipped")) for case in cases),
+        "turns_judged": len(records),
+        "usable_turns": len(usable),
+        "fallback_turns": fallback,
+        "fallback_share": round(fallback / len(records), 4) if records else None,
+        "failed_turns": sum(record.get("status") == "failed" for record in records),
+        "cached_turns": sum(bool(record.get("cached")) for record in records),
+        "unstable_turns": sum(bool(record.get("unstable")) for record in records),
+        "review_cases": sum(bool(case.judge.get("review")) for case in judged),
+        "overall": _mean(case.judge.get("overall") for case in judged),
+        "dimensions": {name: _mean(case.judge.get("dimensions", {}).get(name) for case in judged)
+                       for name in METRIC_NAMES},
+        "verdicts": {verdict: verdicts.get(verdict, 0) for verdict in reversed(VERDICTS)},
+        "failure_modes": dict(Counter(mode for case in judged for mode in case.judge.get("failure_modes", []))),
+        "verbosity_bias": judge_verbosity_bias(cases),
+    }
+
+
+def judge_verbosity_bias(cases: Iterable[CaseResult]) -> float | None:
+    """Spearman correlation of the judge's turn scores with reply length in words."""
+    pairs = [(turn.judge["overall"], len(turn.reply.split())) for case in cases for turn in case.turns
+             if turn.judge and _usable(turn.judge)]
+    value = verbosity_bias([score for score, _ in pairs], [words for _, words in pairs]) if pairs else None
+    return None if value is None else round(value, 4)
+
+
+def run_judge_summary(cases: Sequence[CaseResult], judge: LLMJudge, rubric: Rubric, notices: Sequence[str]) -> dict:
+    """The run's judge figures: what it cost, what came from cache, and how far to trust it."""
+    aggregates = judge_aggregates(cases) or {}
+    share = aggregates.get("fallback_share")
+    stats = judge.stats
+    return {
+        "model": judge.settings.model,
+        "endpoint": judge.endpoint,
+        "samples": judge.settings.samples,
+        "response_mode": judge.modes.get(judge.endpoint, judge.settings.model),
+        **aggregates,
+        "judged_now": stats.judged,
+        "from_cache": stats.cached,
+        "calls": stats.calls,
+        "prompt_tokens": stats.usage.prompt_tokens,
+        "completion_tokens": stats.usage.completion_tokens,
+        "fallback_warning": share is not None and share > rubric.judge.fallback_warn_share,
+        "warnings": [notice for notice in notices if "judge" in notice],
+    }
 
 
 def _mean(values: Iterable[float | None]) -> float | None:

@@ -5,6 +5,7 @@ A thin shell over evaluators.cli_run, so a checkout works without installing the
     python scripts/evaluate_prompts.py                      # all versions, all scenarios
     python scripts/evaluate_prompts.py -p v2-warm-boundaries -f emotional_support -c 16
     python scripts/evaluate_prompts.py --resume runs/RUN_ID
+    python scripts/evaluate_prompts.py --judge              # and the LLM judge (PENPAL_JUDGE_*)
 
 With no OPENAI_API_KEY / OPENAI_BASE_URL it replays the recorded sample replies, offline.
 See `python scripts/evaluate_prompts.py --help` for every option and the exit codes.

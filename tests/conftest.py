@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.servers.llama import running_llama_server
 from tests.servers.openai_compat import OK, FaultPlan, OpenAICompatServer
 
 
@@ -31,11 +32,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture
 def openai_server() -> Iterator[callable]:
-    """openai_server(faults=..., latency_s=...) -> a started server, stopped after the test."""
+    """openai_server(faults=..., latency_s=..., answers=..., refused_formats=...) -> a started server,
+    stopped after the test."""
     started: list[OpenAICompatServer] = []
 
-    def start(faults: FaultPlan = lambda call: OK, latency_s: float = 0.0) -> OpenAICompatServer:
-        server = OpenAICompatServer(faults=faults, latency_s=latency_s).start()
+    def start(faults: FaultPlan = lambda call: OK, latency_s: float = 0.0, **options) -> OpenAICompatServer:
+        server = OpenAICompatServer(faults=faults, latency_s=latency_s, **options).start()
         started.append(server)
         return server
 
@@ -121,3 +123,11 @@ def small_project(tmp_path: Path) -> dict[str, Path]:
     recorded = write_files(tmp_path / "recorded", {"mixed.yaml": RECORDED})
     return {"prompts": prompts, "scenarios": scenarios, "recorded": recorded, "runs": tmp_path / "runs",
             "cache": tmp_path / "cache", "root": tmp_path}
+
+
+# --- a real model: llama.cpp's OpenAI server with SmolLM2-135M (tests marked llm) -------------------
+@pytest.fixture(scope="session")
+def llama_server(tmp_path_factory) -> Iterator[str]:
+    """The base URL of a llama.cpp OpenAI server, started once for every llm test of the session."""
+    with running_llama_server(tmp_path_factory.mktemp("llama") / "server.log") as base_url:
+        yield base_url

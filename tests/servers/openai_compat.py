@@ -77,11 +77,20 @@ def scripted_reply(messages: list[dict]) -> str:
     return f"Reply {len(users)}: I hear you about \"{last[:60]}\". How are you feeling about it?"
 
 
+# Answers decide the text of a successful reply (default: `scripted_reply`), e.g. a judge's verdict.
+AnswerPlan = Callable[[Call], str]
+
+
 @dataclass
 class OpenAICompatServer:
     faults: FaultPlan = field(default=lambda call: OK)
     latency_s: float = 0.0
     model_name: str | None = None  # reported model; default: the requested one
+    answers: AnswerPlan | None = None
+    # response_format types this server refuses, and how: 400 like most servers, 500 with a
+    # validation message like llama-cpp-python's server.
+    refused_formats: frozenset[str] = frozenset()
+    refusal_status: int = 400
 
     def __post_init__(self) -> None:
         self.calls: list[Call] = []
@@ -186,7 +195,14 @@ def _handler_for(server: OpenAICompatServer) -> type[BaseHTTPRequestHandler]:
             if fault.kind == "malformed_shape":
                 self._send(200, json.dumps({"id": "chatcmpl-odd", "object": "chat.completion"}).encode())
                 return
-            text = scripted_reply(call.messages)
+            requested_format = (body.get("response_format") or {}).get("type")
+            if requested_format in server.refused_formats:
+                message = (f"1 validation error: body.response_format.type: Input should be 'text' or "
+                           f"'json_object', got {requested_format!r}")
+                error = {"error": {"message": message, "type": "invalid_request_error", "code": None}}
+                self._send(server.refusal_status, json.dumps(error).encode())
+                return
+            text = server.answers(call) if server.answers is not None else scripted_reply(call.messages)
             prompt_tokens = sum(len(str(m.get("content", ""))) for m in call.messages) // 4
             response = {
                 "id": f"chatcmpl-{call.key}-{call.attempt}",

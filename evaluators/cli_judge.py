@@ -1,0 +1,371 @@
+"""`penpal-eval judge` and `penpal-eval calibrate`: the LLM judge on JSON lines, and its agreement with people.
+
+`judge` is to the LLM judge what `score` is to the heuristics: records in, one JSON line out
+per record, in order. `calibrate` runs both evaluators on records that carry human labels
+and reports how well each agrees with them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+from typing import IO, Annotated
+
+import typer
+from rich import box
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+from rich.text import Text
+
+from evaluators.agreement import WEIGHTS, Agreement, agreement, verdict_for
+from evaluators.cli_common import EXIT_RECORD_ERRORS, EXIT_USAGE, RubricOption, load_evaluator
+from evaluators.console import fail, stderr_console, stderr_is_tty, stdout_console
+from evaluators.heuristics import HeuristicEvaluator
+from evaluators.jsonl import read_json_lines
+from evaluators.judge.client import LLMJudge
+from evaluators.judge.factory import (
+    SAMPLING_CHOICES,
+    JudgeConfig,
+    JudgeConfigError,
+    create_judge,
+    create_sampling_state,
+    judge_configured,
+)
+from evaluators.judge.records import JudgeRecord, parse_record
+from evaluators.judge.reliability import disagreement_note
+from evaluators.judge.result import JudgeResult
+from evaluators.judge.sampling import SamplingState
+from evaluators.judge.stage import sampling_triggers
+from evaluators.models import HeuristicResult
+from evaluators.rubric import Rubric
+
+SamplingChoice = Enum("SamplingChoice", {name: name for name in SAMPLING_CHOICES}, type=str)
+WeightsChoice = Enum("WeightsChoice", {name: name for name in WEIGHTS}, type=str)
+
+# --- options shared by run, judge and calibrate ------------------------------------------------------
+JudgeModelOption = Annotated[str | None, typer.Option(
+    "--judge-model", help="Judge model. Default: PENPAL_JUDGE_MODEL, else gpt-4.1. Endpoint: PENPAL_JUDGE_BASE_URL "
+                          "and PENPAL_JUDGE_API_KEY, else OPENAI_BASE_URL and OPENAI_API_KEY.", show_default=False)]
+JudgeSamplesOption = Annotated[int, typer.Option(
+    "--judge-samples", min=1, help="Judgements per reply; above 1 the median counts and a spread over the "
+                                   "rubric's limit marks the reply unstable.")]
+JudgeSamplingOption = Annotated[SamplingChoice, typer.Option(
+    "--judge-sampling", help="all: judge every reply. policy: the sampling policy (calibration, established, "
+                             "trusted, triggered), with its state kept per prompt version.")]
+JudgeSampleRateOption = Annotated[float | None, typer.Option(
+    "--judge-sample-rate", help="Share of established uses judged under the policy (0.10-0.20). Default: the "
+                                "rubric's.", show_default=False)]
+SamplingStateOption = Annotated[Path | None, typer.Option(
+    "--sampling-state", help="Sampling policy state file. Default: judge-sampling.json in the runs directory.",
+    dir_okay=False, show_default=False)]
+JudgeCacheOption = Annotated[bool, typer.Option(
+    "--judge-cache/--no-judge-cache", help="Reuse cached judgements (keyed by rubric, model, parameters, content).")]
+
+
+def judge_config(*, model: str | None, samples: int, sampling: SamplingChoice, sample_rate: float | None,
+                 state_path: Path | None, use_cache: bool, timeout_s: float = 120.0, max_attempts: int = 5,
+                 concurrency: int = 4) -> JudgeConfig:
+    return JudgeConfig(model=model, samples=samples, sampling=sampling.value, sample_rate=sample_rate,
+                       state_path=state_path, use_cache=use_cache, timeout_s=timeout_s,
+                       max_attempts=max_attempts, concurrency=concurrency)
+
+
+def build_judge(config: JudgeConfig, rubric: Rubric) -> tuple[LLMJudge, SamplingState | None]:
+    try:
+        return create_judge(config, rubric), create_sampling_state(config, rubric)
+    except JudgeConfigError as error:
+        raise fail(f"error: {error}", EXIT_USAGE) from None
+
+
+# --- reading records ---------------------------------------------------------------------------------
+@dataclass
+class RecordLine:
+    line: int
+    record: JudgeRecord | None = None
+    error: str | None = None
+    heuristics: HeuristicResult | None = None
+    judgement: JudgeResult | None = None
+    sampling: dict | None = None
+
+
+def read_records(path: Path, require_human: bool = False) -> list[RecordLine]:
+    """Every non-blank line as a record or an error naming the field; nothing is dropped silently."""
+    lines = []
+    with ExitStack() as stack:
+        if str(path) == "-":
+            stream = typer.get_binary_stream("stdin")
+        else:
+            try:
+                stream = stack.enter_context(path.open("rb"))
+            except OSError as error:
+                raise typer.BadParameter(f"cannot read {path}: {error.strerror}", param_hint="FILE") from None
+        for item in read_json_lines(stream):
+            if item.error is not None:
+                lines.append(RecordLine(item.number, error=item.error))
+                continue
+            try:
+                record = parse_record(item.record, str(item.number))
+            except ValueError as error:
+                lines.append(RecordLine(item.number, error=str(error)))
+                continue
+            if require_human and record.human_score is None:
+                lines.append(RecordLine(item.number, error="human_score: required for calibrate (0.0-1.0)"))
+                continue
+            lines.append(RecordLine(item.number, record=record))
+    return lines
+
+
+def score_heuristics(lines: Sequence[RecordLine], evaluator: HeuristicEvaluator) -> None:
+    valid = [line for line in lines if line.record is not None]
+    for line, result in zip(valid, evaluator.score_cases([line.record.reply_case() for line in valid]), strict=True):
+        line.heuristics = result
+
+
+@contextmanager
+def _progress(total: int, what: str) -> Iterator[Callable[[], None]]:
+    if total == 0 or not stderr_is_tty():
+        yield lambda: None
+        return
+    columns = (TextColumn(what), BarColumn(), MofNCompleteColumn(), TextColumn("ETA"), TimeRemainingColumn())
+    with Progress(*columns, console=stderr_console(), transient=True) as progress:
+        task = progress.add_task(what, total=total)
+        yield lambda: progress.update(task, advance=1)
+
+
+async def judge_lines(lines: Sequence[RecordLine], judge: LLMJudge, sampling: SamplingState | None,
+                      rubric: Rubric) -> None:
+    """Judge every valid record (those the sampling policy selects), side by side."""
+    valid = [line for line in lines if line.record is not None]
+    chosen = []
+    for line in valid:  # decisions in input order, so a replay of the same file decides the same
+        if sampling is not None:
+            values = line.heuristics.values() if line.heuristics else {}
+            flags = [flag.name for flag in line.heuristics.flags] if line.heuristics else []
+            triggers = sampling_triggers(flags, values, rubric.judge.sampling.trigger_metric_below,
+                                         line.record.feedback)
+            decision = sampling.decide(line.record.prompt_version, line.record.id, triggers=triggers)
+            line.sampling = decision.to_record()
+            if not decision.judge:
+                continue
+        chosen.append(line)
+
+    with _progress(len(chosen), "judging") as advance:
+        async def one(line: RecordLine) -> None:
+            result = await judge.judge(line.record.judge_input())
+            if line.heuristics is not None and result.usable:
+                note = disagreement_note(result.overall, line.heuristics.overall_quality, rubric.judge.disagreement)
+                if note:
+                    result = result.model_copy(update={"review": [*result.review, note]})
+            line.judgement = result
+            if sampling is not None:
+                sampling.record_verdict(line.record.prompt_version, result.verdict if result.usable else None)
+            advance()
+
+        try:
+            await asyncio.gather(*(one(line) for line in chosen))
+        finally:
+            await judge.aclose()
+
+
+def output_record(line: RecordLine) -> dict:
+    if line.record is None:
+        return {"id": None, "line": line.line, "error": line.error}
+    record: dict = {"id": line.record.id}
+    if line.judgement is not None:
+        record |= line.judgement.to_record()
+    else:
+        record["skipped"] = True
+    if line.heuristics is not None:
+        record["heuristics_overall"] = round(line.heuristics.overall_quality, 4)
+    if line.sampling is not None:
+        record["sampling"] = line.sampling
+    return record
+
+
+def print_judge_summary(judge: LLMJudge, lines: Sequence[RecordLine], rubric: Rubric) -> None:
+    errors = stderr_console()
+    judged = [line.judgement for line in lines if line.judgement is not None]
+    fallback = sum(result.parse_status == "fallback" for result in judged)
+    failed = sum(result.status == "failed" for result in judged)
+    skipped = sum(line.record is not None and line.judgement is None for line in lines)
+    stats = judge.stats
+    text = (f"judge {judge.settings.model} at {judge.endpoint}: {len(judged)} judged ({stats.cached} from cache, "
+            f"{stats.calls} calls), {fallback} fell back to {rubric.judge.fallback_score:g} (excluded from means), "
+            f"{failed} failed")
+    if skipped:
+        text += f", {skipped} not judged under the sampling policy"
+    errors.print(Text(text))
+    if judged and fallback / len(judged) > rubric.judge.fallback_warn_share:
+        errors.print(Text(f"WARNING: {fallback} of {len(judged)} judgements ({fallback / len(judged):.0%}) could not be "
+                          f"read and fell back to {rubric.judge.fallback_score:g}; above "
+                          f"{rubric.judge.fallback_warn_share:.0%} the judge's figures are not trustworthy. Check the "
+                          "judge model and its raw answers (field `raw`).", style="bold red"))
+
+
+# --- commands ----------------------------------------------------------------------------------------
+FileArgument = Annotated[Path, typer.Argument(
+    help="JSON-lines file of records {id, history, user_message, response, family?, profile?, prompt_version?, "
+         "feedback?}; '-' reads stdin.", metavar="FILE", dir_okay=False, allow_dash=True)]
+
+
+def judge(
+    file: FileArgument,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the JSON lines here instead of stdout.",
+                                                dir_okay=False, show_default=False)] = None,
+    judge_model: JudgeModelOption = None,
+    judge_samples: JudgeSamplesOption = 1,
+    judge_sampling: JudgeSamplingOption = SamplingChoice.all,
+    judge_sample_rate: JudgeSampleRateOption = None,
+    sampling_state: Annotated[Path | None, typer.Option(
+        "--sampling-state", help="Sampling policy state file (with --judge-sampling policy); kept across runs. "
+                                 "Default: in memory only.", dir_okay=False, show_default=False)] = None,
+    judge_cache: JudgeCacheOption = True,
+    concurrency: Annotated[int, typer.Option("--concurrency", "-c", min=1, help="Judge calls at once.")] = 4,
+    timeout: Annotated[float, typer.Option(min=0.001, help="Per-call timeout in seconds.")] = 120.0,
+    max_attempts: Annotated[int, typer.Option(min=1, help="Attempts per call (429, 5xx, timeouts).")] = 5,
+    rubric_path: RubricOption = None,
+) -> None:
+    """Judge replies with the LLM judge: one JSON line per record, in order.
+
+    Each output line has the record's id, the judge's reasoning, a score per dimension,
+    overall, verdict, failure_mode (when poor), parse_status (json, text, repaired, or
+    fallback: the rubric's fallback score, to be left out of averages) and review reasons.
+    Under `--judge-sampling policy` a record the policy passes over is written with
+    "skipped": true and the reason; `prompt_version` and `feedback: negative` in a record
+    feed the policy.
+
+    Exit codes: 0 every record judged; 1 a record was invalid or its judge call failed; 2 bad
+    arguments or no judge endpoint configured.
+    """
+    evaluator = load_evaluator(rubric_path)
+    rubric = evaluator.rubric
+    config = judge_config(model=judge_model, samples=judge_samples, sampling=judge_sampling,
+                          sample_rate=judge_sample_rate, state_path=sampling_state, use_cache=judge_cache,
+                          timeout_s=timeout, max_attempts=max_attempts, concurrency=concurrency)
+    llm, sampling = build_judge(config, rubric)
+    lines = read_records(file)
+    score_heuristics(lines, evaluator)
+    asyncio.run(judge_lines(lines, llm, sampling, rubric))
+    with ExitStack() as stack:
+        out: IO[str] = sys.stdout
+        if output is not None:
+            try:
+                out = stack.enter_context(output.open("w", encoding="utf-8"))
+            except OSError as error:
+                raise fail(f"error: cannot write {output}: {error.strerror}", EXIT_USAGE) from None
+        for line in lines:
+            if line.error:
+                stderr_console().print(Text(f"line {line.line}: {line.error}"))
+            out.write(json.dumps(output_record(line), ensure_ascii=False) + "\n")
+    print_judge_summary(llm, lines, rubric)
+    if any(line.error or (line.judgement and line.judgement.status == "failed") for line in lines):
+        raise typer.Exit(code=EXIT_RECORD_ERRORS)
+
+
+def agreements(lines: Sequence[RecordLine], rubric: Rubric, weights: str) -> list[Agreement]:
+    """Agreement with the human labels, for the judge (when it ran) and for the heuristics."""
+    bands = rubric.judge.verdict_bands
+    labelled = [line for line in lines if line.record is not None]
+    human_scores = [line.record.human_score for line in labelled]
+    human_verdicts = [line.record.human_verdict or verdict_for(line.record.human_score, bands) for line in labelled]
+    results = []
+    if any(line.judgement is not None for line in labelled):
+        usable = [line.judgement if line.judgement and line.judgement.usable else None for line in labelled]
+        results.append(agreement("judge", human_scores, [r.overall if r else None for r in usable],
+                                 human_verdicts, [r.verdict if r else None for r in usable], weights=weights))
+    heuristic_scores = [line.heuristics.overall_quality for line in labelled]
+    results.append(agreement("heuristics", human_scores, heuristic_scores, human_verdicts,
+                             [verdict_for(score, bands) for score in heuristic_scores], weights=weights))
+    return results
+
+
+def agreement_table(results: Sequence[Agreement], total: int) -> Table:
+    table = Table(title=f"Agreement with human labels ({total} labelled replies)", header_style="bold",
+                  box=box.SIMPLE_HEAD)
+    for column in ("evaluator", "n", "Spearman ρ", f"weighted κ ({results[0].weights})", "exact verdict"):
+        table.add_column(column, justify="left" if column == "evaluator" else "right", no_wrap=True)
+    for result in results:
+        def shown(value: float | None, form: str = "{:.3f}") -> str:
+            return "—" if value is None else form.format(value)
+        table.add_row(result.evaluator, str(result.n), shown(result.spearman), shown(result.kappa),
+                      shown(result.exact_agreement, "{:.0%}"))
+    table.caption = ("ρ: scores against human_score; κ and exact: the three-point verdict (human_verdict, or "
+                     "human_score through the rubric's verdict bands). Judge fallbacks and failures are left out.")
+    return table
+
+
+def confusion_table(result: Agreement) -> Table:
+    table = Table(title=f"{result.evaluator}: human verdict (rows) × {result.evaluator} verdict (columns)",
+                  header_style="bold", box=box.SIMPLE_HEAD)
+    table.add_column("human", no_wrap=True)
+    for column in result.confusion.columns:
+        table.add_column(str(column), justify="right")
+    for human, row in result.confusion.iterrows():
+        table.add_row(str(human), *(str(int(value)) for value in row))
+    return table
+
+
+def calibrate(
+    file: Annotated[Path, typer.Argument(
+        help="JSON-lines file of labelled records: {id, history, user_message, response, human_score (0-1), "
+             "human_verdict?, family?}; '-' reads stdin.", metavar="FILE", dir_okay=False, allow_dash=True)],
+    weights: Annotated[WeightsChoice, typer.Option(help="Kappa disagreement weights.")] = WeightsChoice.linear,
+    use_judge: Annotated[bool | None, typer.Option(
+        "--judge/--no-judge", help="Include the LLM judge. Default: when a judge endpoint is configured.",
+        show_default=False)] = None,
+    judge_model: JudgeModelOption = None,
+    judge_samples: JudgeSamplesOption = 1,
+    judge_cache: JudgeCacheOption = True,
+    concurrency: Annotated[int, typer.Option("--concurrency", "-c", min=1, help="Judge calls at once.")] = 4,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the figures as JSON instead of tables.")] = False,
+    rubric_path: RubricOption = None,
+) -> None:
+    """Agreement of the judge and the heuristics with human labels.
+
+    For each evaluator: Spearman correlation of its overall score with human_score, and
+    weighted Cohen's kappa and a confusion table on the three-point verdict (good,
+    acceptable, poor). Heuristic and human scores become verdicts through the rubric's
+    `judge.verdict_bands`; the judge gives its own verdict.
+
+    Exit codes: 0 done; 1 some records were invalid (reported, the rest used); 2 bad arguments.
+    """
+    evaluator = load_evaluator(rubric_path)
+    rubric = evaluator.rubric
+    lines = read_records(file, require_human=True)
+    for line in lines:
+        if line.error:
+            stderr_console().print(Text(f"line {line.line}: {line.error}", style="red"))
+    if not any(line.record is not None for line in lines):
+        raise fail("error: no valid labelled records", EXIT_RECORD_ERRORS)
+    score_heuristics(lines, evaluator)
+    if use_judge is None:
+        use_judge = judge_configured(os.environ)
+        if not use_judge:
+            stderr_console().print(Text("notice: no judge endpoint is configured, so only the heuristics are "
+                                        "calibrated; set PENPAL_JUDGE_BASE_URL or OPENAI_API_KEY to include the judge",
+                                        style="yellow"))
+    if use_judge:
+        config = judge_config(model=judge_model, samples=judge_samples, sampling=SamplingChoice.all,
+                              sample_rate=None, state_path=None, use_cache=judge_cache, concurrency=concurrency)
+        llm, _ = build_judge(config, rubric)
+        asyncio.run(judge_lines(lines, llm, None, rubric))
+        print_judge_summary(llm, lines, rubric)
+    results = agreements(lines, rubric, weights.value)
+    total = sum(line.record is not None for line in lines)
+    if as_json:
+        typer.echo(json.dumps({"labelled": total, "agreement": [result.to_record() for result in results]},
+                              indent=2))
+    else:
+        console = stdout_console()
+        console.print(agreement_table(results, total))
+        for result in results:
+            console.print(confusion_table(result))
+    if any(line.error for line in lines):
+        raise typer.Exit(code=EXIT_RECORD_ERRORS)

@@ -1,0 +1,76 @@
+"""JSON-lines records for `penpal-eval judge` and `penpal-eval calibrate`.
+
+The same shape as `penpal-eval score` takes ({id, history, user_message, response}), plus
+what only the judge or calibration uses: the scenario family, a profile line, the prompt
+version and user feedback (for the sampling policy), and human labels.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from evaluators.judge.result import HistoryItem, JudgeInput
+from evaluators.models import FAMILIES, ReplyCase
+
+
+class JudgeRecord(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    id: str = ""
+    history: list[HistoryItem] = Field(default_factory=list)
+    user_message: str = ""
+    response: str = Field(min_length=1)
+    family: Literal[FAMILIES] | None = None
+    profile: str = ""
+    prompt_version: str = "unversioned"
+    feedback: str | None = None
+    human_score: float | None = Field(default=None, ge=0.0, le=1.0)
+    human_verdict: Literal["good", "acceptable", "poor"] | None = None
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _id_as_text(cls, value: object) -> str:
+        return "" if value is None else str(value)
+
+    @field_validator("history", mode="before")
+    @classmethod
+    def _history_items(cls, value: object) -> object:
+        """Strings (speaker unknown) or {role, text} mappings, oldest first."""
+        if value is None:
+            return []
+        if isinstance(value, str):
+            value = [value] if value.strip() else []
+        if isinstance(value, list):
+            return [{"role": "earlier turn", "text": item} if isinstance(item, str) else item for item in value]
+        return value
+
+    @field_validator("response")
+    @classmethod
+    def _reply_not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("empty reply")
+        return value
+
+    def judge_input(self) -> JudgeInput:
+        return JudgeInput(id=self.id, family=self.family, profile=self.profile, history=tuple(self.history),
+                          user_message=self.user_message, reply=self.response)
+
+    def reply_case(self) -> ReplyCase:
+        """The record as the heuristics see it: the user's side of the history only."""
+        history = [item.text for item in self.history if item.role != "companion"]
+        return ReplyCase(id=self.id, history=history, user_message=self.user_message, response=self.response)
+
+
+def parse_record(data: object, fallback_id: str) -> JudgeRecord:
+    """A record, or ValueError naming the field that is wrong."""
+    if not isinstance(data, dict):
+        raise ValueError(f"expected a JSON object, got {type(data).__name__}")
+    try:
+        record = JudgeRecord.model_validate(data)
+    except ValidationError as error:
+        problems = "; ".join(f"{'.'.join(str(part) for part in item['loc']) or 'record'}: {item['msg']}"
+                             for item in error.errors())
+        raise ValueError(problems) from None
+    return record if record.id else record.model_copy(update={"id": fallback_id})

@@ -1,0 +1,74 @@
+"""What goes into a judgement and what comes out of it.
+
+A `JudgeResult` keeps the judge's reasoning beside its scores, and says how the verdict was
+read (`parse_status`), so a fallback score can always be told apart from a real one.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from evaluators.models import Usage
+
+ParseStatus = Literal["json", "text", "repaired", "fallback"]
+RESPONSE_MODES: tuple[str, ...] = ("json_schema", "json_object_schema", "json_object", "text")
+
+
+class HistoryItem(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    role: str  # "user", "companion", or "earlier turn" when the speaker is not known
+    text: str
+
+
+class JudgeInput(BaseModel):
+    """One reply to judge, with the conversation that led to it and who the user is."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str = ""
+    family: str | None = None  # scenario family: selects the judge's guidance
+    profile: str = ""  # what is known about the user (age group, notes)
+    history: tuple[HistoryItem, ...] = ()
+    user_message: str = ""
+    reply: str
+
+
+class JudgeResult(BaseModel):
+    """The judge's verdict on one reply (the median over samples when k > 1).
+
+    `status` is "failed" when the call itself failed (after retries); `parse_status` is
+    "fallback" when the judge answered but no verdict could be read even after a repair
+    request: `overall` then holds the rubric's fallback score, which no mean may include.
+    """
+
+    status: Literal["ok", "failed"] = "ok"
+    parse_status: ParseStatus | None = None
+    mode: str | None = None
+    reasoning: str = ""
+    dimensions: dict[str, float | None] = Field(default_factory=dict)
+    overall: float | None = None
+    verdict: Literal["good", "acceptable", "poor"] | None = None
+    failure_mode: str | None = None
+    samples: list[float | None] = Field(default_factory=list)  # overall per sample (None: fell back)
+    spread: float | None = None
+    unstable: bool = False
+    fallback_samples: int = 0
+    model: str = ""
+    cached: bool = False
+    attempts: int = 0
+    usage: Usage = Field(default_factory=Usage)
+    latency_s: float = 0.0
+    error: str | None = None
+    raw: str | None = None  # the unreadable answer, kept when the verdict fell back
+    review: list[str] = Field(default_factory=list)  # reasons a human should look at this reply
+
+    @property
+    def usable(self) -> bool:
+        """A real score: the call worked and the verdict was read (not the fallback)."""
+        return self.status == "ok" and self.parse_status != "fallback" and self.overall is not None
+
+    def to_record(self) -> dict:
+        return self.model_dump(mode="json", exclude_none=False)

@@ -1,0 +1,112 @@
+"""The judge as a run stage: every reply of a scored case judged, stored beside its heuristics.
+
+Each turn is judged with the whole conversation before it (the companion's replies too, which
+the heuristics leave out), the scenario's family guidance and the user's profile. The case
+gets a summary: the mean of the usable judgements, the worst verdict, and the reasons a human
+should review it. Under a sampling policy, routine cases may be left unjudged, with the reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from statistics import fmean
+
+from evaluators.judge.client import LLMJudge
+from evaluators.judge.reliability import disagreement_note
+from evaluators.judge.result import HistoryItem, JudgeInput, JudgeResult
+from evaluators.judge.sampling import SamplingState
+from evaluators.models import CaseResult, Scenario
+from evaluators.rubric import METRIC_NAMES, OVERALL, VERDICTS, Rubric
+
+
+def turn_inputs(case: CaseResult, scenario: Scenario | None) -> list[JudgeInput]:
+    """One judge input per answered turn, each with the full conversation before it."""
+    profile = scenario.profile.context_line() if scenario is not None else ""
+    if scenario is not None and scenario.profile.vulnerable:
+        profile = f"{profile}; vulnerable user" if profile else "vulnerable user"
+    inputs, history = [], []
+    for turn in case.turns:
+        inputs.append(JudgeInput(id=f"{case.case_id}#{turn.index + 1}", family=case.family, profile=profile,
+                                 history=tuple(history), user_message=turn.user, reply=turn.reply))
+        history += [HistoryItem(role="user", text=turn.user), HistoryItem(role="companion", text=turn.reply)]
+    return inputs
+
+
+def sampling_triggers(flags: Sequence[str], scores: Mapping[str, float], below: float,
+                      feedback: str | None = None) -> list[str]:
+    """Why a case must be judged whatever the sampling phase: hard flags, weak metrics, bad feedback."""
+    triggers = [f"hard flag: {flag}" for flag in flags]
+    triggers += [f"heuristic {name} {value:.2f} < {below:g}" for name, value in scores.items()
+                 if name in METRIC_NAMES and value < below]
+    if feedback and feedback.strip().lower() in {"negative", "thumbs_down", "down", "bad", "-1"}:
+        triggers.append("negative user feedback")
+    return triggers
+
+
+def worst_verdict(verdicts: Sequence[str]) -> str | None:
+    return min(verdicts, key=VERDICTS.index) if verdicts else None
+
+
+def case_summary(results: Sequence[JudgeResult]) -> dict:
+    """The case's judge figures: means over usable judgements; fallbacks and failures counted apart."""
+    usable = [result for result in results if result.usable]
+    dimensions = {}
+    for name in METRIC_NAMES:
+        values = [r.dimensions.get(name) for r in usable if r.dimensions.get(name) is not None]
+        dimensions[name] = round(fmean(values), 4) if values else None
+    failures = [result.error for result in results if result.status == "failed"]
+    return {
+        "overall": round(fmean(r.overall for r in usable), 4) if usable else None,
+        "dimensions": dimensions,
+        "verdict": worst_verdict([r.verdict for r in usable if r.verdict]),
+        "failure_modes": sorted({r.failure_mode for r in usable if r.failure_mode}),
+        "turns": len(results),
+        "usable": len(usable),
+        "fallback": sum(r.parse_status == "fallback" for r in results),
+        "failed": len(failures),
+        "cached": sum(r.cached for r in results),
+        "unstable": sum(r.unstable for r in results),
+        "review": [f"turn {index}: {reason}" for index, r in enumerate(results, start=1) for reason in r.review],
+        "error": failures[0] if failures else None,
+    }
+
+
+class JudgeStage:
+    """A `CaseStage` for the runner: judges every turn of each scored case."""
+
+    def __init__(self, judge: LLMJudge, scenarios: Sequence[Scenario], *, sampling: SamplingState | None = None,
+                 prompt_hashes: Mapping[str, str] | None = None) -> None:
+        self.judge = judge
+        self.rubric: Rubric = judge.rubric
+        self.scenarios = {scenario.id: scenario for scenario in scenarios}
+        self.sampling = sampling
+        self.prompt_hashes = dict(prompt_hashes or {})
+
+    async def __call__(self, case: CaseResult) -> CaseResult:
+        if case.status != "ok" or not case.turns:
+            return case  # nothing to judge: the case already failed, with its reason
+        decision = None
+        if self.sampling is not None:
+            triggers = sampling_triggers(case.flags, case.scores, self.rubric.judge.sampling.trigger_metric_below)
+            decision = self.sampling.decide(case.prompt_version, case.scenario_id, triggers=triggers,
+                                            prompt_hash=self.prompt_hashes.get(case.prompt_version, ""))
+            if not decision.judge:
+                return case.model_copy(update={"judge": {"skipped": True, "sampling": decision.to_record()}})
+        inputs = turn_inputs(case, self.scenarios.get(case.scenario_id))
+        results = await asyncio.gather(*(self.judge.judge(item) for item in inputs))
+        results = [self._with_disagreement(result, turn.heuristics) for turn, result in zip(case.turns, results)]
+        turns = [turn.model_copy(update={"judge": result.to_record()}) for turn, result in zip(case.turns, results)]
+        summary = case_summary(results)
+        if decision is not None:
+            summary["sampling"] = decision.to_record()
+            self.sampling.record_verdict(case.prompt_version, summary["verdict"])
+        return case.model_copy(update={"turns": turns, "judge": summary})
+
+    def _with_disagreement(self, result: JudgeResult, heuristics: dict | None) -> JudgeResult:
+        """Adds a review reason when judge and heuristics are further apart than the rubric allows."""
+        heuristic = (heuristics or {}).get(OVERALL)
+        if not result.usable or heuristic is None:
+            return result
+        note = disagreement_note(result.overall, heuristic, self.rubric.judge.disagreement)
+        return result.model_copy(update={"review": [*result.review, note]}) if note else result

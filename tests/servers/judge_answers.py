@@ -1,0 +1,36 @@
+"""Scripted judge answers for the local OpenAI-compatible server.
+
+A judge request carries the reply under evaluation in its REPLY data block; these helpers
+read it back out, so a test can script the verdict per reply, and write verdicts the way a
+model would.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from evaluators.rubric import METRIC_NAMES
+
+_BLOCK = re.compile(r"<<<(?P<name>[A-Z_]+) (?P<code>[0-9a-f]{16})\n(?P<text>.*?)\n(?P=name) (?P=code)>>>", re.S)
+
+
+def data_blocks(messages: list[dict]) -> dict[str, str]:
+    """The data blocks of a judge request's first user message, by name."""
+    user = next(message["content"] for message in messages if message.get("role") == "user")
+    return {match["name"]: match["text"] for match in _BLOCK.finditer(user)}
+
+
+def judged_reply(messages: list[dict]) -> str:
+    return data_blocks(messages)["REPLY"]
+
+
+def is_repair(messages: list[dict]) -> bool:
+    return messages[-1].get("role") == "user" and "could not be read" in messages[-1].get("content", "")
+
+
+def verdict_json(overall: float, verdict: str = "good", failure_mode: str | None = None,
+                 dimensions: dict[str, float] | None = None, reasoning: str = "The reply fits the moment.") -> str:
+    scores = {name: overall for name in METRIC_NAMES} | (dimensions or {})
+    return json.dumps({"reasoning": reasoning, **scores, "overall": overall, "verdict": verdict,
+                       "failure_mode": failure_mode})
