@@ -7,7 +7,6 @@ JSON lines, and renders results. Results go to stdout, diagnostics to stderr.
 from __future__ import annotations
 
 import json
-import sys
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
@@ -28,6 +27,8 @@ from evaluators.cli_common import (
     RubricOption,
     level_style,
     load_evaluator,
+    open_input,
+    open_output,
 )
 from evaluators.console import fail, stderr_console, stderr_is_tty, stdout_console
 from evaluators.heuristics import HeuristicEvaluator, check_signals
@@ -276,20 +277,7 @@ def score(
         return
 
     with ExitStack() as stack:
-        if str(file) == "-":
-            stream = typer.get_binary_stream("stdin")
-        else:
-            try:
-                stream = stack.enter_context(file.open("rb"))
-            except OSError as error:
-                raise typer.BadParameter(f"cannot read {file}: {error.strerror}", param_hint="FILE") from None
-        out: IO[str] = sys.stdout
-        if output is not None:
-            try:
-                out = stack.enter_context(output.open("w", encoding="utf-8"))
-            except OSError as error:
-                raise fail(f"error: cannot write {output}: {error.strerror}", EXIT_USAGE) from None
-        failed = _write_jsonl(stream, out, evaluator)
+        failed = _write_jsonl(open_input(stack, file), open_output(stack, output), evaluator)
     if failed:
         raise typer.Exit(code=EXIT_RECORD_ERRORS)
 

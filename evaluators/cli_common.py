@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import sys
+from contextlib import ExitStack
 from pathlib import Path
-from typing import Annotated
+from typing import IO, Annotated, BinaryIO
 
 import typer
 
@@ -57,3 +59,23 @@ SHORT_NAMES = {
     "trust_boundaries": "trust",
     "overall_quality": "overall",
 }
+
+
+def open_input(stack: ExitStack, file: Path) -> BinaryIO:
+    """A JSON-lines input, '-' for stdin; an unreadable file is a usage error naming it."""
+    if str(file) == "-":
+        return typer.get_binary_stream("stdin")
+    try:
+        return stack.enter_context(file.open("rb"))
+    except OSError as error:
+        raise typer.BadParameter(f"cannot read {file}: {error.strerror}", param_hint="FILE") from None
+
+
+def open_output(stack: ExitStack, output: Path | None) -> IO[str]:
+    """Where JSON lines go: the --output file, else stdout."""
+    if output is None:
+        return sys.stdout
+    try:
+        return stack.enter_context(output.open("w", encoding="utf-8"))
+    except OSError as error:
+        raise fail(f"error: cannot write {output}: {error.strerror}", EXIT_USAGE) from None

@@ -10,13 +10,12 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import IO, Annotated
+from typing import Annotated
 
 import typer
 from rich import box
@@ -25,7 +24,7 @@ from rich.table import Table
 from rich.text import Text
 
 from evaluators.agreement import WEIGHTS, Agreement, agreement, verdict_for
-from evaluators.cli_common import EXIT_RECORD_ERRORS, EXIT_USAGE, RubricOption, load_evaluator
+from evaluators.cli_common import EXIT_RECORD_ERRORS, EXIT_USAGE, RubricOption, load_evaluator, open_input, open_output
 from evaluators.console import fail, stderr_console, stderr_is_tty, stdout_console
 from evaluators.heuristics import HeuristicEvaluator
 from evaluators.jsonl import read_json_lines
@@ -99,14 +98,7 @@ def read_records(path: Path, require_human: bool = False) -> list[RecordLine]:
     """Every non-blank line as a record or an error naming the field; nothing is dropped silently."""
     lines = []
     with ExitStack() as stack:
-        if str(path) == "-":
-            stream = typer.get_binary_stream("stdin")
-        else:
-            try:
-                stream = stack.enter_context(path.open("rb"))
-            except OSError as error:
-                raise typer.BadParameter(f"cannot read {path}: {error.strerror}", param_hint="FILE") from None
-        for item in read_json_lines(stream):
+        for item in read_json_lines(open_input(stack, path)):
             if item.error is not None:
                 lines.append(RecordLine(item.number, error=item.error))
                 continue
@@ -254,12 +246,7 @@ def judge(
     score_heuristics(lines, evaluator)
     asyncio.run(judge_lines(lines, llm, sampling, rubric))
     with ExitStack() as stack:
-        out: IO[str] = sys.stdout
-        if output is not None:
-            try:
-                out = stack.enter_context(output.open("w", encoding="utf-8"))
-            except OSError as error:
-                raise fail(f"error: cannot write {output}: {error.strerror}", EXIT_USAGE) from None
+        out = open_output(stack, output)
         for line in lines:
             if line.error:
                 stderr_console().print(Text(f"line {line.line}: {line.error}"))

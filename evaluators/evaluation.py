@@ -153,7 +153,8 @@ def _judge_manifest(config: JudgeConfig | None, judge: LLMJudge | None) -> dict 
     return {"model": judge.settings.model, "endpoint": judge.endpoint, "samples": judge.settings.samples,
             "temperature": judge.settings.temperature, "max_tokens": judge.settings.max_tokens,
             "sampling": config.sampling, "sample_rate": config.sample_rate,
-            "state_path": display_path(config.state_path) if config.state_path else None}
+            "state_path": display_path(config.state_path) if config.state_path and config.sampling == "policy"
+            else None}
 
 
 def _manifest(config: RunConfig, run_id: str, prompts: Sequence[PromptVersion], scenarios: Sequence[Scenario],
@@ -206,7 +207,7 @@ def _config_for_resume(config: RunConfig, manifest: dict) -> RunConfig:
         judge = replace(config.judge or JudgeConfig(), model=saved_judge.get("model"),
                         samples=saved_judge.get("samples", 1), sampling=saved_judge.get("sampling", "all"),
                         sample_rate=saved_judge.get("sample_rate"),
-                        state_path=Path(state_path) if state_path else None)
+                        state_path=PROJECT_ROOT / state_path if state_path else None)  # absolute stays absolute
     return replace(
         config,
         prompt_versions=saved.get("prompt_versions"),

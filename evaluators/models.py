@@ -7,9 +7,29 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from evaluators.rubric import METRIC_NAMES, OVERALL, SCENARIO_FAMILIES
+
+
+def text_or_empty(value: object) -> str:
+    """A record id as text: JSON ids may be numbers, and a missing id is ''."""
+    return "" if value is None else str(value)
+
+
+def history_list(value: object) -> object:
+    """A record's history as a list: null is none, a lone string is one turn."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value] if value.strip() else []
+    return value
+
+
+def describe_validation_error(error: ValidationError) -> str:
+    """Every problem of a record as 'field: message', joined, for one error line."""
+    return "; ".join(f"{'.'.join(str(part) for part in item['loc']) or 'record'}: {item['msg']}"
+                     for item in error.errors())
 
 
 class ReplyCase(BaseModel):
@@ -22,19 +42,8 @@ class ReplyCase(BaseModel):
     user_message: str = ""
     response: str
 
-    @field_validator("id", mode="before")
-    @classmethod
-    def _id_as_text(cls, value: object) -> str:
-        return "" if value is None else str(value)
-
-    @field_validator("history", mode="before")
-    @classmethod
-    def _history_as_list(cls, value: object) -> object:
-        if value is None:
-            return []
-        if isinstance(value, str):
-            return [value] if value.strip() else []
-        return value
+    _id_as_text = field_validator("id", mode="before")(text_or_empty)
+    _history_as_list = field_validator("history", mode="before")(history_list)
 
 
 class Evidence(BaseModel):

@@ -14,7 +14,7 @@ import pandas as pd
 from pydantic import ValidationError
 
 from evaluators.heuristics import HeuristicEvaluator
-from evaluators.models import HeuristicResult, ReplyCase
+from evaluators.models import HeuristicResult, ReplyCase, describe_validation_error
 from evaluators.rubric import METRIC_NAMES, OVERALL
 
 METRIC_COLUMNS: tuple[str, ...] = (*METRIC_NAMES, OVERALL)
@@ -62,10 +62,7 @@ def validate_record(record: object, fallback_id: str) -> ReplyCase:
     try:
         case = ReplyCase.model_validate(record)
     except ValidationError as error:
-        details = "; ".join(
-            f"{'.'.join(str(p) for p in item['loc']) or 'record'}: {item['msg']}" for item in error.errors()
-        )
-        raise ValueError(details) from None
+        raise ValueError(describe_validation_error(error)) from None
     if not case.response.strip():
         raise ValueError("response: empty or whitespace only, nothing to score")
     return case if case.id else case.model_copy(update={"id": fallback_id})

@@ -12,7 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from evaluators.judge.result import HistoryItem, JudgeInput
-from evaluators.models import FAMILIES, ReplyCase
+from evaluators.models import FAMILIES, ReplyCase, describe_validation_error, history_list, text_or_empty
 
 
 class JudgeRecord(BaseModel):
@@ -29,19 +29,13 @@ class JudgeRecord(BaseModel):
     human_score: float | None = Field(default=None, ge=0.0, le=1.0)
     human_verdict: Literal["good", "acceptable", "poor"] | None = None
 
-    @field_validator("id", mode="before")
-    @classmethod
-    def _id_as_text(cls, value: object) -> str:
-        return "" if value is None else str(value)
+    _id_as_text = field_validator("id", mode="before")(text_or_empty)
 
     @field_validator("history", mode="before")
     @classmethod
     def _history_items(cls, value: object) -> object:
         """Strings (speaker unknown) or {role, text} mappings, oldest first."""
-        if value is None:
-            return []
-        if isinstance(value, str):
-            value = [value] if value.strip() else []
+        value = history_list(value)
         if isinstance(value, list):
             return [{"role": "earlier turn", "text": item} if isinstance(item, str) else item for item in value]
         return value
@@ -70,7 +64,5 @@ def parse_record(data: object, fallback_id: str) -> JudgeRecord:
     try:
         record = JudgeRecord.model_validate(data)
     except ValidationError as error:
-        problems = "; ".join(f"{'.'.join(str(part) for part in item['loc']) or 'record'}: {item['msg']}"
-                             for item in error.errors())
-        raise ValueError(problems) from None
+        raise ValueError(describe_validation_error(error)) from None
     return record if record.id else record.model_copy(update={"id": fallback_id})
