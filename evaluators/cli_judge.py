@@ -38,7 +38,7 @@ from evaluators.judge.factory import (
     judge_configured,
 )
 from evaluators.judge.records import JudgeRecord, parse_record
-from evaluators.judge.reliability import disagreement_note
+from evaluators.judge.reliability import with_disagreement
 from evaluators.judge.result import JudgeResult
 from evaluators.judge.sampling import SamplingState
 from evaluators.judge.stage import sampling_triggers
@@ -151,11 +151,8 @@ async def judge_lines(lines: Sequence[RecordLine], judge: LLMJudge, sampling: Sa
     with _progress(len(chosen), "judging") as advance:
         async def one(line: RecordLine) -> None:
             result = await judge.judge(line.record.judge_input())
-            if line.heuristics is not None and result.usable:
-                note = disagreement_note(result.overall, line.heuristics.overall_quality, rubric.judge.disagreement)
-                if note:
-                    result = result.model_copy(update={"review": [*result.review, note]})
-            line.judgement = result
+            heuristic = line.heuristics.overall_quality if line.heuristics else None
+            line.judgement = result = with_disagreement(result, heuristic, rubric.judge.disagreement)
             if sampling is not None:
                 sampling.record_verdict(line.record.prompt_version, result.verdict if result.usable else None)
             advance()

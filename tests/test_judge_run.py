@@ -309,3 +309,29 @@ def test_calibrate_without_a_judge_reports_the_heuristics_and_says_so(tmp_path):
     assert "human_score: required" in result.stderr and "only the heuristics" in result.stderr
     rows = [line.split()[0] for line in result.stdout.splitlines() if line.strip() and line.split()[0].isalpha()]
     assert "heuristics" in rows and "judge" not in rows and "Spearman" in result.stdout
+
+
+def test_judge_command_under_the_policy_judges_calibration_and_triggered_records(openai_server, monkeypatch,
+                                                                                 tmp_path):
+    server = openai_server(answers=steady_judge)
+    use_judge(monkeypatch, server)
+    records = tmp_path / "traffic.jsonl"
+    rows = [{"id": f"t{n}", "user_message": "How was your day?", "response": f"Pretty good, thanks {n}. And yours?",
+             "prompt_version": "v7"} for n in range(1, 9)]
+    rows[6]["feedback"] = "negative"
+    records.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    state = tmp_path / "state.json"
+    out = tmp_path / "out.jsonl"
+    result = runner.invoke(app, ["judge", str(records), "-o", str(out), "--judge-model", "judge-model",
+                                 "--judge-sampling", "policy", "--sampling-state", str(state),
+                                 "--judge-sample-rate", "0.1"])
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    phases = [line["sampling"]["phase"] for line in lines]
+    assert phases == ["calibration"] * 5 + ["established"] * 3
+    assert all("overall" in line for line in lines[:5])
+    assert lines[6]["sampling"]["triggered"] and "negative user feedback" in lines[6]["sampling"]["reason"]
+    assert lines[6]["overall"] == 0.9
+    judged = sum("overall" in line for line in lines)
+    assert len(server.calls) == judged and all(line.get("skipped") for line in lines if "overall" not in line)
+    assert json.loads(state.read_text())["versions"]["v7"]["uses"] == 8

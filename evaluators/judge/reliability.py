@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterable, Sequence
 
 from evaluators.agreement import spearman
+from evaluators.judge.result import JudgeResult
 
 _FAMILIES: tuple[tuple[str, str], ...] = (
     (r"^(gpt|chatgpt|o\d)(\b|[-.])", "openai-gpt"),
@@ -56,9 +57,13 @@ def verbosity_bias(scores: Sequence[float], word_counts: Sequence[int]) -> float
     return spearman(list(scores), [float(count) for count in word_counts])
 
 
-def disagreement_note(judge_overall: float, heuristic_overall: float, threshold: float) -> str | None:
-    gap = abs(judge_overall - heuristic_overall)
+def with_disagreement(result: JudgeResult, heuristic_overall: float | None, threshold: float) -> JudgeResult:
+    """The result, plus a human-review reason when judge and heuristics are too far apart."""
+    if not result.usable or heuristic_overall is None:
+        return result
+    gap = abs(result.overall - heuristic_overall)
     if gap <= threshold:
-        return None
-    return (f"judge and heuristics disagree: judge {judge_overall:.2f}, heuristics {heuristic_overall:.2f} "
+        return result
+    note = (f"judge and heuristics disagree: judge {result.overall:.2f}, heuristics {heuristic_overall:.2f} "
             f"(gap {gap:.2f} > {threshold:g})")
+    return result.model_copy(update={"review": [*result.review, note]})

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from statistics import fmean
 
 from evaluators.judge.client import LLMJudge
-from evaluators.judge.reliability import disagreement_note
+from evaluators.judge.reliability import with_disagreement
 from evaluators.judge.result import HistoryItem, JudgeInput, JudgeResult
 from evaluators.judge.sampling import SamplingState
 from evaluators.models import CaseResult, Scenario
@@ -95,18 +95,12 @@ class JudgeStage:
                 return case.model_copy(update={"judge": {"skipped": True, "sampling": decision.to_record()}})
         inputs = turn_inputs(case, self.scenarios.get(case.scenario_id))
         results = await asyncio.gather(*(self.judge.judge(item) for item in inputs))
-        results = [self._with_disagreement(result, turn.heuristics) for turn, result in zip(case.turns, results)]
+        threshold = self.rubric.judge.disagreement
+        results = [with_disagreement(result, (turn.heuristics or {}).get(OVERALL), threshold)
+                   for turn, result in zip(case.turns, results)]
         turns = [turn.model_copy(update={"judge": result.to_record()}) for turn, result in zip(case.turns, results)]
         summary = case_summary(results)
         if decision is not None:
             summary["sampling"] = decision.to_record()
             self.sampling.record_verdict(case.prompt_version, summary["verdict"])
         return case.model_copy(update={"turns": turns, "judge": summary})
-
-    def _with_disagreement(self, result: JudgeResult, heuristics: dict | None) -> JudgeResult:
-        """Adds a review reason when judge and heuristics are further apart than the rubric allows."""
-        heuristic = (heuristics or {}).get(OVERALL)
-        if not result.usable or heuristic is None:
-            return result
-        note = disagreement_note(result.overall, heuristic, self.rubric.judge.disagreement)
-        return result.model_copy(update={"review": [*result.review, note]}) if note else result
