@@ -165,8 +165,9 @@ def print_judge_report(report: RunReport, rubric: Rubric) -> None:
     total = run_judge.get("turns_judged") or 0
     fallback = run_judge.get("fallback_turns") or 0
     bias = run_judge.get("verbosity_bias")
+    replies = "reply" if total == 1 else "replies"
     errors.print(Text(
-        f"judge {run_judge['model']} ({run_judge.get('response_mode') or 'no answer yet'}): {total} {'reply' if total == 1 else 'replies'} judged, "
+        f"judge {run_judge['model']} ({run_judge.get('response_mode') or 'no answer yet'}): {total} {replies} judged, "
         f"{run_judge['from_cache']} from cache, {fallback} fell back to {rubric.judge.fallback_score:g} (excluded from "
         f"means), {run_judge.get('failed_turns') or 0} failed; verbosity bias (Spearman of judge score with reply "
         f"length): {'n/a' if bias is None else f'{bias:+.2f}'}"))
