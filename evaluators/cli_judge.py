@@ -192,10 +192,15 @@ def print_judge_summary(judge: LLMJudge, lines: Sequence[RecordLine], rubric: Ru
         text += f", {skipped} not judged under the sampling policy"
     errors.print(Text(text))
     if judged and fallback / len(judged) > rubric.judge.fallback_warn_share:
-        errors.print(Text(f"WARNING: {fallback} of {len(judged)} judgements ({fallback / len(judged):.0%}) could not be "
-                          f"read and fell back to {rubric.judge.fallback_score:g}; above "
-                          f"{rubric.judge.fallback_warn_share:.0%} the judge's figures are not trustworthy. Check the "
-                          "judge model and its raw answers (field `raw`).", style="bold red"))
+        errors.print(fallback_warning(fallback, len(judged), rubric, "the output's `raw` field"))
+
+
+def fallback_warning(fallback: int, total: int, rubric: Rubric, raw_answers: str) -> Text:
+    """The loud line for a judge whose verdicts too often could not be read."""
+    return Text(f"WARNING: {fallback} of {total} judgements ({fallback / total:.0%}) could not be read and fell back "
+                f"to {rubric.judge.fallback_score:g}, more than {rubric.judge.fallback_warn_share:.0%}: the judge's "
+                f"figures are not trustworthy. Check the judge model and its raw answers in {raw_answers}.",
+                style="bold red")
 
 
 # --- commands ----------------------------------------------------------------------------------------

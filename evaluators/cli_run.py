@@ -29,6 +29,7 @@ from evaluators.cli_judge import (
     JudgeSamplingOption,
     SamplingChoice,
     SamplingStateOption,
+    fallback_warning,
     judge_config,
 )
 from evaluators.console import fail, stderr_console, stderr_is_tty, stdout_console
@@ -172,10 +173,7 @@ def print_judge_report(report: RunReport, rubric: Rubric) -> None:
         f"means), {run_judge.get('failed_turns') or 0} failed; verbosity bias (Spearman of judge score with reply "
         f"length): {'n/a' if bias is None else f'{bias:+.2f}'}"))
     if run_judge.get("fallback_warning"):
-        errors.print(Text(f"WARNING: {fallback} of {total} judgements ({run_judge['fallback_share']:.0%}) could not be "
-                          f"read and fell back to {rubric.judge.fallback_score:g}, more than "
-                          f"{rubric.judge.fallback_warn_share:.0%}: the judge's figures are not trustworthy. Check "
-                          "the judge model and the raw answers in cases.jsonl.", style="bold red"))
+        errors.print(fallback_warning(fallback, total, rubric, "cases.jsonl"))
 
 
 def _print_failures(report: RunReport, limit: int = 10) -> None:

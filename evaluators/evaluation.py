@@ -86,6 +86,7 @@ class PreparedRun:
     finished: set[str] = field(default_factory=set)  # case ids already finished in the store
     judge: LLMJudge | None = None
     sampling: SamplingState | None = None
+    judge_warnings: list[str] = field(default_factory=list)  # also among notices; kept for the summary
 
 
 @dataclass
@@ -264,7 +265,7 @@ def prepare_run(config: RunConfig, evaluator: HeuristicEvaluator,
     prompts = load_prompts(config.prompts_dir, config.prompt_versions)
     scenarios = _select_scenarios(config, evaluator)
     plan = RunPlan(prompts=prompts, scenarios=scenarios, model_override=config.model)
-    judge, sampling = None, None
+    judge, sampling, judge_warnings = None, None, []
     if config.judge is not None:
         try:
             judge = create_judge(config.judge, evaluator.rubric, environ)
@@ -274,6 +275,7 @@ def prepare_run(config: RunConfig, evaluator: HeuristicEvaluator,
         if responder.kind == "openai":
             warning = same_family_warning(judge.settings.model, [plan.model_for(prompt) for prompt in prompts])
             if warning:
+                judge_warnings.append(warning)
                 notices.append(warning)
     run_id = config.run_id or new_run_id()
     manifest = _manifest(config, run_id, prompts, scenarios, responder, evaluator, judge)
@@ -287,7 +289,7 @@ def prepare_run(config: RunConfig, evaluator: HeuristicEvaluator,
         except StoreError as error:
             raise RunConfigError(str(error)) from None
     return PreparedRun(config, plan, responder, store, resumed, notices, store.finished_ids() if resumed else set(),
-                       judge, sampling)
+                       judge, sampling, judge_warnings)
 
 
 async def execute(
@@ -316,7 +318,7 @@ async def execute(
             await sink.aclose()
     versions = [prompt.version for prompt in prepared.plan.prompts]
     summaries = version_summaries(outcome.cases, versions, prepared.config.prices)
-    judge_summary = run_judge_summary(outcome.cases, judge, evaluator.rubric, prepared.notices) if judge else None
+    judge_summary = run_judge_summary(outcome.cases, judge, evaluator.rubric, prepared.judge_warnings) if judge else None
     store = prepared.store
     store.write_summary({
         "run_id": store.manifest.get("run_id"),

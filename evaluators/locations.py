@@ -7,10 +7,29 @@ fields the way the YAML author wrote them (`turns[0].expect[1]`).
 from __future__ import annotations
 
 import hashlib
+import os
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write `text` to `path` through a temporary file in the same directory and a rename.
+
+    A reader (or a run killed mid-write) never sees half a file: caches, state and summaries
+    are either the old content or the new.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
 
 
 def display_path(path: Path) -> str:

@@ -5,11 +5,13 @@ Every score a user sees carries its reasons (evidence), so a number never travel
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from evaluators.rubric import METRIC_NAMES, OVERALL, SCENARIO_FAMILIES
+
+RecordModel = TypeVar("RecordModel", bound=BaseModel)
 
 
 def text_or_empty(value: object) -> str:
@@ -26,10 +28,15 @@ def history_list(value: object) -> object:
     return value
 
 
-def describe_validation_error(error: ValidationError) -> str:
-    """Every problem of a record as 'field: message', joined, for one error line."""
-    return "; ".join(f"{'.'.join(str(part) for part in item['loc']) or 'record'}: {item['msg']}"
-                     for item in error.errors())
+def validate_json_record(model: type[RecordModel], data: object) -> RecordModel:
+    """A JSON-lines record as `model`, or ValueError naming every wrong field on one line."""
+    if not isinstance(data, dict):
+        raise ValueError(f"expected a JSON object, got {type(data).__name__}")
+    try:
+        return model.model_validate(data)
+    except ValidationError as error:
+        raise ValueError("; ".join(f"{'.'.join(str(part) for part in item['loc']) or 'record'}: {item['msg']}"
+                                   for item in error.errors())) from None
 
 
 class ReplyCase(BaseModel):
@@ -269,6 +276,10 @@ class Usage(BaseModel):
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
 
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+                     completion_tokens=self.completion_tokens + other.completion_tokens)
+
 
 class Completion(BaseModel):
     """One companion reply as the responder produced it, with what it cost."""
@@ -346,9 +357,7 @@ class CaseResult(BaseModel):
 
     @property
     def usage(self) -> Usage:
-        fresh = [turn.usage for turn in self.turns if not turn.cached]
-        return Usage(prompt_tokens=sum(u.prompt_tokens for u in fresh),
-                     completion_tokens=sum(u.completion_tokens for u in fresh))
+        return sum((turn.usage for turn in self.turns if not turn.cached), Usage())
 
 
 def case_id(prompt_version: str, scenario_id: str) -> str:

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from pathlib import Path
 
+from evaluators.locations import write_text_atomic
 from evaluators.models import Completion
 from evaluators.offline import cache_dir
 
@@ -46,16 +45,7 @@ class JsonFileCache:
         return data if isinstance(data, dict) else None
 
     def put_json(self, key: str, data: dict) -> None:
-        path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-        try:
-            with os.fdopen(handle, "w", encoding="utf-8") as stream:
-                json.dump(data, stream, ensure_ascii=False)
-            os.replace(temporary, path)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+        write_text_atomic(self._path(key), json.dumps(data, ensure_ascii=False))
 
 
 class ResponseCache(JsonFileCache):

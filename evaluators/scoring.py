@@ -11,10 +11,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import pandas as pd
-from pydantic import ValidationError
 
 from evaluators.heuristics import HeuristicEvaluator
-from evaluators.models import HeuristicResult, ReplyCase, describe_validation_error
+from evaluators.models import HeuristicResult, ReplyCase, validate_json_record
 from evaluators.rubric import METRIC_NAMES, OVERALL
 
 METRIC_COLUMNS: tuple[str, ...] = (*METRIC_NAMES, OVERALL)
@@ -57,12 +56,7 @@ def score_reply(
 
 def validate_record(record: object, fallback_id: str) -> ReplyCase:
     """A scoring record, or ValueError saying which field is wrong."""
-    if not isinstance(record, dict):
-        raise ValueError(f"expected a JSON object, got {type(record).__name__}")
-    try:
-        case = ReplyCase.model_validate(record)
-    except ValidationError as error:
-        raise ValueError(describe_validation_error(error)) from None
+    case = validate_json_record(ReplyCase, record)
     if not case.response.strip():
         raise ValueError("response: empty or whitespace only, nothing to score")
     return case if case.id else case.model_copy(update={"id": fallback_id})

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from evaluators.locations import PROJECT_ROOT
+from evaluators.locations import PROJECT_ROOT, write_text_atomic
 from evaluators.models import CaseResult
 
 MANIFEST = "manifest.json"
@@ -146,10 +146,7 @@ class RunStore:
         return written
 
     def _write_json(self, name: str, data: dict) -> None:
-        path = self.directory / name
-        temporary = path.with_suffix(path.suffix + ".tmp")
-        temporary.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        os.replace(temporary, path)
+        write_text_atomic(self.directory / name, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
 def _parquet_safe(frame: pd.DataFrame) -> pd.DataFrame:

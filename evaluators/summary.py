@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from evaluators.judge.reliability import verbosity_bias
+from evaluators.judge.result import is_usable
 from evaluators.models import CaseResult
 from evaluators.pricing import Price, price_for
 from evaluators.rubric import METRIC_NAMES, OVERALL, VERDICTS, Rubric
@@ -158,9 +159,7 @@ def version_summaries(
 
 
 def _usable(record: dict) -> bool:
-    """A turn judgement with a real score: neither failed nor the parse fallback."""
-    return record.get("status") == "ok" and record.get("parse_status") != "fallback" \
-        and record.get("overall") is not None
+    return is_usable(record.get("status"), record.get("parse_status"), record.get("overall"))
 
 
 def judge_aggregates(cases: Sequence[CaseResult]) -> dict | None:
@@ -200,7 +199,7 @@ def judge_verbosity_bias(cases: Iterable[CaseResult]) -> float | None:
     return None if value is None else round(value, 4)
 
 
-def run_judge_summary(cases: Sequence[CaseResult], judge: LLMJudge, rubric: Rubric, notices: Sequence[str]) -> dict:
+def run_judge_summary(cases: Sequence[CaseResult], judge: LLMJudge, rubric: Rubric, warnings: Sequence[str]) -> dict:
     """The run's judge figures: what it cost, what came from cache, and how far to trust it."""
     aggregates = judge_aggregates(cases) or {}
     share = aggregates.get("fallback_share")
@@ -217,7 +216,7 @@ def run_judge_summary(cases: Sequence[CaseResult], judge: LLMJudge, rubric: Rubr
         "prompt_tokens": stats.usage.prompt_tokens,
         "completion_tokens": stats.usage.completion_tokens,
         "fallback_warning": share is not None and share > rubric.judge.fallback_warn_share,
-        "warnings": [notice for notice in notices if "judge" in notice],
+        "warnings": list(warnings),
     }
 
 

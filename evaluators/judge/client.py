@@ -24,7 +24,7 @@ import openai
 from evaluators.judge.prompt import DATA_RULES, JSON_ANSWER, REPAIR_REQUEST, TEXT_ANSWER, judge_messages, repair_messages
 from evaluators.judge.result import RESPONSE_MODES, JudgeInput, JudgeResult
 from evaluators.judge.verdict import SCHEMA_NAME, ParsedVerdict, VerdictParseError, parse_verdict, verdict_schema
-from evaluators.locations import short_hash
+from evaluators.locations import short_hash, write_text_atomic
 from evaluators.models import Usage
 from evaluators.offline import cache_dir
 from evaluators.responder import safe_endpoint
@@ -100,10 +100,7 @@ class ModeMemory:
             return
         self._modes[key] = mode
         if self.path is not None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            temporary = self.path.with_suffix(".tmp")
-            temporary.write_text(json.dumps(self._modes, indent=1, sort_keys=True), encoding="utf-8")
-            os.replace(temporary, self.path)
+            write_text_atomic(self.path, json.dumps(self._modes, indent=1, sort_keys=True))
 
 
 @dataclass
@@ -224,7 +221,7 @@ class LLMJudge:
                 return self._result(status="failed", error=failure.reason, mode=mode, attempts=attempts,
                                     usage=usage, started=started)
             attempts += tries
-            usage = _add(usage, call_usage)
+            usage += call_usage
             self.modes.set(self.endpoint, self.settings.model, mode)
             try:
                 return self._parsed(parse_verdict(text, self.rubric), None, mode, attempts, usage, started)
@@ -234,7 +231,7 @@ class LLMJudge:
                 text, call_usage, tries = await self._call(repair_messages(messages, first_text, first_problem),
                                                            mode, sample)
                 attempts += tries
-                usage = _add(usage, call_usage)
+                usage += call_usage
                 return self._parsed(parse_verdict(text, self.rubric), "repaired", mode, attempts, usage, started)
             except CallFailed as failure:
                 attempts += failure.attempts
@@ -272,7 +269,7 @@ class LLMJudge:
             return _model_text(response)
 
         (text, usage), attempts = await call_with_retries(attempt, self.retry)
-        self.stats.usage = _add(self.stats.usage, usage)
+        self.stats.usage += usage
         return text, usage, attempts
 
     def _parsed(self, parsed: ParsedVerdict, status: str | None, mode: str, attempts: int, usage: Usage,
@@ -287,21 +284,13 @@ class LLMJudge:
         return JudgeResult(model=self.settings.model, latency_s=round(time.perf_counter() - started, 4), **fields)
 
 
-def _add(left: Usage, right: Usage) -> Usage:
-    return Usage(prompt_tokens=left.prompt_tokens + right.prompt_tokens,
-                 completion_tokens=left.completion_tokens + right.completion_tokens)
-
-
 def combine_samples(samples: list[JudgeResult], rubric: Rubric) -> JudgeResult:
     """k samples as one result: median overall and dimensions, spread, the median sample's reasoning.
 
     Fallback samples are counted but never enter the median; when every sample fell back the
     result is the fallback, and when every call failed it is a failure.
     """
-    usage = Usage()
-    for sample in samples:
-        usage = _add(usage, sample.usage)
-    common = {"usage": usage, "attempts": sum(s.attempts for s in samples),
+    common = {"usage": sum((sample.usage for sample in samples), Usage()), "attempts": sum(s.attempts for s in samples),
               "latency_s": round(max(s.latency_s for s in samples), 4), "cached": all(s.cached for s in samples),
               "fallback_samples": sum(s.parse_status == "fallback" for s in samples),
               "samples": [s.overall if s.usable else None for s in samples] if len(samples) > 1 else []}

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from evaluators.judge.result import HistoryItem, JudgeInput
-from evaluators.models import FAMILIES, ReplyCase, describe_validation_error, history_list, text_or_empty
+from evaluators.models import FAMILIES, ReplyCase, history_list, text_or_empty, validate_json_record
 
 
 class JudgeRecord(BaseModel):
@@ -59,10 +59,5 @@ class JudgeRecord(BaseModel):
 
 def parse_record(data: object, fallback_id: str) -> JudgeRecord:
     """A record, or ValueError naming the field that is wrong."""
-    if not isinstance(data, dict):
-        raise ValueError(f"expected a JSON object, got {type(data).__name__}")
-    try:
-        record = JudgeRecord.model_validate(data)
-    except ValidationError as error:
-        raise ValueError(describe_validation_error(error)) from None
+    record = validate_json_record(JudgeRecord, data)
     return record if record.id else record.model_copy(update={"id": fallback_id})

@@ -16,6 +16,14 @@ ParseStatus = Literal["json", "text", "repaired", "fallback"]
 RESPONSE_MODES: tuple[str, ...] = ("json_schema", "json_object_schema", "json_object", "text")
 
 
+def is_usable(status: str | None, parse_status: str | None, overall: float | None) -> bool:
+    """A real score: the call worked and the verdict was read (not the fallback).
+
+    One rule for results and for the stored records that summaries read.
+    """
+    return status == "ok" and parse_status != "fallback" and overall is not None
+
+
 class HistoryItem(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -67,8 +75,7 @@ class JudgeResult(BaseModel):
 
     @property
     def usable(self) -> bool:
-        """A real score: the call worked and the verdict was read (not the fallback)."""
-        return self.status == "ok" and self.parse_status != "fallback" and self.overall is not None
+        return is_usable(self.status, self.parse_status, self.overall)
 
     def to_record(self) -> dict:
         return self.model_dump(mode="json", exclude_none=False)

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 from datetime import datetime, timezone
 from pathlib import Path
+
+from evaluators.locations import write_text_atomic
 
 FORMAT = 1
 CALIBRATION, ESTABLISHED, TRUSTED = "calibration", "established", "trusted"
@@ -238,15 +238,7 @@ class SamplingState:
             for version, counters in sorted(self._versions.items())
         }
         text = json.dumps({"format": FORMAT, "versions": versions}, indent=2, ensure_ascii=False) + "\n"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(handle, "w", encoding="utf-8") as stream:
-                stream.write(text)
-            os.replace(temporary, self.path)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+        write_text_atomic(self.path, text)
 
     def _touch(self, version: str) -> None:
         self._updated_at[version] = _now()
