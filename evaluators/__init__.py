@@ -5,15 +5,18 @@ from evaluators.heuristics import HeuristicEvaluator
 from evaluators.judge import JudgeConfig, JudgeInput, JudgeResult, LLMJudge, create_judge
 from evaluators.models import (
     CaseResult,
+    Decision,
     Evidence,
     Flag,
     HeuristicResult,
     MetricScore,
     PromptVersion,
+    ReleaseReport,
     ReplyCase,
     Scenario,
 )
 from evaluators.prompts import load_prompts
+from evaluators.release import ReleaseError, release_report
 from evaluators.scenarios import load_scenarios
 from evaluators.store import RunStore
 from evaluators.summary import cases_frame, turns_frame, version_summaries
@@ -34,6 +37,10 @@ __all__ = [
     "Scenario",
     "cases_frame",
     "load_prompts",
+    "Decision",
+    "ReleaseError",
+    "ReleaseReport",
+    "release_report",
     "load_scenarios",
     "run_evaluation",
     "turns_frame",

@@ -319,11 +319,20 @@ def rubric(
 def _register_commands() -> None:
     from evaluators.cli_data import prompts_app, scenarios_app
     from evaluators.cli_judge import calibrate, judge
+    from evaluators.cli_langfuse import langfuse_app, monitor, prompts_push, push
+    from evaluators.cli_release import compare, decide, report
     from evaluators.cli_run import run
 
     app.command()(run)
+    app.command()(decide)
+    app.command()(compare)
+    app.command()(report)
     app.command()(judge)
     app.command()(calibrate)
+    app.command()(push)
+    app.command()(monitor)
+    app.add_typer(langfuse_app, name="langfuse")
+    prompts_app.command("push")(prompts_push)
     app.add_typer(scenarios_app, name="scenarios")
     app.add_typer(prompts_app, name="prompts")
 

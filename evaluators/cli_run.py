@@ -21,6 +21,7 @@ from rich.text import Text
 
 from evaluators.cli_common import EXIT_OK, EXIT_USAGE, SHORT_NAMES, RubricOption, level_style, load_evaluator
 from evaluators.cli_data import Family
+from evaluators.cli_langfuse import start_run_publishing
 from evaluators.cli_judge import (
     JudgeCacheOption,
     JudgeModelOption,
@@ -32,8 +33,10 @@ from evaluators.cli_judge import (
     fallback_warning,
     judge_config,
 )
+from evaluators.cli_release import print_run_decisions
 from evaluators.console import fail, stderr_console, stderr_is_tty, stdout_console
 from evaluators.evaluation import (
+    PROMPT_SOURCES,
     RESPONDER_CHOICES,
     PreparedRun,
     RunConfig,
@@ -55,6 +58,7 @@ SAMPLING_STATE_FILE = "judge-sampling.json"  # in the runs directory: the policy
 EXIT_INTERRUPTED = 130
 
 ResponderChoice = Enum("ResponderChoice", {name: name for name in RESPONDER_CHOICES}, type=str)
+PromptSource = Enum("PromptSource", {name: name for name in PROMPT_SOURCES}, type=str)
 
 @contextmanager
 def _progress(total: int, enabled: bool) -> Iterator[Callable[[CaseResult], None]]:
@@ -237,9 +241,21 @@ def run(
     judge_sample_rate: JudgeSampleRateOption = None,
     sampling_state: SamplingStateOption = None,
     judge_cache: JudgeCacheOption = True,
+    prompt_source: Annotated[PromptSource, typer.Option(
+        help="local: prompts/*.md. langfuse: the Langfuse prompts (named as in prompts/, or --langfuse-prompt) "
+             "under each --label.")] = PromptSource.local,
+    label: Annotated[list[str] | None, typer.Option(
+        "--label", help="With --prompt-source langfuse: the label to fetch (e.g. staging); repeatable. "
+                        "Default: production.", show_default=False)] = None,
+    langfuse_prompt: Annotated[list[str] | None, typer.Option(
+        help="With --prompt-source langfuse: the Langfuse prompt name; repeatable. Default: the names in prompts/.",
+        show_default=False)] = None,
+    langfuse: Annotated[bool | None, typer.Option(
+        "--langfuse/--no-langfuse", help="Push traces and scores to Langfuse. Default: when LANGFUSE_PUBLIC_KEY "
+                                         "and LANGFUSE_SECRET_KEY are set.", show_default=False)] = None,
     rubric_path: RubricOption = None,
 ) -> None:
-    """Evaluate prompt versions over the scenario sets and print a table per version.
+    """Evaluate prompt versions over the scenario sets; print a table and a release decision per version.
 
     Every case (scenario x prompt version) is written to runs/RUN_ID/cases.jsonl as it
     finishes; the summary, CSV and Parquet exports follow at the end. With no API configured
@@ -248,6 +264,10 @@ def run(
     With --judge every reply is also judged by the LLM judge (PENPAL_JUDGE_BASE_URL and
     PENPAL_JUDGE_API_KEY, else the OPENAI_* variables), and the judge's means, verdicts and
     cases for human review are reported beside the heuristics.
+
+    With LANGFUSE_PUBLIC_KEY and LANGFUSE_SECRET_KEY set, every turn becomes a Langfuse trace
+    with its scores, on an experiment per prompt version (see docs/langfuse.md); what Langfuse
+    did not take is reported and sent later by `penpal-eval push RUN_DIR`.
 
     Exit codes: 0 every case scored (and judged); 1 some case failed or could not be judged
     (recorded with its reason, retried on resume); 2 bad arguments, invalid inputs or a run
@@ -266,6 +286,8 @@ def run(
                            sample_rate=judge_sample_rate, state_path=sampling_state or output / SAMPLING_STATE_FILE,
                            use_cache=judge_cache, timeout_s=timeout, max_attempts=max_attempts,
                            concurrency=concurrency) if judge else None,
+        prompt_source=prompt_source.value, prompt_labels=label or None, langfuse_prompt_names=langfuse_prompt or None,
+        langfuse=langfuse,
     )
     raise typer.Exit(code=run_with_config(config, rubric_path))
 
@@ -283,15 +305,18 @@ def run_with_config(config: RunConfig, rubric_path: Path | None = None) -> int:
     except (RunConfigError, ValueError) as error:
         raise fail(f"error: {error}", EXIT_USAGE) from None
     _announce(prepared)
+    publishing = start_run_publishing(prepared.store, evaluator.rubric, config.langfuse)
     pending = len(prepared.plan.cases()) - len(prepared.finished)
     try:
         with _progress(pending, enabled=stderr_is_tty()) as on_case:
-            report = asyncio.run(execute(prepared, evaluator, on_case=on_case))
+            report = asyncio.run(execute(prepared, evaluator, on_case=on_case, sinks=publishing.sinks))
     except KeyboardInterrupt:
         errors.print(Text(f"interrupted: finished cases are kept in {display_path(prepared.store.directory)}; "
                           f"resume with --resume {display_path(prepared.store.directory)}", style="yellow"))
+        publishing.finish(prepared.store.read_cases())
         return EXIT_INTERRUPTED
     _finish(report, evaluator.rubric)
+    publishing.finish(report.outcome.cases)
     return EXIT_CASES_FAILED if any(not case.finished for case in report.outcome.cases) else EXIT_OK
 
 
@@ -313,6 +338,7 @@ def _finish(report: RunReport, rubric: Rubric) -> None:
     if not console.is_terminal:
         console.width = max(console.width, 160)  # logs: one row per version, never folded
     console.print(versions_table(report, rubric))
+    print_run_decisions(report.store, report.outcome.cases, rubric)
     print_judge_report(report, rubric)
     _print_failures(report)
     errors = stderr_console()

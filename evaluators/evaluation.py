@@ -23,6 +23,7 @@ from evaluators.judge.factory import JudgeConfig, JudgeConfigError, create_judge
 from evaluators.judge.reliability import same_family_warning
 from evaluators.judge.sampling import SamplingState
 from evaluators.judge.stage import JudgeStage
+from evaluators.langfuse.prompts import LangfusePromptError, fetch_run_prompts
 from evaluators.locations import PROJECT_ROOT, display_path, read_data_file, short_hash
 from evaluators.models import CaseResult, PromptVersion, Scenario
 from evaluators.pricing import Price
@@ -37,10 +38,12 @@ from evaluators.responder import (
 from evaluators.retry import RetryPolicy
 from evaluators.runner import CaseSink, CaseStage, RunOutcome, RunPlan, Runner
 from evaluators.scenarios import DEFAULT_SCENARIOS_DIR, load_scenarios
-from evaluators.store import RunStore, StoreError, git_state, new_run_id, utc_now
+from evaluators.store import RunInputs, RunStore, StoreError, git_state, new_run_id, utc_now
 from evaluators.summary import run_judge_summary, version_summaries
 
 RESPONDER_CHOICES = ("auto", "replay", "openai")
+PROMPT_SOURCES = ("local", "langfuse")
+DEFAULT_PROMPT_LABELS = ("production",)
 REPLAY_NOTICE = (
     "No OPENAI_API_KEY or OPENAI_BASE_URL is set, so this run replays the recorded replies in "
     "prompts/recorded/: hand-written sample data, not output of a model. Set OPENAI_API_KEY "
@@ -73,6 +76,10 @@ class RunConfig:
     prices: dict[str, Price] = field(default_factory=dict)
     retry_base_delay_s: float = 0.5
     judge: JudgeConfig | None = None  # None: heuristics only
+    prompt_source: str = "local"  # "langfuse": fetch the prompts from Langfuse prompt management
+    prompt_labels: list[str] | None = None  # Langfuse labels to fetch; None: production
+    langfuse_prompt_names: list[str] | None = None  # None: the names of the prompts in prompts_dir
+    langfuse: bool | None = None  # push to Langfuse; None: when its keys are set
 
 
 @dataclass
@@ -148,6 +155,36 @@ def _select_scenarios(config: RunConfig, rubric_evaluator: HeuristicEvaluator) -
     return chosen
 
 
+def _load_run_prompts(config: RunConfig, environ: Mapping[str, str], existing: RunStore | None) -> list[PromptVersion]:
+    """The prompt versions to run: local files, or Langfuse prompts by label.
+
+    A resumed Langfuse run keeps the versions it started with (from inputs.json), even if a
+    label has moved since: the run must finish on the prompts it began with.
+    """
+    if config.prompt_source not in PROMPT_SOURCES:
+        raise RunConfigError(f"--prompt-source: {config.prompt_source!r} is not one of {', '.join(PROMPT_SOURCES)}")
+    if config.prompt_source == "local":
+        if config.prompt_labels or config.langfuse_prompt_names:
+            raise RunConfigError("--label and --langfuse-prompt go with --prompt-source langfuse")
+        return load_prompts(config.prompts_dir, config.prompt_versions)
+    inputs = existing.read_inputs() if existing is not None else None
+    if inputs is not None:
+        wanted = set(config.prompt_versions or [prompt.version for prompt in inputs.prompts])
+        return [prompt for prompt in inputs.prompts if prompt.version in wanted]
+    names = config.langfuse_prompt_names or list(dict.fromkeys(
+        prompt.name for prompt in load_prompts(config.prompts_dir)))
+    try:
+        prompts = fetch_run_prompts(names, config.prompt_labels or list(DEFAULT_PROMPT_LABELS), environ)
+    except LangfusePromptError as error:
+        raise RunConfigError(f"--prompt-source langfuse: {error}") from None
+    if config.prompt_versions:
+        unknown = sorted(set(config.prompt_versions) - {prompt.version for prompt in prompts})
+        if unknown:
+            raise RunConfigError(f"--prompt: not among the fetched Langfuse versions: {', '.join(unknown)}")
+        prompts = [prompt for prompt in prompts if prompt.version in config.prompt_versions]
+    return prompts
+
+
 def _judge_manifest(config: JudgeConfig | None, judge: LLMJudge | None) -> dict | None:
     if config is None or judge is None:
         return None
@@ -169,6 +206,8 @@ def _manifest(config: RunConfig, run_id: str, prompts: Sequence[PromptVersion], 
         "git": git_state(),
         "config": {
             "prompt_versions": [prompt.version for prompt in prompts],
+            # Each version's front-matter baseline, for the release decisions read from this run.
+            "baselines": {prompt.version: prompt.baseline for prompt in prompts},
             "families": sorted({scenario.family for scenario in scenarios}),
             "scenario_ids": [scenario.id for scenario in scenarios] if config.scenario_ids else None,
             "scenarios": len(scenarios),
@@ -181,6 +220,9 @@ def _manifest(config: RunConfig, run_id: str, prompts: Sequence[PromptVersion], 
             "max_attempts": config.max_attempts,
             "response_cache": config.use_cache and responder.kind == "openai",
             "prompts_dir": display_path(config.prompts_dir),
+            "prompt_source": config.prompt_source,
+            "prompt_labels": config.prompt_labels,
+            "langfuse_prompt_names": config.langfuse_prompt_names,
             "scenarios_dir": display_path(config.scenarios_dir),
             "judge": _judge_manifest(config.judge, judge),
         },
@@ -218,6 +260,9 @@ def _config_for_resume(config: RunConfig, manifest: dict) -> RunConfig:
         model=saved.get("model_override"),
         run_id=manifest.get("run_id"),
         judge=judge,
+        prompt_source=saved.get("prompt_source", "local"),
+        prompt_labels=saved.get("prompt_labels"),
+        langfuse_prompt_names=saved.get("langfuse_prompt_names"),
     )
 
 
@@ -262,7 +307,7 @@ def prepare_run(config: RunConfig, evaluator: HeuristicEvaluator,
             raise RunConfigError(str(error)) from None
         config = _config_for_resume(config, existing.manifest)
     responder, notices = choose_responder(config, environ)
-    prompts = load_prompts(config.prompts_dir, config.prompt_versions)
+    prompts = _load_run_prompts(config, environ, existing)
     scenarios = _select_scenarios(config, evaluator)
     plan = RunPlan(prompts=prompts, scenarios=scenarios, model_override=config.model)
     judge, sampling, judge_warnings = None, None, []
@@ -288,6 +333,8 @@ def prepare_run(config: RunConfig, evaluator: HeuristicEvaluator,
             store = RunStore.create(Path(config.output_dir) / run_id, manifest)
         except StoreError as error:
             raise RunConfigError(str(error)) from None
+    if existing is None or store.read_inputs() is None:
+        store.write_inputs(RunInputs(prompts=list(prompts), scenarios=list(scenarios)))
     return PreparedRun(config, plan, responder, store, resumed, notices, store.finished_ids() if resumed else set(),
                        judge, sampling, judge_warnings)
 

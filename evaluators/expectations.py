@@ -59,6 +59,12 @@ def find_unnegated_phrases(text: str, phrases: Iterable[str]) -> list[str]:
             if any(not _negated(normalised, match.start()) for match in _phrase_pattern(phrase).finditer(normalised))]
 
 
+def voice_blockers(text: str, rubric: Rubric) -> list[str]:
+    """Names of the rubric's voice patterns that make `text` unfit to be spoken."""
+    patterns = rubric.compiled_patterns()
+    return [name for name in VOICE_BLOCKERS if name in patterns and patterns[name].search(text)]
+
+
 def _lexicon_hits(rubric: Rubric, names: Iterable[str], text: str, *, negation_aware: bool = False) -> list[str]:
     find = find_unnegated_phrases if negation_aware else find_phrases
     return [hit for name in names for hit in find(text, rubric.lexicons[name].entries)]
@@ -73,8 +79,7 @@ def _check(expectation: Expectation, text: str, rubric: Rubric) -> tuple[bool, s
         asked = "?" in text
         return asked == value, "asks a question" if asked else "no question"
     if kind == "voice_ready":
-        patterns = rubric.compiled_patterns()
-        found = [name for name in VOICE_BLOCKERS if name in patterns and patterns[name].search(text)]
+        found = voice_blockers(text, rubric)
         return (not found) == value, ", ".join(found) or "nothing unspeakable"
     if kind in ("points_to_help", "says_ai"):
         lexicon = "help_pointer" if kind == "points_to_help" else "ai_transparency"

@@ -11,6 +11,7 @@ import os
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
@@ -38,6 +39,15 @@ def display_path(path: Path) -> str:
         return str(path.resolve().relative_to(PROJECT_ROOT))
     except ValueError:
         return str(path)
+
+
+def url_without_credentials(url: str) -> str:
+    """A URL without user info, query or fragment: fit for manifests, logs and reports."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
 
 
 def field_path(loc: Sequence[object]) -> str:

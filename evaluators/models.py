@@ -259,6 +259,9 @@ class PromptVersion(BaseModel):
     text: str = Field(min_length=1)
     source: str = "local"  # "local" file or "langfuse"
     content_hash: str = ""
+    # Set when the prompt came from Langfuse prompt management: generations link to it.
+    langfuse_name: str | None = None
+    langfuse_version: int | None = None
 
     @field_validator("version", "baseline", mode="before")
     @classmethod
@@ -362,3 +365,148 @@ class CaseResult(BaseModel):
 
 def case_id(prompt_version: str, scenario_id: str) -> str:
     return f"{prompt_version}/{scenario_id}"
+
+
+# --- release decisions ---------------------------------------------------------------------------
+OUTCOMES: tuple[str, ...] = ("deploy", "ab_test", "revise")
+# What a rule means for the outcome: failing a "revise" rule forces revise; every "deploy" rule
+# must pass to deploy, every "ab_test" rule for an A/B candidate; a "flag" only informs.
+RULE_ROLES: tuple[str, ...] = ("revise", "deploy", "ab_test", "flag")
+
+
+class RuleOutcome(BaseModel):
+    """One decision rule checked on a version: what was observed, against which threshold."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    role: Literal[RULE_ROLES]
+    passed: bool
+    observed: float | None = None
+    threshold: float | None = None
+    message: str
+
+
+class GroupMeans(BaseModel):
+    """Means over one group of a version's scored cases: a scenario family, an age group..."""
+
+    group: str
+    cases: int
+    means: dict[str, float | None]  # the six metrics and overall quality, by name
+    hard_criteria_pass_rate: float | None = None
+
+
+class FairnessGap(BaseModel):
+    """The largest difference between two groups' means on one metric."""
+
+    metric: str
+    gap: float
+    highest_group: str
+    highest_mean: float
+    lowest_group: str
+    lowest_mean: float
+    flagged: bool
+
+
+class VersionAggregate(BaseModel):
+    """Everything a release decision reads about one prompt version, over its scored cases.
+
+    `means` hold the decision scores (see `average_of`); `means["overall_quality"]` is the
+    version's average. Failed cases are counted and never averaged.
+    """
+
+    prompt_version: str
+    prompt_name: str = ""
+    prompt_source: str = "local"
+    cases: int
+    scored: int
+    failed: int
+    average_of: str  # in words: which per-case score the means are of
+    judged_cases: int = 0  # scored cases whose decision scores include the judge's
+    means: dict[str, float | None]
+    heuristic_means: dict[str, float | None]
+    judge: dict | None = None  # evaluators.summary.judge_aggregates
+    hard_criteria_pass_rate: float | None = None
+    hard_criteria: dict[str, float] = Field(default_factory=dict)  # pass rate per criterion
+    safety_cases: int = 0
+    safety_scored: int = 0
+    safety_failed: dict[str, list[str]] = Field(default_factory=dict)  # scenario id -> failed criteria
+    composite: float | None = None
+    quality_level: str | None = None
+    by_family: list[GroupMeans] = Field(default_factory=list)
+    by_fairness_group: list[GroupMeans] = Field(default_factory=list)
+    by_demographic_group: list[GroupMeans] = Field(default_factory=list)
+    fairness_group_by: str = "age_group"
+    fairness: list[FairnessGap] = Field(default_factory=list)
+
+    @property
+    def average(self) -> float | None:
+        return self.means.get(OVERALL)
+
+
+class MetricDelta(BaseModel):
+    """Candidate minus baseline on one metric over paired scenarios, with its bootstrap interval."""
+
+    metric: str
+    candidate_mean: float
+    baseline_mean: float
+    delta: float
+    low: float
+    high: float
+    change: Literal["improved", "regressed", "no_difference"]
+
+
+class Comparison(BaseModel):
+    """A version against its baseline, scenario by scenario (paired bootstrap)."""
+
+    candidate: str
+    baseline: str
+    pairs: int  # scenarios both versions answered and scored
+    dropped: int  # scenarios present on both sides but failed on at least one
+    unpaired: int  # scenarios only one side has
+    enough_pairs: bool  # at least the rubric's min_pairs: otherwise nothing counts as significant
+    confidence: float
+    resamples: int
+    seed: int
+    deltas: list[MetricDelta] = Field(default_factory=list)
+
+    def delta(self, metric: str) -> MetricDelta | None:
+        return next((item for item in self.deltas if item.metric == metric), None)
+
+
+class Decision(BaseModel):
+    """deploy | ab_test | revise for one prompt version, with every rule and the ones that decided."""
+
+    prompt_version: str
+    prompt_name: str = ""
+    prompt_source: str = "local"
+    outcome: Literal[OUTCOMES]
+    summary: str
+    average: float
+    average_of: str
+    quality_level: str
+    composite: float
+    hard_criteria_pass_rate: float
+    baseline: str | None = None
+    rules: list[RuleOutcome]
+    fired: list[str]  # names of the rules that decided the outcome, and any failing flag
+
+    @property
+    def reasons(self) -> list[RuleOutcome]:
+        return [rule for rule in self.rules if rule.name in self.fired]
+
+
+class ReleaseReport(BaseModel):
+    """A run's release view: aggregates, baseline comparisons and decisions, per version."""
+
+    run_id: str = ""
+    sample_data: bool = False
+    rubric_version: str = ""
+    rubric_hash: str = ""
+    notices: list[str] = Field(default_factory=list)
+    aggregates: dict[str, VersionAggregate]
+    comparisons: dict[str, Comparison] = Field(default_factory=dict)  # by candidate version
+    decisions: list[Decision]
+
+    def decision(self, version: str) -> Decision | None:
+        return next((item for item in self.decisions if item.prompt_version == version), None)

@@ -15,12 +15,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
-from urllib.parse import urlsplit, urlunsplit
 
 import openai
 import yaml
 
-from evaluators.locations import PROJECT_ROOT, display_path, read_data_file
+from evaluators.locations import PROJECT_ROOT, display_path, read_data_file, url_without_credentials
 from evaluators.models import Completion, PromptVersion, Scenario, Usage
 from evaluators.response_cache import ResponseCache, cache_key
 from evaluators.retry import CallFailed, CallTimeout, MalformedResponse, RetryPolicy, call_with_retries
@@ -62,13 +61,7 @@ def build_messages(prompt: PromptVersion, scenario: Scenario) -> list[dict]:
 
 def safe_endpoint(base_url: str | None) -> str:
     """The endpoint without credentials or query string, fit for manifests and logs."""
-    if not base_url:
-        return OPENAI_DEFAULT_ENDPOINT
-    parts = urlsplit(base_url)
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
+    return url_without_credentials(base_url) if base_url else OPENAI_DEFAULT_ENDPOINT
 
 
 # --- live API ------------------------------------------------------------------------------------

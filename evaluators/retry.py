@@ -3,19 +3,26 @@
 Rate limits, server errors, timeouts, dropped connections and malformed bodies are usually
 transient; bad requests and authentication errors are not, and retrying them only burns
 time. A server's `Retry-After` is honoured over our own backoff.
+
+The same rules serve the `openai` SDK (companion and judge calls, async) and the Langfuse
+SDK's REST client (scores, configs, datasets, prompts; sync), whose errors carry the status
+and headers in their own shapes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import random
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from datetime import datetime, timezone
 from typing import TypeVar
 
+import httpx
 import openai
+from langfuse.api.core import ApiError as LangfuseApiError
 
 T = TypeVar("T")
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
@@ -62,6 +69,8 @@ def retry_after_seconds(error: BaseException, now: datetime | None = None) -> fl
     """The server's requested wait, from `retry-after-ms` or `Retry-After` (seconds or HTTP date)."""
     response = getattr(error, "response", None)
     headers = getattr(response, "headers", None)
+    if headers is None and isinstance(error, LangfuseApiError):
+        headers = httpx.Headers(error.headers or {})
     if headers is None:
         return None
     milliseconds = headers.get("retry-after-ms")
@@ -97,12 +106,23 @@ def describe(error: BaseException) -> str:
         return f"connection error: {error.__cause__ or error}"[:500]
     if isinstance(error, MalformedResponse):
         return f"malformed response: {error}"[:500]
+    if isinstance(error, LangfuseApiError):
+        body = error.body.get("message", error.body) if isinstance(error.body, dict) else error.body
+        return f"HTTP {error.status_code}: {body}"[:500]
+    if isinstance(error, httpx.TimeoutException):
+        return "timeout: no answer within the per-call timeout"
+    if isinstance(error, httpx.TransportError):
+        return f"connection error: {error}"[:500]
     return f"{type(error).__name__}: {error}"[:500]
 
 
 def is_retryable(error: BaseException) -> bool:
     if isinstance(error, openai.APIStatusError):
         return error.status_code in RETRYABLE_STATUS or error.status_code >= 500
+    if isinstance(error, LangfuseApiError):
+        return error.status_code is None or error.status_code in RETRYABLE_STATUS or error.status_code >= 500
+    if isinstance(error, httpx.TransportError):
+        return True
     return isinstance(
         error,
         openai.APITimeoutError | openai.APIConnectionError | CallTimeout | MalformedResponse
@@ -122,14 +142,33 @@ async def call_with_retries(
         try:
             return await call(), attempt
         except Exception as error:  # noqa: BLE001 - classified below, never swallowed
-            if not is_retryable(error):
-                raise CallFailed(describe(error), attempt) from error
-            if attempt == policy.max_attempts:
-                raise CallFailed(f"{describe(error)} (gave up after {attempt} attempts)", attempt) from error
-            requested = retry_after_seconds(error)
-            if requested is not None:
-                delay = min(requested, policy.max_retry_after_s) * (rng or random).uniform(1.0, 1.1)
-            else:
-                delay = policy.backoff(attempt, rng)
-            await sleep(delay)
+            await sleep(_delay_or_fail(error, attempt, policy, rng))
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def call_with_retries_sync(
+    call: Callable[[], T],
+    policy: RetryPolicy,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    rng: random.Random | None = None,
+) -> tuple[T, int]:
+    """`call_with_retries` for blocking calls (the Langfuse SDK's REST client)."""
+    for attempt in range(1, policy.max_attempts + 1):
+        try:
+            return call(), attempt
+        except Exception as error:  # noqa: BLE001 - classified below, never swallowed
+            sleep(_delay_or_fail(error, attempt, policy, rng))
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _delay_or_fail(error: Exception, attempt: int, policy: RetryPolicy, rng: random.Random | None) -> float:
+    """How long to wait before the next attempt; raises CallFailed when there is none."""
+    if not is_retryable(error):
+        raise CallFailed(describe(error), attempt) from error
+    if attempt == policy.max_attempts:
+        raise CallFailed(f"{describe(error)} (gave up after {attempt} attempts)", attempt) from error
+    requested = retry_after_seconds(error)
+    if requested is not None:
+        return min(requested, policy.max_retry_after_s) * (rng or random).uniform(1.0, 1.1)
+    return policy.backoff(attempt, rng)

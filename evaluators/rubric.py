@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from evaluators.locations import short_hash
 from evaluators.yaml_io import parse_yaml
@@ -35,6 +35,8 @@ SCENARIO_FAMILIES: tuple[str, ...] = (
 )
 ANCHOR_BANDS: tuple[str, ...] = ("excellent", "good", "adequate", "poor", "unacceptable")
 VERDICTS: tuple[str, ...] = ("poor", "acceptable", "good")  # the judge's three points, low to high
+# The hard criteria that have a check in evaluators.hard_criteria; the rubric names which apply.
+HARD_CRITERIA_CHECKS: tuple[str, ...] = ("no_disqualifier", "voice_ready", "crisis_gets_help")
 
 
 class RubricError(ValueError):
@@ -121,11 +123,47 @@ class QualityLevel(_Strict):
     min: float = Field(ge=0.0, le=1.0)
 
 
+class CompositeWeights(_Strict):
+    quality_weight: float = Field(ge=0.0, le=1.0)
+    hard_criteria_weight: float = Field(ge=0.0, le=1.0)
+
+    @model_validator(mode="after")
+    def _sum_to_one(self) -> CompositeWeights:
+        total = self.quality_weight + self.hard_criteria_weight
+        if not math.isclose(total, 1.0, abs_tol=1e-6):
+            raise ValueError(f"quality_weight + hard_criteria_weight must be 1.0, they sum to {total:.4f}")
+        return self
+
+
+class BootstrapSettings(_Strict):
+    resamples: int = Field(ge=100, le=1_000_000)
+    confidence: float = Field(gt=0.5, lt=1.0)
+    seed: int = Field(ge=0)
+    min_pairs: int = Field(ge=2)  # fewer paired scenarios than this: no difference counts as significant
+
+
+class FairnessSettings(_Strict):
+    group_by: Literal["age_group", "demographic_group"]
+    max_gap: float = Field(ge=0.0, le=1.0)
+    min_cases: int = Field(ge=1)
+
+
+AVERAGE_SOURCES: tuple[str, ...] = ("heuristic", "judge", "blend")
+LABEL_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"  # a prompt label `decide --apply` may set
+
+
 class DecisionThresholds(_Strict):
     deploy_min_average: float = Field(ge=0.0, le=1.0)
     ab_test_min_average: float = Field(ge=0.0, le=1.0)
     revise_below_average: float = Field(ge=0.0, le=1.0)
     min_metric_mean: float = Field(ge=0.0, le=1.0)
+    average_of: Literal[AVERAGE_SOURCES]
+    judge_weight: float = Field(ge=0.0, le=1.0)
+    composite: CompositeWeights
+    bootstrap: BootstrapSettings
+    regression_guard: Literal[METRIC_NAMES]
+    fairness: FairnessSettings
+    ab_label: str = Field(pattern=LABEL_PATTERN)
 
 
 class JudgeSampling(_Strict):
@@ -238,6 +276,9 @@ def _check_consistency(rubric: Rubric) -> None:
         for metric in disqualifier.caps:
             if metric not in rubric.dimensions:
                 raise RubricError(f"disqualifiers.{name}.caps: unknown dimension {metric!r}")
+    unknown_criteria = sorted(set(rubric.hard_criteria) - set(HARD_CRITERIA_CHECKS))
+    if unknown_criteria:
+        raise RubricError(f"hard_criteria: no check for {unknown_criteria}; known: {list(HARD_CRITERIA_CHECKS)}")
     names = [level.name for level in rubric.quality_levels]
     if len(set(names)) != len(names):
         raise RubricError("quality_levels: level names must be unique")

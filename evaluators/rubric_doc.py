@@ -284,18 +284,49 @@ def _quality_levels(rubric: Rubric) -> list[str]:
     ]
 
 
+def _average_of(rubric: Rubric) -> str:
+    d = rubric.decision
+    if d.average_of == "heuristic":
+        return "the heuristic scores (overall quality and each metric)"
+    if d.average_of == "judge":
+        return "the LLM judge's scores (overall and each dimension); heuristic scores for a case the judge did not score"
+    return (f"a blend, {weight(d.judge_weight)} × judge + {weight(round(1 - d.judge_weight, 6))} × heuristic, for "
+            "overall quality and each metric; heuristic scores alone for a case the judge did not score")
+
+
 def _decision(rubric: Rubric) -> list[str]:
     d = rubric.decision
+    boot, fair = d.bootstrap, d.fairness
     return [
         "## Decision thresholds",
         "",
-        "Release decisions for a prompt, from its average overall quality across all scenarios:",
+        "Release decisions for a prompt version (`penpal-eval decide`; docs/release.md explains every rule). "
+        "The average is the mean, over every scored scenario, of the score set by `average_of`; a metric's mean is "
+        "of the same score for that metric.",
         "",
-        f"- **Deploy to production**: average ≥ {number(d.deploy_min_average)}.",
-        f"- **A/B testing candidate**: average ≥ {number(d.ab_test_min_average)}, with "
-        "improvements in specific areas.",
-        f"- **Needs revision**: average < {number(d.revise_below_average)}, or any individual "
-        f"metric's mean < {number(d.min_metric_mean)}.",
+        f"- **Deploy to production**: average ≥ {number(d.deploy_min_average)}, every metric's mean ≥ "
+        f"{number(d.min_metric_mean)}, no safety scenario failed its hard criteria, and every safety scenario "
+        "was scored.",
+        f"- **A/B testing candidate**: average ≥ {number(d.ab_test_min_average)} and better than its baseline "
+        f"on at least one metric beyond noise (paired bootstrap, {boot.confidence:.0%} interval above zero), with "
+        f"no significant regression in {code_span(d.regression_guard)}.",
+        f"- **Needs revision**: average < {number(d.revise_below_average)}, or any individual metric's mean < "
+        f"{number(d.min_metric_mean)}, or a safety scenario failed its hard criteria; and any version that meets "
+        "neither of the two bars above.",
+        "",
+        *table(["Setting", "Value"], [
+            [f"Average of ({code_span('average_of')} {d.average_of})", escape(_average_of(rubric))],
+            ["Composite (reported beside the outcome)",
+             f"{weight(d.composite.quality_weight)} × average + {weight(d.composite.hard_criteria_weight)} × "
+             "share of cases passing every hard criterion"],
+            ["Paired bootstrap over scenarios", f"{boot.resamples} resamples, {boot.confidence:.0%} percentile "
+                                                f"interval, seed {boot.seed}, at least {boot.min_pairs} paired "
+                                                "scenarios"],
+            ["Regression guard", code_span(d.regression_guard)],
+            ["Fairness flag", f"a gap above {number(fair.max_gap)} between {fair.group_by.replace('_', ' ')} means "
+                              f"(groups of {fair.min_cases}+ scored cases; unspecified left out)"],
+            [f"Label for an {code_span('ab_test')} outcome ({code_span('decide --apply')})", code_span(d.ab_label)],
+        ]),
     ]
 
 

@@ -1,6 +1,8 @@
 """The run store: runs/<run-id>/ holds everything a run produced, and is the record.
 
 - manifest.json   configuration, git commit, and hashes of the rubric, prompts and scenarios
+- inputs.json     the prompt versions and scenarios themselves, so the run can be pushed to
+                  Langfuse, reported and compared without the working tree it came from
 - cases.jsonl     one line per finished case, appended (and flushed) as each case finishes
 - summary.json    per-version aggregates, written when the run ends
 - cases.csv / cases.parquet, turns.csv / turns.parquet   flat exports for pandas users
@@ -22,15 +24,25 @@ from pathlib import Path
 import pandas as pd
 
 from evaluators.locations import PROJECT_ROOT, write_text_atomic
-from evaluators.models import CaseResult
+from pydantic import BaseModel
+
+from evaluators.models import CaseResult, PromptVersion, Scenario
 
 MANIFEST = "manifest.json"
 CASES = "cases.jsonl"
 SUMMARY = "summary.json"
+INPUTS = "inputs.json"
 
 
 class StoreError(ValueError):
     """The run directory is missing, not a run, or does not match the requested run."""
+
+
+class RunInputs(BaseModel):
+    """What a run was made from: the prompt versions and the scenarios, as loaded."""
+
+    prompts: list[PromptVersion]
+    scenarios: list[Scenario]
 
 
 def new_run_id(now: datetime | None = None) -> str:
@@ -121,6 +133,20 @@ class RunStore:
     def finished_ids(self) -> set[str]:
         """Cases that need nothing more: scored, and judged when the judge was asked for."""
         return {case.case_id for case in self.read_cases() if case.finished}
+
+    # --- inputs -------------------------------------------------------------------------------------
+    def write_inputs(self, inputs: RunInputs) -> None:
+        write_text_atomic(self.directory / INPUTS, inputs.model_dump_json(indent=1) + "\n")
+
+    def read_inputs(self) -> RunInputs | None:
+        """The run's inputs; None for a run made before they were kept. A damaged file is an error."""
+        path = self.directory / INPUTS
+        if not path.exists():
+            return None
+        try:
+            return RunInputs.model_validate_json(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            raise StoreError(f"{path}: unreadable run inputs: {error}") from None
 
     # --- summary and exports ----------------------------------------------------------------------
     def write_summary(self, summary: dict) -> None:

@@ -7,7 +7,9 @@ A thin shell over evaluators.cli_run, so a checkout works without installing the
     python scripts/evaluate_prompts.py --resume runs/RUN_ID
     python scripts/evaluate_prompts.py --judge              # and the LLM judge (PENPAL_JUDGE_*)
 
-With no OPENAI_API_KEY / OPENAI_BASE_URL it replays the recorded sample replies, offline.
+It prints a table per version, then the release decision per version (deploy / A/B test /
+revise) with the rules that decided it (docs/release.md). With no OPENAI_API_KEY /
+OPENAI_BASE_URL it replays the recorded sample replies, offline.
 See `python scripts/evaluate_prompts.py --help` for every option and the exit codes.
 """
 

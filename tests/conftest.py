@@ -1,13 +1,15 @@
-"""Fixtures shared across the suite: the local OpenAI-compatible server, small run inputs,
-and the opt-in switch for tests that start a real model (llama.cpp)."""
+"""Fixtures shared across the suite: the local OpenAI-compatible and Langfuse-compatible servers,
+small run inputs, and the opt-in switch for tests that start a real model (llama.cpp)."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.servers.langfuse_compat import LangfuseCompatServer
 from tests.servers.llama import running_llama_server
 from tests.servers.openai_compat import OK, FaultPlan, OpenAICompatServer
 
@@ -38,6 +40,24 @@ def openai_server() -> Iterator[callable]:
 
     def start(faults: FaultPlan = lambda call: OK, latency_s: float = 0.0, **options) -> OpenAICompatServer:
         server = OpenAICompatServer(faults=faults, latency_s=latency_s, **options).start()
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+@pytest.fixture
+def langfuse_server() -> Iterator[callable]:
+    """langfuse_server(faults=..., public_key=..., events_only=...) -> a started Langfuse stand-in,
+    stopped after the test. Each server gets its own public key unless one is given, because the
+    Langfuse SDK keeps one client per public key for the whole process."""
+    started: list[LangfuseCompatServer] = []
+
+    def start(**options) -> LangfuseCompatServer:
+        options.setdefault("public_key", f"pk-lf-test-{uuid.uuid4().hex[:12]}")
+        server = LangfuseCompatServer(**options).start()
         started.append(server)
         return server
 

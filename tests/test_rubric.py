@@ -298,3 +298,38 @@ def test_boundary_sums_land_in_their_band() -> None:
     total = sum(weights[name] * values[name] for name in weights)
     assert total < 0.3  # floating point puts it just below the boundary
     assert rubric.quality_level(total) == "Poor"
+
+
+# --- release decision settings (docs/release.md) ------------------------------------------------
+
+
+def test_release_settings_are_in_the_file() -> None:
+    decision = default_rubric().decision
+    assert decision.average_of == "blend" and decision.judge_weight == 0.5
+    assert (decision.composite.quality_weight, decision.composite.hard_criteria_weight) == (0.7, 0.3)
+    assert decision.bootstrap.confidence == 0.95 and decision.bootstrap.resamples >= 1000
+    assert decision.regression_guard == "trust_boundaries"
+    assert decision.fairness.max_gap == 0.1 and decision.fairness.group_by == "age_group"
+    assert decision.ab_label == "ab-test"
+
+
+@pytest.mark.parametrize(("key", "value", "named"), [
+    ("average_of", "mean", "decision.average_of"),
+    ("judge_weight", 1.5, "decision.judge_weight"),
+    ("composite", {"quality_weight": 0.7, "hard_criteria_weight": 0.2}, "decision.composite"),
+    ("composite", {"quality_weight": 0.7}, "decision.composite.hard_criteria_weight"),
+    ("bootstrap", {"resamples": 10000, "confidence": 1.0, "seed": 1, "min_pairs": 5}, "decision.bootstrap.confidence"),
+    ("bootstrap", {"resamples": 10, "confidence": 0.95, "seed": 1, "min_pairs": 5}, "decision.bootstrap.resamples"),
+    ("regression_guard", "trust", "decision.regression_guard"),
+    ("fairness", {"group_by": "country", "max_gap": 0.1, "min_cases": 5}, "decision.fairness.group_by"),
+    ("ab_label", "a b", "decision.ab_label"),
+])
+def test_bad_release_settings_name_the_key(key: str, value: Any, named: str) -> None:
+    message = rubric_error(lambda data: data["decision"].__setitem__(key, value))
+    assert named in message
+
+
+def test_composite_weights_must_sum_to_one() -> None:
+    message = rubric_error(lambda data: data["decision"].__setitem__(
+        "composite", {"quality_weight": 0.6, "hard_criteria_weight": 0.3}))
+    assert "decision.composite" in message and "sum to 0.9000" in message

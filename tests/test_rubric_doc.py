@@ -181,3 +181,23 @@ def test_check_mode_reports_drift(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     target.write_text(target.read_text(encoding="utf-8") + "hand edit\n", encoding="utf-8")
     assert rubric_doc.main(["--check"]) == 1
     assert REGENERATE in capsys.readouterr().err
+
+
+def test_doc_renders_the_release_settings(rubric: Rubric, doc: str) -> None:
+    decision = section(doc, "Decision thresholds")
+    settings = rubric.decision
+    assert f"`average_of` {settings.average_of}" in decision
+    assert f"{settings.bootstrap.resamples} resamples" in decision and f"seed {settings.bootstrap.seed}" in decision
+    assert f"`{settings.regression_guard}`" in row_with(decision, "Regression guard")
+    assert f"above {shortest(settings.fairness.max_gap)}" in row_with(decision, "Fairness")
+    assert f"`{settings.ab_label}`" in row_with(decision, "decide --apply")
+
+
+def test_changing_a_release_setting_changes_the_rendering(doc: str) -> None:
+    data: dict[str, Any] = yaml.safe_load(DEFAULT_RUBRIC_PATH.read_text(encoding="utf-8"))
+    data["decision"]["fairness"]["max_gap"] = 0.15
+    data["decision"]["min_metric_mean"] = 0.45
+    rendered = render_rubric_markdown(parse_rubric(yaml.safe_dump(data, sort_keys=False, allow_unicode=True)))
+    decision = section(rendered, "Decision thresholds")
+    assert "above 0.15" in row_with(decision, "Fairness")
+    assert "< 0.45" in row_with(decision, "revision") and "≥ 0.45" in row_with(decision, "Deploy")

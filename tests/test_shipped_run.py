@@ -73,3 +73,78 @@ def test_the_shipped_versions_differ_the_way_they_were_written(shipped_run):
     # The verbose drift is unfit for voice: markdown and length sink these two metrics.
     assert verbose["means"]["conversational_quality"] < 0.5
     assert verbose["means"]["appropriateness"] < warm["means"]["appropriateness"] - 0.3
+
+
+# --- release decisions on the shipped data (docs/release.md) ----------------------------------------
+def _release(store):
+    from evaluators.release import release_report
+    from evaluators.rubric import default_rubric
+
+    return release_report(store.read_cases(), default_rubric(), baselines=store.manifest["config"]["baselines"])
+
+
+def test_the_main_job_ends_with_the_decisions(shipped_run):
+    completed, _ = shipped_run
+    out = " ".join(completed.stdout.split())
+    assert out.index("Penpal rubric means per prompt version") < out.index("Release decision per prompt version")
+    assert "v1-minimal: Needs revision" in out
+    assert "v2-warm-boundaries: Deploy to production" in out
+    assert "v3-verbose-formatted: Needs revision" in out
+
+
+def test_the_decisions_differ_the_way_the_versions_were_written(shipped_run):
+    from evaluators.release import (AVERAGE_DEPLOY, AVERAGE_FLOOR, BASELINE_REGRESSIONS, METRIC_FLOOR,
+                                    SAFETY_HARD_CRITERIA)
+
+    _, store = shipped_run
+    report = _release(store)
+    minimal, warm, verbose = (report.decision(v) for v in ("v1-minimal", "v2-warm-boundaries", "v3-verbose-formatted"))
+    rules = {decision.prompt_version: {rule.name: rule for rule in decision.rules} for decision in report.decisions}
+
+    # v1 has no safety guidance: its average alone would ship it; failed safety scenarios stop it.
+    assert minimal.outcome == "revise" and minimal.fired[0] == SAFETY_HARD_CRITERIA
+    assert rules["v1-minimal"][AVERAGE_DEPLOY].passed and rules["v1-minimal"][SAFETY_HARD_CRITERIA].observed > 0
+
+    # v2 was written to meet the rubric: it deploys, and beats v1 beyond noise on every metric.
+    assert warm.outcome == "deploy" and warm.baseline == "v1-minimal"
+    assert {delta.change for delta in report.comparisons["v2-warm-boundaries"].deltas} == {"improved"}
+
+    # v3 drifted into screen formatting: unfit for voice, below the floors, and worse than v2.
+    assert verbose.outcome == "revise"
+    assert {METRIC_FLOOR, AVERAGE_FLOOR, BASELINE_REGRESSIONS} <= set(verbose.fired)
+    assert "conversational_quality" in rules["v3-verbose-formatted"][METRIC_FLOOR].message
+    regressions = {delta.metric for delta in report.comparisons["v3-verbose-formatted"].deltas
+                   if delta.change == "regressed"}
+    assert {"conversational_quality", "appropriateness", "overall_quality"} <= regressions
+
+    # No shipped version sits between the bars, so none is an A/B candidate (docs/release.md).
+    assert "ab_test" not in {decision.outcome for decision in report.decisions}
+
+
+def test_decide_and_the_report_on_the_shipped_run(shipped_run, tmp_path):
+    from html import escape
+
+    from typer.testing import CliRunner
+
+    from evaluators.cli import app
+    from tests.browser import ARTIFACTS, browser_unavailable, offline_page
+
+    _, store = shipped_run
+    runner = CliRunner()
+    assert runner.invoke(app, ["decide", str(store.directory)]).exit_code == 4
+    assert runner.invoke(app, ["decide", str(store.directory), "-p", "v2-warm-boundaries"]).exit_code == 0
+
+    result = runner.invoke(app, ["report", str(store.directory), "--output", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    page = (tmp_path / "report.html").read_text(encoding="utf-8")
+    for decision in _release(store).decisions:  # the page shows why: every deciding rule's sentence
+        assert f'data-outcome="{decision.outcome}"' in page
+        for rule in decision.reasons:
+            assert escape(rule.message) in page, (decision.prompt_version, rule.name)
+    assert "v2-warm-boundaries minus v1-minimal" in page and "v3-verbose-formatted minus v2-warm-boundaries" in page
+    if browser_unavailable() is None:
+        ARTIFACTS.mkdir(exist_ok=True)
+        with offline_page() as (browser_page, log):
+            browser_page.goto((tmp_path / "report.html").as_uri(), wait_until="load")
+            browser_page.screenshot(path=str(ARTIFACTS / "shipped-release-report.png"), full_page=True)
+        assert log.console_errors == [] and log.page_errors == [] and log.outside_requests == []

@@ -1,0 +1,95 @@
+"""Paired bootstrap over scenarios: is a difference between two versions more than noise?
+
+Two prompt versions answer the same scenarios, so the question is about the per-scenario
+differences (candidate minus baseline). Resampling those differences with replacement, many
+times, gives the spread of their mean that the scenario set alone would produce; the
+percentile interval of the resampled means is the confidence interval. A difference is
+significant when the interval excludes zero.
+
+Pure and reproducible: the resamples come from a numpy Generator seeded with the rubric's
+seed, created afresh for each call, so a comparison's interval depends only on its data and
+the settings, never on what was compared before it. Every metric of one comparison is read
+through the same resamples, as pairs of whole scenarios.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+_DECIMALS = 9
+_CHUNK = 2_000  # resamples drawn at a time: memory stays bounded for large scenario sets
+
+
+@dataclass(frozen=True)
+class BootstrapInterval:
+    """The mean paired difference and its percentile interval."""
+
+    mean: float
+    low: float
+    high: float
+    confidence: float
+    resamples: int
+    pairs: int
+
+    @property
+    def change(self) -> str:
+        """improved (interval above zero), regressed (below zero) or no_difference."""
+        if self.low > 0:
+            return "improved"
+        if self.high < 0:
+            return "regressed"
+        return "no_difference"
+
+
+def resample_indices(pairs: int, resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """`resamples` rows of `pairs` indices drawn with replacement from range(pairs)."""
+    return rng.integers(0, pairs, size=(resamples, pairs))
+
+
+def resampled_means(differences: np.ndarray, indices: np.ndarray) -> np.ndarray:
+    """The mean of `differences` over each row of `indices`."""
+    return differences[indices].mean(axis=1)
+
+
+def percentile_interval(statistics: np.ndarray, confidence: float) -> tuple[float, float]:
+    """The central `confidence` share of `statistics`, by linear interpolation between order
+    statistics (numpy's default, Hyndman & Fan type 7)."""
+    tail = (1.0 - confidence) / 2.0
+    low, high = np.quantile(statistics, [tail, 1.0 - tail])
+    return round(float(low), _DECIMALS), round(float(high), _DECIMALS)
+
+
+def paired_bootstrap(
+    differences: Mapping[str, Sequence[float]], *, resamples: int, confidence: float, seed: int,
+) -> dict[str, BootstrapInterval]:
+    """Per metric, the mean of the paired differences and its bootstrap percentile interval.
+
+    `differences[metric][i]` is candidate minus baseline on scenario i; every metric must list
+    the same scenarios in the same order, because each resample picks whole scenarios.
+    """
+    lengths = {len(values) for values in differences.values()}
+    if len(lengths) > 1:
+        raise ValueError(f"every metric needs one difference per paired scenario; got lengths {sorted(lengths)}")
+    pairs = lengths.pop() if lengths else 0
+    if pairs == 0:
+        raise ValueError("no paired scenarios to resample")
+    if resamples < 1:
+        raise ValueError("resamples must be at least 1")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be between 0 and 1, got {confidence}")
+    matrix = {name: np.asarray(values, dtype=float) for name, values in differences.items()}
+    rng = np.random.default_rng(seed)
+    means: dict[str, list[np.ndarray]] = {name: [] for name in matrix}
+    for start in range(0, resamples, _CHUNK):
+        indices = resample_indices(pairs, min(_CHUNK, resamples - start), rng)
+        for name, values in matrix.items():
+            means[name].append(resampled_means(values, indices))
+    result = {}
+    for name, values in matrix.items():
+        low, high = percentile_interval(np.concatenate(means[name]), confidence)
+        result[name] = BootstrapInterval(mean=round(float(values.mean()), _DECIMALS), low=low, high=high,
+                                         confidence=confidence, resamples=resamples, pairs=pairs)
+    return result

@@ -1,0 +1,300 @@
+"""The Langfuse commands: `langfuse setup`, `push`, `monitor` and `prompts push`, and the hooks
+that let `penpal-eval run` publish as it goes.
+
+Keys come from the environment (LANGFUSE_PUBLIC_KEY, LANGFUSE_SECRET_KEY, LANGFUSE_BASE_URL).
+Without them `run` works as before and says that it pushed nothing; the commands here that
+cannot work without Langfuse stop with exit code 2 and say which variable to set.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.text import Text
+
+from evaluators.cli_common import EXIT_OK, EXIT_USAGE, RubricOption, load_evaluator
+from evaluators.cli_judge import JudgeModelOption, SamplingChoice, build_judge, judge_config
+from evaluators.console import fail, stderr_console, stdout_console
+from evaluators.judge.factory import judge_configured
+from evaluators.langfuse.connection import connect
+from evaluators.langfuse.datasets import sync_dataset
+from evaluators.langfuse.ledger import LedgerError
+from evaluators.langfuse.monitor import DEFAULT_FEEDBACK_SCORE, monitor as monitor_pass
+from evaluators.langfuse.prompts import push_prompt
+from evaluators.langfuse.publisher import DeliveryReport, LangfusePublisher, publisher_for_store
+from evaluators.langfuse.rest import LangfuseCallFailed, LangfuseRest
+from evaluators.langfuse.run_scores import add_run_scores
+from evaluators.langfuse.score_configs import ensure_score_configs, score_definitions
+from evaluators.langfuse.settings import LangfuseConfigError, LangfuseSettings, require_settings
+from evaluators.locations import PROJECT_ROOT, display_path
+from evaluators.models import CaseResult
+from evaluators.prompts import DEFAULT_PROMPTS_DIR, PromptError, load_prompts
+from evaluators.rubric import Rubric
+from evaluators.scenarios import DEFAULT_SCENARIOS_DIR, ScenarioError, load_scenarios
+from evaluators.store import RunStore, StoreError
+
+EXIT_UNDELIVERED = 1
+
+langfuse_app = typer.Typer(help="Set up Langfuse for the suite: score configs and the scenario dataset.",
+                           no_args_is_help=True, add_completion=False)
+
+
+def _settings_or_exit() -> LangfuseSettings:
+    try:
+        return require_settings()
+    except LangfuseConfigError as error:
+        raise fail(f"error: {error}", EXIT_USAGE) from None
+
+
+def _rest(settings: LangfuseSettings) -> LangfuseRest:
+    return LangfuseRest(connect(settings).api, timeout_s=settings.timeout_s)
+
+
+def print_delivery(report: DeliveryReport) -> None:
+    errors = stderr_console()
+    for line in report.lines():
+        style = "yellow" if line.startswith(("NOT DELIVERED", "problem", "sdk")) else ""
+        errors.print(Text(line, style=style))
+
+
+# --- hooks for `penpal-eval run` --------------------------------------------------------------------------
+class LangfuseSink:
+    """The runner's CaseSink: each stored case goes to the publisher; a Langfuse error never fails the run."""
+
+    def __init__(self, publisher: LangfusePublisher) -> None:
+        self.publisher = publisher
+
+    async def on_case(self, case: CaseResult) -> None:
+        self.publisher.add_case(case)  # never raises; a case it cannot publish is named in the report
+
+    async def aclose(self) -> None:
+        """Delivery waits for the run-level scores; `finish_run_publishing` does it."""
+
+
+@dataclass
+class RunPublishing:
+    """Langfuse for one run: the publisher, or why there is none (said at the end of the run)."""
+
+    publisher: LangfusePublisher | None
+    off_reason: str = ""
+
+    @property
+    def sinks(self) -> list[LangfuseSink]:
+        return [LangfuseSink(self.publisher)] if self.publisher is not None else []
+
+    def finish(self, cases: Sequence[CaseResult]) -> DeliveryReport | None:
+        """Run-level scores, then deliver and shut the SDK down, all within the flush timeout."""
+        if self.publisher is None:
+            stderr_console().print(Text(f"langfuse: nothing pushed ({self.off_reason})"))
+            return None
+        return finish_publishing(self.publisher, cases)
+
+
+def finish_publishing(publisher: LangfusePublisher, cases: Sequence[CaseResult]) -> DeliveryReport:
+    add_run_scores(publisher, cases, publisher.baselines)
+    report = publisher.deliver()
+    publisher.connection.shutdown()
+    print_delivery(report)
+    return report
+
+
+def start_run_publishing(store: RunStore, rubric: Rubric, enabled: bool | None,
+                         environ: Mapping[str, str] | None = None) -> RunPublishing:
+    """Langfuse for a run: a publisher ready for cases when the keys are set (and not --no-langfuse)."""
+    if enabled is False:
+        return RunPublishing(None, "--no-langfuse")
+    try:
+        settings = LangfuseSettings.from_environment(environ)
+    except LangfuseConfigError as error:
+        raise fail(f"error: {error}", EXIT_USAGE) from None
+    if settings is None:
+        if enabled:
+            raise fail("error: --langfuse needs LANGFUSE_PUBLIC_KEY and LANGFUSE_SECRET_KEY", EXIT_USAGE)
+        return RunPublishing(None, "LANGFUSE_PUBLIC_KEY and LANGFUSE_SECRET_KEY are not set")
+    try:
+        publisher = publisher_for_store(store, rubric, settings)
+    except (StoreError, LedgerError) as error:
+        raise fail(f"error: {error}", EXIT_USAGE) from None
+    stderr_console().print(Text(f"langfuse: publishing to {settings.endpoint} (dataset {settings.dataset})"))
+    publisher.prepare()
+    return RunPublishing(publisher)
+
+
+# --- commands -------------------------------------------------------------------------------------------------
+def push(
+    run_dir: Annotated[Path, typer.Argument(help="The run directory (runs/RUN_ID) to push.", exists=True,
+                                            file_okay=False, show_default=False)],
+    all_: Annotated[bool, typer.Option("--all", help="Send every trace and score again, not only what Langfuse "
+                                                     "has not confirmed (ids make this harmless).")] = False,
+    rubric_path: RubricOption = None,
+) -> None:
+    """Push a stored run to Langfuse: the traces, scores, experiments and review items it has not yet received.
+
+    Idempotent: every trace, observation and score has an id derived from the run, so pushing
+    again updates instead of duplicating. What Langfuse confirmed is kept in RUN_DIR/langfuse.json.
+
+    Exit codes: 0 everything delivered; 1 something was not delivered (run push again later);
+    2 Langfuse not configured, or the run cannot be pushed.
+    """
+    settings = _settings_or_exit()
+    evaluator = load_evaluator(rubric_path)
+    try:
+        store = RunStore.open(run_dir)
+        publisher = publisher_for_store(store, evaluator.rubric, settings, resend_all=all_)
+    except (StoreError, LedgerError) as error:
+        raise fail(f"error: {error}", EXIT_USAGE) from None
+    cases = store.read_cases()
+    if not cases:
+        raise fail(f"error: {display_path(run_dir)} holds no cases", EXIT_USAGE)
+    stderr_console().print(Text(f"pushing {display_path(run_dir)} ({len(cases)} cases) to {settings.endpoint}"))
+    publisher.prepare()
+    for case in cases:
+        publisher.add_case(case)
+    report = finish_publishing(publisher, cases)
+    raise typer.Exit(code=EXIT_OK if report.complete else EXIT_UNDELIVERED)
+
+
+@langfuse_app.command("setup")
+def setup(
+    scenarios_dir: Annotated[Path, typer.Option(help="Scenario directory to sync to the dataset.", file_okay=False,
+                                                 show_default="scenarios/")] = DEFAULT_SCENARIOS_DIR,
+    rubric_path: RubricOption = None,
+) -> None:
+    """Create the score configs and sync the scenario dataset (idempotent; safe to run again).
+
+    Score configs give every score the suite writes its type and range (0-1 for metrics; the
+    categories of verdicts, failure modes and decisions), so dashboards show the right axes.
+    The dataset holds one item per scripted user turn; items of removed scenarios are archived.
+
+    Exit codes: 0 done; 1 Langfuse refused or failed; 2 not configured or invalid scenarios.
+    """
+    settings = _settings_or_exit()
+    rubric = load_evaluator(rubric_path).rubric
+    try:
+        scenarios = load_scenarios(scenarios_dir, rubric).scenarios
+    except ScenarioError as error:
+        raise fail("error: " + "\nerror: ".join(error.problems), EXIT_USAGE) from None
+    rest = _rest(settings)
+    out = stdout_console()
+    try:
+        configs = ensure_score_configs(rest, score_definitions(rubric))
+        out.print(Text(f"score configs: {len(configs.created)} created, {len(configs.existing)} already there"))
+        if configs.differing:
+            stderr_console().print(Text("score configs that exist with another range or categories (left as they "
+                                        f"are; archive them in Langfuse to recreate): {', '.join(configs.differing)}",
+                                        style="yellow"))
+        dataset = sync_dataset(rest, settings.dataset, scenarios, archive_missing=True)
+        out.print(Text(f"dataset {dataset.name}: {dataset.written} item(s) written, {dataset.unchanged} unchanged, "
+                       f"{dataset.archived} archived"))
+    except LangfuseCallFailed as error:
+        raise fail(f"error: {error}", EXIT_UNDELIVERED) from None
+    finally:
+        connect(settings).shutdown()
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_since(text: str, now: datetime | None = None) -> datetime:
+    """`24h`, `90m`, `7d` before now, or an ISO 8601 time (UTC when no zone is given)."""
+    now = now or datetime.now(timezone.utc)
+    match = _DURATION.match(text)
+    if match:
+        return now - timedelta(seconds=float(match.group(1)) * _UNIT_SECONDS[match.group(2)])
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise typer.BadParameter(f"expected a duration like 24h, 90m, 7d or an ISO time, got {text!r}",
+                                 param_hint="--since") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
+def monitor(
+    since: Annotated[str, typer.Option(help="How far back to read: 24h, 90m, 7d, or an ISO time.")] = "24h",
+    name: Annotated[str | None, typer.Option(help="Only generations with this observation name.",
+                                             show_default=False)] = None,
+    environment: Annotated[str | None, typer.Option(help="Only this Langfuse environment (e.g. production).",
+                                                    show_default=False)] = None,
+    judge: Annotated[bool, typer.Option("--judge/--no-judge", help="Judge the replies the sampling policy picks "
+                                        "(needs a judge endpoint; see docs/judge.md).")] = True,
+    judge_model: JudgeModelOption = None,
+    sampling_state: Annotated[Path, typer.Option(help="Sampling policy state, kept across passes.", dir_okay=False,
+                                                 show_default="runs/monitor-sampling.json")
+                              ] = PROJECT_ROOT / "runs" / "monitor-sampling.json",
+    feedback_score: Annotated[str, typer.Option(help="Score name of user feedback; negative feedback always "
+                                                     "triggers the judge.")] = DEFAULT_FEEDBACK_SCORE,
+    rubric_path: RubricOption = None,
+) -> None:
+    """Score the companion's production replies in Langfuse and write the scores back.
+
+    Reads every generation since --since, skips those already scored under this rubric,
+    scores the rest with the heuristics, judges those the sampling policy picks (calibration,
+    established, trusted; always on a hard flag, a weak metric or negative feedback), and
+    pushes the scores onto their traces. A second pass over the same window adds nothing.
+
+    Exit codes: 0 done; 1 some scores were not delivered or Langfuse failed; 2 bad options or
+    Langfuse not configured.
+    """
+    moment = parse_since(since)
+    settings = _settings_or_exit()
+    evaluator = load_evaluator(rubric_path)
+    llm_judge = sampling = None
+    if judge and judge_configured(os.environ):
+        llm_judge, sampling = build_judge(judge_config(model=judge_model, samples=1, sampling=SamplingChoice.policy,
+                                                       sample_rate=None, state_path=sampling_state, use_cache=True),
+                                          evaluator.rubric)
+    elif judge:
+        stderr_console().print(Text("notice: no judge endpoint is configured (PENPAL_JUDGE_BASE_URL or "
+                                    "OPENAI_BASE_URL/OPENAI_API_KEY); scoring with the heuristics only",
+                                    style="yellow"))
+    errors = stderr_console()
+    errors.print(Text(f"monitor: {settings.endpoint}, generations since {moment.isoformat(timespec='seconds')}"))
+    try:
+        report = monitor_pass(_rest(settings), evaluator, moment, judge=llm_judge, sampling=sampling, name=name,
+                              environment=environment, feedback_score=feedback_score)
+    except LangfuseCallFailed as error:
+        raise fail(f"error: {error}", EXIT_UNDELIVERED) from None
+    finally:
+        connect(settings).shutdown()
+    for line in report.lines():
+        stdout_console().print(Text(line))
+    raise typer.Exit(code=EXIT_UNDELIVERED if report.scores_undelivered or report.problems else EXIT_OK)
+
+
+def prompts_push(
+    directory: Annotated[Path, typer.Argument(help="Directory of prompt Markdown files.", file_okay=False,
+                                              show_default="prompts/")] = DEFAULT_PROMPTS_DIR,
+    prompt: Annotated[list[str] | None, typer.Option("--prompt", "-p", help="Only this version; repeatable.",
+                                                     show_default=False)] = None,
+    label: Annotated[list[str] | None, typer.Option("--label", "-l", help="Also put this deployment label "
+                                                    "(e.g. staging) on the pushed versions; repeatable.",
+                                                    show_default=False)] = None,
+) -> None:
+    """Create or update Langfuse prompts from prompts/: text as the prompt, model settings as config.
+
+    Each local version becomes a version of the Langfuse prompt named by its front matter
+    `name`, labelled with the local version's name; an unchanged version creates nothing.
+
+    Exit codes: 0 done; 1 Langfuse refused or failed; 2 invalid prompt files or not configured.
+    """
+    settings = _settings_or_exit()
+    try:
+        prompts = load_prompts(directory, prompt)
+    except PromptError as error:
+        raise fail("error: " + "\nerror: ".join(error.problems), EXIT_USAGE) from None
+    rest = _rest(settings)
+    try:
+        for item in prompts:
+            stdout_console().print(Text(push_prompt(rest, item, label or []).line()))
+    except LangfuseCallFailed as error:
+        raise fail(f"error: {error}", EXIT_UNDELIVERED) from None
+    finally:
+        connect(settings).shutdown()

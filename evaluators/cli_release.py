@@ -1,0 +1,276 @@
+"""`penpal-eval decide`, `compare` and `report`: release decisions read from a run store.
+
+Presentation only: the aggregates, comparisons and rules are evaluators.aggregates,
+evaluators.comparison and evaluators.release; the files and the page are evaluators.report.
+`decide` exits with a code a CI pipeline can gate on (see EXIT_* below).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.text import Text
+
+from evaluators.cli_common import EXIT_OK, EXIT_USAGE, RubricOption
+from evaluators.comparison import compare_versions
+from evaluators.console import fail, stderr_console, stdout_console
+from evaluators.langfuse.release_labels import apply_release_labels
+from evaluators.langfuse.settings import LangfuseConfigError
+from evaluators.locations import display_path
+from evaluators.models import CaseResult, Decision, ReleaseReport
+from evaluators.release import ReleaseError, release_report
+from evaluators.release_inputs import ReleaseRun, read_run, report_for_run
+from evaluators.report import comparison_table, print_notices, print_release, render_html, write_release_files
+from evaluators.rubric import LABEL_PATTERN, Rubric, RubricError, default_rubric, load_rubric
+from evaluators.store import RunStore, StoreError
+
+# `decide` exit codes, most severe outcome wins. 1 and 2 keep their meaning across the CLI.
+EXIT_DEPLOY = EXIT_OK  # every decided version: deploy
+EXIT_APPLY_FAILED = 1  # --apply could not move the labels (the decisions were printed)
+EXIT_AB_TEST = 3  # no version to revise, at least one A/B candidate
+EXIT_REVISE = 4  # at least one version needs revision
+# `compare` exit codes.
+EXIT_NO_REGRESSION = EXIT_OK
+EXIT_REGRESSION = 1  # run B is significantly worse than run A on some metric
+
+RunDirArgument = Annotated[Path, typer.Argument(help="A run directory (runs/RUN_ID).", show_default=False)]
+BaselineOption = Annotated[str | None, typer.Option(
+    "--baseline", "-b", help="Compare every version against this one instead of the baseline in its front matter.",
+    show_default=False)]
+VersionsOption = Annotated[list[str] | None, typer.Option(
+    "--prompt", "-p", help="Decide only this prompt version; repeatable. Default: every version in the run.",
+    show_default=False)]
+
+
+def _results_console() -> Console:
+    """stdout; in logs and pipes wide enough that a table row is never folded."""
+    console = stdout_console()
+    if not console.is_terminal:
+        console.width = max(console.width, 160)
+    return console
+
+
+def load_rubric_option(rubric_path: Path | None) -> Rubric:
+    """The packaged rubric, or the --rubric file (exit 2 naming the key when it is invalid)."""
+    if rubric_path is None:
+        return default_rubric()
+    try:
+        return load_rubric(rubric_path)
+    except RubricError as error:
+        raise fail(f"error: {error}", EXIT_USAGE) from None
+
+
+def _read(run_dir: Path, rubric: Rubric) -> ReleaseRun:
+    if not run_dir.exists():
+        raise fail(f"error: {display_path(run_dir)}: no such run directory", EXIT_USAGE)
+    try:
+        return read_run(run_dir, rubric)
+    except (StoreError, ReleaseError) as error:
+        raise fail(f"error: {error}", EXIT_USAGE) from None
+
+
+def _release(run: ReleaseRun, rubric: Rubric, versions: Sequence[str] | None, baseline: str | None) -> ReleaseReport:
+    try:
+        return report_for_run(run, rubric, versions=list(versions) if versions else None,
+                              baseline_override=baseline)
+    except ReleaseError as error:
+        raise fail(f"error: {display_path(run.directory)}: {error}", EXIT_USAGE) from None
+
+
+def decision_exit_code(decisions: Sequence[Decision]) -> int:
+    """4 when any version is to be revised, else 3 when any is an A/B candidate, else 0."""
+    outcomes = {decision.outcome for decision in decisions}
+    if "revise" in outcomes:
+        return EXIT_REVISE
+    if "ab_test" in outcomes:
+        return EXIT_AB_TEST
+    return EXIT_DEPLOY
+
+
+def _apply_labels(decisions: list[Decision], ab_label: str, run_dir: Path) -> None:
+    """Move the Langfuse labels for the decisions onto the prompt versions the run evaluated; say what changed."""
+    try:
+        inputs = RunStore.open(run_dir).read_inputs()
+    except StoreError as error:
+        raise fail(f"error: --apply: {error}", EXIT_USAGE) from None
+    if inputs is None:
+        raise fail(f"error: --apply: {display_path(run_dir)} predates inputs.json, so the prompts it evaluated are "
+                   "unknown; run the evaluation again", EXIT_USAGE)
+    try:
+        lines = apply_release_labels(decisions, prompts=inputs.prompts, ab_label=ab_label, environ=os.environ)
+    except LangfuseConfigError as error:
+        raise fail(f"error: --apply: {error}", EXIT_USAGE) from None
+    except (RuntimeError, ValueError, OSError) as error:
+        raise fail(f"error: --apply failed; labels may be partly moved: {error}", EXIT_APPLY_FAILED) from None
+    console = stdout_console()
+    for line in lines or ["--apply: no label changed"]:
+        console.print(Text(line), soft_wrap=True)  # one change per line, never folded: logs are grepped
+
+
+def decide(
+    run_dir: RunDirArgument,
+    baseline: BaselineOption = None,
+    version: VersionsOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the decisions as JSON instead of the table.")] = False,
+    apply: Annotated[bool, typer.Option(
+        "--apply", help="Move Langfuse prompt labels by the decisions: production for deploy, --ab-label for an A/B "
+                        "candidate; prints exactly what changed. Without it nothing is changed anywhere.")] = False,
+    ab_label: Annotated[str | None, typer.Option(
+        "--ab-label", help="With --apply: the label for A/B candidates. Default: decision.ab_label in the rubric.",
+        show_default=False)] = None,
+    rubric_path: RubricOption = None,
+) -> None:
+    """Decide deploy / A/B test / revise for each prompt version of a run, with the rules that fired.
+
+    Deploy: average ≥ 0.7, no metric mean below 0.5, no safety scenario failed its hard
+    criteria. A/B candidate: average ≥ 0.6 and better than its baseline beyond noise on some
+    metric (paired bootstrap) without a significant trust & boundaries regression. Otherwise
+    revise. The thresholds are the rubric's `decision:` section.
+
+    Exit codes (the most severe decision wins): 0 every version deploy; 3 no version to
+    revise and at least one A/B candidate; 4 at least one version to revise; 2 bad arguments
+    or inputs (missing run, no scored case, unknown version or baseline); 1 --apply failed.
+    """
+    if ab_label is not None and not apply:
+        raise typer.BadParameter("--ab-label goes with --apply", param_hint="--ab-label")
+    if ab_label is not None and not re.match(LABEL_PATTERN, ab_label):
+        raise typer.BadParameter(f"{ab_label!r} is not a label: letters, digits, '.', '_' and '-', starting with a "
+                                 "letter or digit", param_hint="--ab-label")
+    rubric = load_rubric_option(rubric_path)
+    run = _read(run_dir, rubric)
+    report = _release(run, rubric, version, baseline)
+    if as_json:
+        typer.echo(json.dumps([decision.model_dump(mode="json") for decision in report.decisions], indent=2,
+                              ensure_ascii=False))
+    else:
+        print_release(report, rubric, _results_console())
+    print_notices(report, stderr_console())
+    if apply:
+        _apply_labels(report.decisions, ab_label or rubric.decision.ab_label, run.directory)
+    raise typer.Exit(code=decision_exit_code(report.decisions))
+
+
+def report(
+    run_dir: RunDirArgument,
+    baseline: BaselineOption = None,
+    version: VersionsOption = None,
+    output: Annotated[Path | None, typer.Option(
+        "--output", "-o", help="Directory for report.html, decisions.json and the release CSV/Parquet files. "
+                               "Default: the run directory.", file_okay=False, show_default=False)] = None,
+    worst: Annotated[int, typer.Option(min=0, help="Worst cases shown per version.")] = 5,
+    rubric_path: RubricOption = None,
+) -> None:
+    """Write the release report of a run: report.html (self-contained), decisions.json, CSV and Parquet.
+
+    Prints the decisions table and where the files went. Exit codes: 0 written; 2 bad
+    arguments or inputs.
+    """
+    rubric = load_rubric_option(rubric_path)
+    run = _read(run_dir, rubric)
+    release = _release(run, rubric, version, baseline)
+    html = render_html(release, run.cases, rubric, worst=worst)
+    target = output if output is not None else run.directory
+    try:
+        written = write_release_files(release, target, html)
+    except OSError as error:
+        raise fail(f"error: cannot write the report to {display_path(target)}: {error.strerror}", EXIT_USAGE) from None
+    print_release(release, rubric, _results_console())
+    errors = stderr_console()
+    print_notices(release, errors)
+    errors.print(Text(f"report: {display_path(target / 'report.html')} (and {len(written) - 1} more file(s) in "
+                      f"{display_path(target)})"))
+
+
+def _pairs(a: ReleaseRun, b: ReleaseRun, versions: Sequence[str] | None) -> list[tuple[str, str]]:
+    """(version in A, version in B) pairs: the same name in both runs, or each run's only version."""
+    in_a = list(dict.fromkeys(case.prompt_version for case in a.cases))
+    in_b = list(dict.fromkeys(case.prompt_version for case in b.cases))
+    if versions:
+        missing = [f"{name} (not in {side.run_id})" for name in versions for side, present in ((a, in_a), (b, in_b))
+                   if name not in present]
+        if missing:
+            raise fail(f"error: --prompt: {', '.join(missing)}", EXIT_USAGE)
+        return [(name, name) for name in versions]
+    common = [name for name in in_b if name in in_a]
+    if common:
+        return [(name, name) for name in common]
+    if len(in_a) == 1 and len(in_b) == 1:
+        return [(in_a[0], in_b[0])]
+    raise fail(f"error: the runs share no prompt version ({a.run_id}: {', '.join(in_a)}; {b.run_id}: "
+               f"{', '.join(in_b)}); compare runs of the same versions, or of one version each", EXIT_USAGE)
+
+
+def compare(
+    run_a: Annotated[Path, typer.Argument(help="The reference run directory.", show_default=False)],
+    run_b: Annotated[Path, typer.Argument(help="The run to compare with it.", show_default=False)],
+    version: Annotated[list[str] | None, typer.Option(
+        "--prompt", "-p", help="Compare only this prompt version (present in both runs); repeatable.",
+        show_default=False)] = None,
+    rubric_path: RubricOption = None,
+) -> None:
+    """Compare two runs version by version: B minus A per metric, paired by scenario, with intervals.
+
+    Versions with the same name are compared; two runs of one version each are compared with
+    each other. Exit codes: 0 no metric significantly worse in B; 1 B is significantly worse
+    on some metric; 2 bad arguments or inputs.
+    """
+    rubric = load_rubric_option(rubric_path)
+    a, b = _read(run_a, rubric), _read(run_b, rubric)
+    console = _results_console()
+    regressed = []
+    for version_a, version_b in _pairs(a, b, version):
+        comparison = compare_versions(version_b, version_a, b.cases, rubric, baseline_cases=a.cases)
+        if comparison.pairs == 0:
+            raise fail(f"error: {version_a} in {a.run_id} and {version_b} in {b.run_id} share no scored scenario",
+                       EXIT_USAGE)
+        label_a, label_b = f"{a.run_id}/{version_a}", f"{b.run_id}/{version_b}"
+        console.print(comparison_table(comparison, title=f"B {label_b} against A {label_a}"))
+        console.print(_side_line("A", label_a, a, version_a, rubric))
+        console.print(_side_line("B", label_b, b, version_b, rubric))
+        regressed += [f"{label_b} {delta.metric} {delta.delta:+.3f}" for delta in comparison.deltas
+                      if delta.change == "regressed"]
+    errors = stderr_console()
+    for notice in dict.fromkeys(a.notices + b.notices):
+        errors.print(Text(f"notice: {notice}", style="yellow"))
+    if a.sample_data or b.sample_data:
+        errors.print(Text("notice: recorded sample replies (replay) are among these scores, not a live model",
+                          style="yellow"))
+    if regressed:
+        errors.print(Text(f"significantly worse in B: {'; '.join(regressed)}", style="red"))
+        raise typer.Exit(code=EXIT_REGRESSION)
+
+
+def _side_line(side: str, label: str, run: ReleaseRun, version: str, rubric: Rubric) -> Text:
+    """The version's decision within its own run, for context beside the differences."""
+    try:
+        decision = report_for_run(run, rubric, versions=[version]).decisions[0]
+    except ReleaseError as error:
+        return Text(f"{side} {label}: {error}", style="yellow")
+    return Text(f"{side} {label}: {decision.summary}")
+
+
+def print_run_decisions(store: RunStore, cases: list[CaseResult], rubric: Rubric) -> None:
+    """The end of `penpal-eval run`: the decision per version with its reasons (baselines from the manifest)."""
+    baselines = store.manifest.get("config", {}).get("baselines") or {}
+    present = list(dict.fromkeys(case.prompt_version for case in cases))
+    decidable = [version for version in present
+                 if any(case.status == "ok" for case in cases if case.prompt_version == version)]
+    errors = stderr_console()
+    for version in present:
+        if version not in decidable:
+            errors.print(Text(f"no release decision for {version}: every case failed", style="yellow"))
+    if not decidable:
+        return
+    try:
+        release = release_report(cases, rubric, baselines=baselines, versions=decidable)
+    except ReleaseError as error:
+        errors.print(Text(f"no release decision: {error}", style="yellow"))
+        return
+    print_release(release, rubric, _results_console())

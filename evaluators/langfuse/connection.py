@@ -1,0 +1,236 @@
+"""One Langfuse client per process and key, wired so that nothing it drops goes unnoticed.
+
+The Langfuse SDK sends spans through OpenTelemetry's batch processor and, when the server
+fails, gives up after a few retries with only a log line. Three things are added here:
+
+- span ids come from a seed set just before each span starts (`seeded_span`), so the same
+  case pushed twice produces the same observation ids and Langfuse updates instead of
+  duplicating;
+- the OTLP exporter is wrapped so each span's outcome (delivered, or failed) is recorded
+  per emission, and the SDK's warnings are captured, so a run can say how many spans did
+  not arrive and why;
+- flushing and shutting down happen in a worker thread that is waited for a bounded time,
+  because the SDK's own flush blocks for as long as a hanging server keeps it.
+
+The SDK keeps one client per public key for the whole process and ignores a second
+client's tracer provider; `connect` mirrors that with its own registry, so a second push in
+the same process reuses the same recording exporter instead of silently bypassing it.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextvars
+import hashlib
+import logging
+import random
+import threading
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from langfuse import Langfuse
+from opentelemetry.exporter.otlp.proto.http import Compression
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.id_generator import IdGenerator
+
+from evaluators.langfuse.settings import LangfuseConfigError, LangfuseSettings
+
+OTLP_PATH = "/api/public/otel/v1/traces"
+SDK_LOGGERS = ("langfuse", "opentelemetry")
+
+# --- deterministic span ids ---------------------------------------------------------------------
+# Holds a one-element list: the next span started in this context takes (and consumes) the seed.
+_span_seed: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("penpal_span_seed", default=None)
+
+
+def span_id_for(seed: str) -> str:
+    """The 16-hex-digit span id a seed produces (never zero, which OpenTelemetry reserves)."""
+    value = int(hashlib.sha256(f"penpal-eval/span/{seed}".encode()).hexdigest()[:16], 16)
+    return format(value or 1, "016x")
+
+
+class SeededIdGenerator(IdGenerator):
+    """Span ids from the seed in context, random ones otherwise (spans we did not create)."""
+
+    def generate_span_id(self) -> int:
+        pending = _span_seed.get()
+        if pending:
+            return int(span_id_for(pending.pop()), 16)
+        return random.getrandbits(64) or 1
+
+    def generate_trace_id(self) -> int:
+        return random.getrandbits(128) or 1
+
+
+@contextmanager
+def seeded_span(seed: str) -> Iterator[None]:
+    """The first span started inside takes its id from `seed`; later ones are not affected."""
+    token = _span_seed.set([seed])
+    try:
+        yield
+    finally:
+        _span_seed.reset(token)
+
+
+# --- delivery accounting ----------------------------------------------------------------------------
+SpanKey = tuple[int, int]  # (span id, start time in ns): one emission of one span
+
+
+def span_key(span: ReadableSpan) -> SpanKey:
+    return span.context.span_id, span.start_time or 0
+
+
+class RecordingSpanExporter(SpanExporter):
+    """Passes spans to the real exporter and remembers, per emission, whether they arrived."""
+
+    def __init__(self, inner: SpanExporter) -> None:
+        self.inner = inner
+        self._lock = threading.Lock()
+        self._delivered: set[SpanKey] = set()
+        self._failed: set[SpanKey] = set()
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        try:
+            result = self.inner.export(spans)
+        except Exception:  # noqa: BLE001 - an exporter bug is a failed delivery, not a crash
+            logging.getLogger(__name__).exception("span export raised")
+            result = SpanExportResult.FAILURE
+        keys = {span_key(span) for span in spans}
+        with self._lock:
+            if result is SpanExportResult.SUCCESS:
+                self._delivered |= keys
+                self._failed -= keys
+            else:
+                self._failed |= keys - self._delivered
+        return result
+
+    def delivered(self, keys: Sequence[SpanKey]) -> set[SpanKey]:
+        with self._lock:
+            return {key for key in keys if key in self._delivered}
+
+    def shutdown(self) -> None:
+        self.inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self.inner.force_flush(timeout_millis)
+
+
+class CapturedLogs(logging.Handler):
+    """The SDK's warnings and errors, kept (with secrets masked) so a report can show them."""
+
+    def __init__(self, secrets: Sequence[str]) -> None:
+        super().__init__(level=logging.WARNING)
+        self._secrets = [secret for secret in secrets if secret]
+        self._lock_messages = threading.Lock()
+        self.messages: Counter[str] = Counter()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            message = record.getMessage()
+        except Exception:  # noqa: BLE001 - a malformed log record must not break the run
+            message = str(record.msg)
+        for secret in self._secrets:
+            message = message.replace(secret, "***")
+        with self._lock_messages:
+            self.messages[f"{record.name}: {message[:300]}"] += 1
+
+    def since(self, mark: Counter[str]) -> list[str]:
+        """Messages logged after `mark` (a copy of `messages`), with their counts."""
+        with self._lock_messages:
+            newer = self.messages - mark
+        return [f"{text} (x{count})" if count > 1 else text for text, count in newer.most_common()]
+
+    def mark(self) -> Counter[str]:
+        with self._lock_messages:
+            return Counter(self.messages)
+
+
+# --- the connection -------------------------------------------------------------------------------
+def _exporter(settings: LangfuseSettings) -> OTLPSpanExporter:
+    """The OTLP exporter the SDK would build: gzip protobuf with Basic auth to Langfuse's endpoint."""
+    token = base64.b64encode(f"{settings.public_key}:{settings.secret_key}".encode()).decode("ascii")
+    return OTLPSpanExporter(
+        endpoint=f"{settings.base_url}{OTLP_PATH}",
+        headers={"Authorization": f"Basic {token}", "x-langfuse-sdk-name": "python",
+                 "x-langfuse-public-key": settings.public_key, "x-langfuse-ingestion-version": "4"},
+        timeout=settings.timeout_s,
+        compression=Compression.Gzip,
+    )
+
+
+def run_bounded(action, timeout_s: float, name: str) -> bool:
+    """Run `action` in a daemon thread; True when it finished within `timeout_s`.
+
+    A hanging server can hold the SDK's flush for minutes; the caller reports what was not
+    confirmed instead of waiting, and a daemon thread never keeps the process alive.
+    """
+    done = threading.Event()
+
+    def target() -> None:
+        try:
+            action()
+        finally:
+            done.set()
+
+    threading.Thread(target=target, name=f"penpal-langfuse-{name}", daemon=True).start()
+    return done.wait(timeout_s)
+
+
+@dataclass
+class LangfuseConnection:
+    settings: LangfuseSettings
+    client: Langfuse
+    provider: TracerProvider
+    exporter: RecordingSpanExporter
+    logs: CapturedLogs
+    environment: str
+    _shut_down: bool = field(default=False, repr=False)
+
+    @property
+    def api(self):
+        """The SDK's synchronous REST client (scores, configs, datasets, prompts, traces)."""
+        return self.client.api
+
+    def flush(self, timeout_s: float | None = None) -> bool:
+        """Export every finished span; False when the server did not take them in time."""
+        return run_bounded(self.provider.force_flush, timeout_s or self.settings.flush_timeout_s, "flush")
+
+    def shutdown(self, timeout_s: float | None = None) -> bool:
+        """Flush and stop the SDK's background work, bounded; the process may then exit at once.
+
+        The connection stays usable for later pushes in the same process: the SDK keeps its
+        span pipeline, only its own (unused) score and media threads stop.
+        """
+        self._shut_down = True
+        return run_bounded(self.client.shutdown, timeout_s or self.settings.flush_timeout_s, "shutdown")
+
+
+_connections: dict[str, LangfuseConnection] = {}
+_connections_lock = threading.Lock()
+
+
+def connect(settings: LangfuseSettings, environment: str = "penpal-eval") -> LangfuseConnection:
+    """The process's connection for these keys, created on first use."""
+    with _connections_lock:
+        existing = _connections.get(settings.public_key)
+        if existing is not None:
+            if existing.settings.base_url != settings.base_url or existing.settings.secret_key != settings.secret_key:
+                raise LangfuseConfigError(
+                    f"this process already talks to Langfuse at {existing.settings.endpoint} with public key "
+                    f"{settings.public_key}; the SDK allows one server per key and process")
+            return existing
+        logs = CapturedLogs([settings.secret_key])
+        for name in SDK_LOGGERS:
+            logging.getLogger(name).addHandler(logs)
+        exporter = RecordingSpanExporter(_exporter(settings))
+        provider = TracerProvider(id_generator=SeededIdGenerator(), shutdown_on_exit=False)
+        client = Langfuse(public_key=settings.public_key, secret_key=settings.secret_key, base_url=settings.base_url,
+                          timeout=max(1, round(settings.timeout_s)), environment=environment,
+                          tracer_provider=provider, span_exporter=exporter)
+        connection = LangfuseConnection(settings, client, provider, exporter, logs, environment)
+        _connections[settings.public_key] = connection
+        return connection

@@ -1,0 +1,267 @@
+"""Publishing a run to Langfuse: traces, scores, experiments and review items, with an account
+of what did not arrive.
+
+One publisher serves both ways in: the live run (as a sink, case by case) and `penpal-eval
+push RUN_DIR` (the stored cases). Spans go out through the SDK in the background as cases
+come; scores, run-level scores and review items are sent by `deliver()` at the end, in
+batches with retries. Whatever Langfuse did not confirm is counted, named in the report and
+left out of the ledger, so the next push sends exactly that.
+
+Failures here never fail the run: a run against a failing Langfuse finishes with its store
+whole and says what it could not deliver.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from evaluators.langfuse.connection import LangfuseConnection, connect
+from evaluators.langfuse.datasets import DatasetSync, sync_dataset
+from evaluators.langfuse.ids import experiment_id, experiment_run_name, turn_trace_id
+from evaluators.langfuse.ledger import DeliveryLedger
+from evaluators.langfuse.rest import LangfuseCallFailed, LangfuseRest
+from evaluators.langfuse.review import add_to_queue, queued_trace_ids, resolve_queue, review_reasons
+from evaluators.langfuse.score_configs import (
+    CATEGORICAL,
+    HARD_CRITERIA,
+    NUMERIC,
+    JUDGE_OVERALL,
+    JUDGE_VERDICT,
+    definitions_by_name,
+    ensure_score_configs,
+    score_definitions,
+)
+from evaluators.langfuse.scores import ScoreBuilder, ScoreRecord, body_fingerprint, send_scores, turn_scores
+from evaluators.langfuse.traces import ExperimentLink, TurnTrace, emit_turn
+from evaluators.models import CaseResult
+from evaluators.rubric import OVERALL, Rubric
+from evaluators.langfuse.settings import LangfuseSettings
+from evaluators.store import RunInputs, RunStore, StoreError, utc_now
+
+
+@dataclass
+class DeliveryReport:
+    """What one push delivered and what it could not; printed by the CLI, kept in the ledger."""
+
+    endpoint: str
+    traces_sent: int = 0
+    traces_unchanged: int = 0
+    spans_sent: int = 0
+    spans_undelivered: int = 0
+    scores_sent: int = 0
+    scores_unchanged: int = 0
+    scores_undelivered: int = 0
+    review_items_added: int = 0
+    failed_cases_skipped: int = 0
+    problems: list[str] = field(default_factory=list)
+    sdk_messages: list[str] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return not self.spans_undelivered and not self.scores_undelivered and not self.problems
+
+    def to_record(self) -> dict:
+        return {key: value for key, value in self.__dict__.items()}
+
+    def lines(self) -> list[str]:
+        lines = [f"langfuse {self.endpoint}: {self.traces_sent} trace(s) with {self.spans_sent} span(s) and "
+                 f"{self.scores_sent} score(s) sent; {self.traces_unchanged} trace(s) and {self.scores_unchanged} "
+                 f"score(s) already there; {self.review_items_added} added for review"]
+        if self.spans_undelivered or self.scores_undelivered:
+            lines.append(f"NOT DELIVERED: {self.spans_undelivered} span(s), {self.scores_undelivered} score(s); "
+                         "the run store keeps them: send them with `penpal-eval push RUN_DIR`")
+        if self.failed_cases_skipped:
+            lines.append(f"{self.failed_cases_skipped} failed case(s) not pushed: resume the run first")
+        lines += [f"problem: {problem}" for problem in self.problems]
+        lines += [f"sdk: {message}" for message in self.sdk_messages[:10]]
+        return lines
+
+
+@dataclass
+class _PendingTrace:
+    trace: TurnTrace
+    fingerprint: str
+
+
+class LangfusePublisher:
+    def __init__(self, connection: LangfuseConnection, rubric: Rubric, *, run_id: str, inputs: RunInputs,
+                 run_dir: Path, timestamp: str | None, resend_all: bool = False) -> None:
+        self.connection = connection
+        self.rubric = rubric
+        self.run_id = run_id
+        self.prompts = {prompt.version: prompt for prompt in inputs.prompts}
+        self.baselines = {prompt.version: prompt.baseline for prompt in inputs.prompts}
+        self.scenarios = {scenario.id: scenario for scenario in inputs.scenarios}
+        self.inputs = inputs
+        self.timestamp = timestamp  # the run's start: Langfuse updates a score only if id and timestamp match
+        self.resend_all = resend_all
+        self.rest = LangfuseRest(connection.api, timeout_s=connection.settings.timeout_s)
+        self.ledger = DeliveryLedger.load(run_dir)
+        if self.ledger.endpoint != connection.settings.endpoint:  # another server: nothing of ours is there yet
+            self.ledger = DeliveryLedger(self.ledger.path, connection.settings.endpoint, pushes=self.ledger.pushes)
+        self.report = DeliveryReport(connection.settings.endpoint)
+        self.config_ids: dict[str, str] = {}
+        self.dataset: DatasetSync | None = None
+        self.experiments: dict[str, ExperimentLink] = {}
+        self.queue_id: str | None = None
+        self._queued: set[str] = set()
+        self._traces: list[_PendingTrace] = []
+        self._scores: list[ScoreRecord] = []
+        self._review: list[str] = []
+        self._log_mark = connection.logs.mark()
+
+    # --- before the cases -----------------------------------------------------------------------
+    def prepare(self) -> None:
+        """Score configs, the dataset and the experiments; each failure is noted, none is fatal."""
+        self._attempt("score configs", self._prepare_configs)
+        self._attempt("dataset", self._prepare_dataset)
+        if self.connection.settings.review_queue:
+            self._attempt("annotation queue", self._prepare_queue)
+
+    def _attempt(self, what: str, step: Callable[[], None]) -> None:
+        try:
+            step()
+        except LangfuseCallFailed as error:
+            self.report.problems.append(f"{what}: {error}")
+        except Exception as error:  # noqa: BLE001 - e.g. an answer of unexpected shape: noted, the run goes on
+            self.report.problems.append(f"{what}: {type(error).__name__}: {error}")
+
+    def _prepare_configs(self) -> None:
+        self.config_ids = ensure_score_configs(self.rest, score_definitions(self.rubric)).ids
+
+    def _prepare_dataset(self) -> None:
+        self.dataset = sync_dataset(self.rest, self.connection.settings.dataset, self.inputs.scenarios)
+        projects = self.rest.call(self.rest.api.projects.get, what="get project").data
+        project = projects[0].id if projects else None
+        for version, prompt in self.prompts.items():
+            run_name = experiment_run_name(self.run_id, version)
+            self.experiments[version] = ExperimentLink(experiment_id(project, self.dataset.id, run_name), run_name,
+                                                       self.dataset.id, prompt.description.strip())
+
+    def _prepare_queue(self) -> None:
+        ids = [self.config_ids[name] for name in (OVERALL, JUDGE_OVERALL, JUDGE_VERDICT, HARD_CRITERIA)
+               if name in self.config_ids]
+        self.queue_id = resolve_queue(self.rest, self.connection.settings.review_queue, ids)
+        self._queued = queued_trace_ids(self.rest, self.queue_id)
+
+    # --- the cases ----------------------------------------------------------------------------------
+    def add_case(self, case: CaseResult) -> None:
+        """Emit the case's traces (if new or changed) and queue its scores and review items.
+
+        Never raises: the run store has the case, and a case that cannot be published is named
+        in the report (and sent again by the next push).
+        """
+        if case.status != "ok":
+            self.report.failed_cases_skipped += 1
+            return
+        try:
+            self._add_turns(case)
+        except Exception as error:  # noqa: BLE001 - one unpublishable case must not stop a run or a push
+            self.report.problems.append(f"{case.case_id}: not published: {type(error).__name__}: {error}")
+
+    def _add_turns(self, case: CaseResult) -> None:
+        experiment = self.experiments.get(case.prompt_version)
+        fingerprint = f"{case.finished_at}|{self.rubric.content_hash}|{experiment.experiment_id if experiment else '-'}"
+        for turn in case.turns:
+            trace_id = turn_trace_id(self.run_id, case.prompt_version, case.scenario_id, turn.index)
+            if self.resend_all or self.ledger.traces.get(trace_id) != fingerprint:
+                item_id = self.dataset.item_id(case.scenario_id, turn.index) if self.dataset else None
+                trace = emit_turn(self.connection.client, run_id=self.run_id, case=case, turn=turn, rubric=self.rubric,
+                                  prompt=self.prompts.get(case.prompt_version),
+                                  scenario=self.scenarios.get(case.scenario_id), item_id=item_id,
+                                  experiment=experiment)
+                self._traces.append(_PendingTrace(trace, fingerprint))
+            else:
+                self.report.traces_unchanged += 1
+            self.add_scores(turn_scores(case=case, turn=turn, trace_id=trace_id, rubric=self.rubric,
+                                        timestamp=self.timestamp, environment=self.connection.environment,
+                                        run_id=self.run_id))
+            if self.queue_id and review_reasons(turn) and trace_id not in self._queued:
+                self._review.append(trace_id)
+                self._queued.add(trace_id)
+
+    def add_scores(self, records: Iterable[ScoreRecord]) -> None:
+        """Queue scores that Langfuse does not have yet in this form (all of them with resend_all)."""
+        for record in records:
+            if self.resend_all or self.ledger.scores.get(record.id) != body_fingerprint(record.body(self.config_ids)):
+                self._scores.append(record)
+            else:
+                self.report.scores_unchanged += 1
+
+    # --- the end ---------------------------------------------------------------------------------------
+    def deliver(self) -> DeliveryReport:
+        """Flush spans (bounded), send scores and review items, record what arrived."""
+        report = self.report
+        if not self.connection.flush():
+            report.problems.append(f"Langfuse did not take the spans within {self.connection.settings.flush_timeout_s:g} s")
+        for pending in self._traces:
+            keys = pending.trace.span_keys
+            delivered = self.connection.exporter.delivered(keys)
+            report.traces_sent += 1
+            report.spans_sent += len(keys)
+            report.spans_undelivered += len(keys) - len(delivered)
+            if len(delivered) == len(keys):
+                self.ledger.traces[pending.trace.trace_id] = pending.fingerprint
+        self._send_scores()
+        for trace_id in self._review:
+            try:
+                add_to_queue(self.rest, self.queue_id, trace_id)
+            except LangfuseCallFailed as error:
+                report.problems.append(str(error))
+                continue
+            self.ledger.review_items[trace_id] = self.queue_id
+            report.review_items_added += 1
+        report.sdk_messages = self.connection.logs.since(self._log_mark)
+        self.ledger.pushes.append({"at": utc_now(), **{key: value for key, value in report.to_record().items()
+                                                        if key not in ("sdk_messages",)}})
+        self.ledger.save()
+        self._traces, self._scores, self._review = [], [], []
+        return report
+
+    def _send_scores(self) -> None:
+        bodies = {record.id: record.body(self.config_ids) for record in self._scores}  # one per id: the last wins
+        delivery = send_scores(self.rest, bodies.values())
+        self.report.scores_sent += delivery.sent
+        self.report.scores_undelivered += delivery.undelivered
+        self.report.problems += [problem for problem in delivery.problems if problem not in self.report.problems]
+        for score_id in delivery.delivered:
+            self.ledger.scores[score_id] = body_fingerprint(bodies[score_id])
+
+
+def version_scores(publisher: LangfusePublisher, version: str, values: Mapping[str, float | str | None],
+                   comments: Mapping[str, str] | None = None) -> list[ScoreRecord]:
+    """Run-level scores of one prompt version, on its experiment (dataset run); [] without one."""
+    experiment = publisher.experiments.get(version)
+    if experiment is None:
+        return []
+    definitions = definitions_by_name(publisher.rubric)
+    builder = ScoreBuilder(subject=experiment.experiment_id, dataset_run_id=experiment.experiment_id,
+                           timestamp=publisher.timestamp, environment=publisher.connection.environment,
+                           metadata={"run_id": publisher.run_id, "prompt_version": version})
+    for name, value in values.items():
+        kind = definitions[name].data_type
+        comment = (comments or {}).get(name)
+        if kind == NUMERIC:
+            builder.numeric(name, value, comment)
+        elif kind == CATEGORICAL:
+            builder.categorical(name, value, comment)
+    return builder.records
+
+
+def publisher_for_store(store: RunStore, rubric: Rubric, settings: LangfuseSettings, *,
+                        resend_all: bool = False) -> LangfusePublisher:
+    """A publisher for a stored run; StoreError when the run cannot be pushed faithfully."""
+    manifest = store.manifest
+    run_rubric = manifest.get("hashes", {}).get("rubric")
+    if run_rubric and run_rubric != rubric.content_hash:
+        raise StoreError(f"{store.directory}: the run was scored with another rubric ({run_rubric}, now "
+                         f"{rubric.content_hash}); push it with --rubric pointing at that rubric file")
+    inputs = store.read_inputs()
+    if inputs is None:
+        raise StoreError(f"{store.directory}: this run predates inputs.json (the prompts and scenarios it was made "
+                         "from), so its traces cannot be rebuilt; run the evaluation again to push it")
+    return LangfusePublisher(connect(settings), rubric, run_id=manifest.get("run_id") or store.directory.name,
+                             inputs=inputs, run_dir=store.directory, timestamp=manifest.get("created_at"),
+                             resend_all=resend_all)

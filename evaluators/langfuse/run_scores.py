@@ -1,0 +1,50 @@
+"""Per prompt version, on its experiment: the aggregates and the release decision as run-level
+scores, so Langfuse's experiment comparison shows them beside the per-trace scores.
+
+The numbers are the ones `penpal-eval decide` prints (evaluators.release), computed from the
+same stored cases and baselines, so Langfuse and the terminal never disagree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from evaluators.langfuse.publisher import LangfusePublisher, version_scores
+from evaluators.langfuse.score_configs import (
+    COMPOSITE,
+    HARD_CRITERIA_PASS_RATE,
+    JUDGE_OVERALL,
+    RELEASE_AVERAGE,
+    RELEASE_DECISION,
+    mean_name,
+)
+from evaluators.models import CaseResult
+from evaluators.release import ReleaseError, release_report
+from evaluators.rubric import METRIC_NAMES, OVERALL
+
+
+def add_run_scores(publisher: LangfusePublisher, cases: Sequence[CaseResult],
+                   baselines: Mapping[str, str | None] | None = None) -> None:
+    """Queue each decidable version's run-level scores (versions without an experiment get none)."""
+    versions = list(dict.fromkeys(case.prompt_version for case in cases if case.status == "ok"))
+    if not versions:
+        return
+    try:
+        report = release_report(cases, publisher.rubric, baselines=baselines or {}, versions=versions)
+    except ReleaseError as error:
+        publisher.report.problems.append(f"run-level scores: {error}")
+        return
+    for decision in report.decisions:
+        aggregate = report.aggregates[decision.prompt_version]
+        values: dict[str, float | str | None] = {
+            mean_name(name): aggregate.heuristic_means.get(name) for name in (*METRIC_NAMES, OVERALL)}
+        values[mean_name(JUDGE_OVERALL)] = (aggregate.judge or {}).get("overall")
+        values[HARD_CRITERIA_PASS_RATE] = aggregate.hard_criteria_pass_rate
+        values[COMPOSITE] = decision.composite
+        values[RELEASE_AVERAGE] = decision.average
+        values[RELEASE_DECISION] = decision.outcome
+        reasons = "; ".join(rule.message for rule in decision.reasons)
+        comments = {RELEASE_DECISION: f"{decision.summary} {reasons}".strip(),
+                    RELEASE_AVERAGE: f"average of {decision.average_of}",
+                    COMPOSITE: "composite of mean quality and hard-criteria pass rate (weights in the rubric)"}
+        publisher.add_scores(version_scores(publisher, decision.prompt_version, values, comments))

@@ -1,0 +1,198 @@
+"""Scores as Langfuse receives them: one record per name per trace, with a deterministic id,
+an explicit data type, and the evidence or the judge's reasoning as the comment.
+
+Langfuse updates a score when the same id arrives again *with the same timestamp*, so every
+score of a run carries the run's start time, not the time it was sent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from evaluators.hard_criteria import turn_hard_criteria
+from evaluators.judge.result import is_usable
+from evaluators.langfuse.ids import score_id
+from evaluators.langfuse.rest import LangfuseCallFailed, LangfuseRest
+from evaluators.langfuse.score_configs import (
+    BOOLEAN,
+    CATEGORICAL,
+    HARD_CRITERIA,
+    JUDGE_FAILURE_MODE,
+    JUDGE_OVERALL,
+    JUDGE_VERDICT,
+    NUMERIC,
+    criterion_name,
+    flag_name,
+    judge_name,
+)
+from evaluators.models import CaseResult, TurnResult
+from evaluators.rubric import METRIC_NAMES, OVERALL, Rubric
+
+COMMENT_LIMIT = 2000  # characters; evidence beyond this is cut with a marker
+
+
+@dataclass(frozen=True)
+class ScoreRecord:
+    id: str
+    name: str
+    value: float | str
+    data_type: str
+    comment: str | None = None
+    trace_id: str | None = None
+    observation_id: str | None = None
+    dataset_run_id: str | None = None
+    timestamp: str | None = None
+    environment: str | None = None
+    metadata: Mapping[str, object] | None = None
+
+    def body(self, config_ids: Mapping[str, str] | None = None) -> dict:
+        """The JSON object POST /api/public/scores takes (camelCase, nulls left out)."""
+        fields = {
+            "id": self.id, "name": self.name, "value": self.value, "dataType": self.data_type,
+            "comment": self.comment, "traceId": self.trace_id, "observationId": self.observation_id,
+            "datasetRunId": self.dataset_run_id, "timestamp": self.timestamp, "environment": self.environment,
+            "metadata": dict(self.metadata) if self.metadata else None,
+            "configId": (config_ids or {}).get(self.name),
+        }
+        return {key: value for key, value in fields.items() if value is not None}
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= COMMENT_LIMIT else text[:COMMENT_LIMIT - 1] + "…"
+
+
+def evidence_comment(heuristics: Mapping, metric: str) -> str:
+    items = (heuristics.get("evidence") or {}).get(metric) or []
+    if not items:
+        return "no indicator fired"
+    return _cut("; ".join(f"{item.get('indicator')} ({item.get('effect', 0):+.2f})"
+                          + (f": {item['text']}" if item.get("text") else "") for item in items))
+
+
+class ScoreBuilder:
+    """Builds the records for one subject (a trace, or an experiment) with shared fields."""
+
+    def __init__(self, *, subject: str, timestamp: str | None, environment: str | None,
+                 metadata: Mapping[str, object] | None = None, trace_id: str | None = None,
+                 observation_id: str | None = None, dataset_run_id: str | None = None) -> None:
+        self.subject = subject
+        self.shared = {"timestamp": timestamp, "environment": environment, "metadata": metadata,
+                       "trace_id": trace_id, "observation_id": observation_id, "dataset_run_id": dataset_run_id}
+        self.records: list[ScoreRecord] = []
+
+    def numeric(self, name: str, value: float | None, comment: str | None = None) -> None:
+        if value is not None:
+            self._add(name, round(float(value), 6), NUMERIC, comment)
+
+    def boolean(self, name: str, value: bool, comment: str | None = None) -> None:
+        self._add(name, 1.0 if value else 0.0, BOOLEAN, comment)
+
+    def categorical(self, name: str, value: str | None, comment: str | None = None) -> None:
+        if value:
+            self._add(name, str(value), CATEGORICAL, comment)
+
+    def _add(self, name: str, value: float | str, data_type: str, comment: str | None) -> None:
+        self.records.append(ScoreRecord(id=score_id(self.subject, name), name=name, value=value, data_type=data_type,
+                                        comment=_cut(comment) if comment else None, **self.shared))
+
+
+def heuristic_scores(builder: ScoreBuilder, turn: TurnResult, rubric: Rubric) -> None:
+    """The six metrics, overall quality, the hard flags and the hard criteria of one reply."""
+    heuristics = turn.heuristics
+    if heuristics is None:
+        return
+    for name in METRIC_NAMES:
+        builder.numeric(name, heuristics.get(name), evidence_comment(heuristics, name))
+    builder.numeric(OVERALL, heuristics.get(OVERALL),
+                    f"{heuristics.get('quality_level')}: weighted sum of the six dimensions")
+    fired = {flag.get("name"): flag for flag in heuristics.get("flags", [])}
+    for name, rule in rubric.disqualifiers.items():
+        flag = fired.get(name)
+        builder.boolean(flag_name(name), flag is not None,
+                        f"{rule.description} {flag.get('text') or ''}".strip() if flag else "not raised")
+    outcomes = turn_hard_criteria(turn, rubric)
+    for outcome in outcomes:
+        builder.boolean(criterion_name(outcome.name), outcome.passed, outcome.detail)
+    failed = [outcome.name for outcome in outcomes if not outcome.passed]
+    builder.boolean(HARD_CRITERIA, not failed, "failed: " + ", ".join(failed) if failed else "all passed")
+
+
+def judge_scores(builder: ScoreBuilder, judge: Mapping | None, rubric: Rubric) -> None:
+    """The judge's overall, per-dimension scores, verdict and failure mode; nothing for a fallback."""
+    if not judge or not is_usable(judge.get("status"), judge.get("parse_status"), judge.get("overall")):
+        return
+    reasoning = judge.get("reasoning") or None
+    builder.numeric(JUDGE_OVERALL, judge.get("overall"), reasoning)
+    for name in METRIC_NAMES:
+        builder.numeric(judge_name(name), (judge.get("dimensions") or {}).get(name), reasoning)
+    builder.categorical(JUDGE_VERDICT, judge.get("verdict"), reasoning)
+    mode = judge.get("failure_mode")
+    if mode in rubric.judge.failure_modes:
+        builder.categorical(JUDGE_FAILURE_MODE, mode, reasoning)
+
+
+def turn_scores(*, case: CaseResult, turn: TurnResult, trace_id: str, rubric: Rubric, timestamp: str | None,
+                environment: str | None, run_id: str) -> list[ScoreRecord]:
+    """Every score of one turn's trace."""
+    builder = ScoreBuilder(subject=trace_id, trace_id=trace_id, timestamp=timestamp, environment=environment,
+                           metadata={"run_id": run_id, "prompt_version": case.prompt_version,
+                                     "scenario_id": case.scenario_id, "turn": turn.index + 1,
+                                     "rubric_version": f"{rubric.version}+{rubric.content_hash}"})
+    heuristic_scores(builder, turn, rubric)
+    judge_scores(builder, turn.judge, rubric)
+    return builder.records
+
+
+def batches(bodies: Iterable[dict], *, max_items: int = 100, max_bytes: int = 900_000) -> Iterable[list[dict]]:
+    """Score bodies in requests Langfuse accepts (its body limit is 1 MB)."""
+    batch: list[dict] = []
+    size = 2
+    for body in bodies:
+        item = len(json.dumps(body).encode()) + 1
+        if batch and (len(batch) >= max_items or size + item > max_bytes):
+            yield batch
+            batch, size = [], 2
+        batch.append(body)
+        size += item
+    if batch:
+        yield batch
+
+
+def body_fingerprint(body: Mapping) -> str:
+    """Changes when what a score says changes (a resumed case re-scored, a config id now known)."""
+    return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+@dataclass
+class ScoreDelivery:
+    sent: int = 0
+    undelivered: int = 0
+    delivered: list[str] = field(default_factory=list)  # ids Langfuse accepted
+    problems: list[str] = field(default_factory=list)
+
+
+def send_scores(rest: LangfuseRest, bodies: Iterable[dict]) -> ScoreDelivery:
+    """POST the scores in batches; a batch that fails for good, or is partly rejected, is undelivered.
+
+    Langfuse's 207 answer counts rejections without naming them, so such a batch is sent again
+    whole next time (ids make that harmless).
+    """
+    delivery = ScoreDelivery()
+    for batch in batches(bodies):
+        delivery.sent += len(batch)
+        try:
+            response = rest.call(rest.api.scores.create, request=batch, what=f"send {len(batch)} score(s)")
+        except LangfuseCallFailed as error:
+            delivery.undelivered += len(batch)
+            if str(error) not in delivery.problems:
+                delivery.problems.append(str(error))
+            continue
+        if getattr(response, "rejected", 0):
+            delivery.undelivered += len(batch)
+            delivery.problems += [f"Langfuse rejected a score: {error.message}" for error in response.errors]
+            continue
+        delivery.delivered += [body["id"] for body in batch]
+    return delivery

@@ -1,0 +1,183 @@
+"""A stored case as Langfuse traces: one trace per evaluated turn, grouped by a session per
+scenario conversation, each holding the companion's generation, the heuristics and the judge.
+
+Everything is built from the run store (the record), so a run pushed live and the same run
+pushed later with `penpal-eval push` produce the same ids and the same content. Span start
+times are the time of the push; each observation lasts as long as the call it stands for
+took, so latencies in Langfuse are the measured ones.
+
+Nothing from the environment goes in: no keys, no endpoints with credentials.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
+
+from langfuse import Langfuse, propagate_attributes
+from langfuse._client.attributes import LangfuseOtelSpanAttributes as Attributes
+from opentelemetry import trace as otel_trace
+
+from evaluators.langfuse.connection import seeded_span
+from evaluators.langfuse.ids import observation_seed, session_id, turn_trace_id
+from evaluators.models import CaseResult, PromptVersion, Scenario, TurnResult
+from evaluators.responder import build_messages
+from evaluators.rubric import METRIC_NAMES, OVERALL, Rubric
+
+TRACE_NAME = "penpal-eval"
+ROLES = ("turn", "reply", "heuristics", "judge")  # the observations of a turn's trace, by seed role
+_METADATA_VALUE_LIMIT = 200  # Langfuse keeps propagated metadata values up to this length
+
+
+@dataclass(frozen=True)
+class ExperimentLink:
+    """Ties a prompt version's traces to its experiment on the scenario dataset."""
+
+    experiment_id: str
+    run_name: str
+    dataset_id: str
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class TurnTrace:
+    """What was emitted for one turn: its trace id and the span seeds, for delivery checks."""
+
+    case_id: str
+    turn: int
+    trace_id: str
+    span_keys: tuple[tuple[int, int], ...]  # (span id, start ns) per emitted span
+
+
+def conversation_messages(case: CaseResult, turn: TurnResult, prompt: PromptVersion | None,
+                          scenario: Scenario | None) -> list[dict]:
+    """The messages the companion was sent for `turn`: system prompt, earlier exchanges, the user."""
+    messages = build_messages(prompt, scenario) if prompt is not None and scenario is not None else []
+    for earlier in case.turns[:turn.index]:
+        messages += [{"role": "user", "content": earlier.user}, {"role": "assistant", "content": earlier.reply}]
+    return [*messages, {"role": "user", "content": turn.user}]
+
+
+def trace_tags(case: CaseResult) -> list[str]:
+    tags = [f"version:{case.prompt_version}", f"family:{case.family}", f"age:{case.age_group}"]
+    if case.demographic_group != case.age_group:
+        tags.append(f"group:{case.demographic_group}")
+    if case.safety:
+        tags.append("safety")
+    return tags
+
+
+def trace_metadata(run_id: str, case: CaseResult, turn: TurnResult, rubric: Rubric) -> dict[str, str]:
+    """Trace metadata for filtering in Langfuse; short values only, never configuration secrets."""
+    values = {
+        "run_id": run_id, "prompt_name": case.prompt_name, "prompt_version": case.prompt_version,
+        "prompt_source": case.prompt_source, "scenario_id": case.scenario_id, "family": case.family,
+        "age_group": case.age_group, "demographic_group": case.demographic_group, "turn": str(turn.index + 1),
+        "turns": str(len(case.turns)), "safety": str(case.safety).lower(), "responder": case.responder,
+        "rubric_version": f"{rubric.version}+{rubric.content_hash}",
+    }
+    return {key: value[:_METADATA_VALUE_LIMIT] for key, value in values.items()}
+
+
+def _experiment_attributes(link: ExperimentLink, item_id: str, root_id: str, case: CaseResult) -> dict[str, str]:
+    """The span attributes Langfuse reads experiment items from (as the SDK's experiment runner sets them)."""
+    return {
+        Attributes.EXPERIMENT_ID: link.experiment_id,
+        Attributes.EXPERIMENT_NAME: link.run_name,
+        Attributes.EXPERIMENT_DATASET_ID: link.dataset_id,
+        Attributes.EXPERIMENT_ITEM_ID: item_id,
+        Attributes.EXPERIMENT_ITEM_ROOT_OBSERVATION_ID: root_id,
+        Attributes.EXPERIMENT_DESCRIPTION: link.description,
+        Attributes.EXPERIMENT_METADATA: json.dumps({"prompt_version": case.prompt_version}),
+        Attributes.EXPERIMENT_ITEM_METADATA: json.dumps({"scenario_id": case.scenario_id, "family": case.family}),
+    }
+
+
+@contextmanager
+def _observation(client: Langfuse, seed: str, attributes: Mapping[str, str], **options) -> Iterator:
+    """A child observation with a seeded id and the experiment attributes, ended by the caller."""
+    with seeded_span(seed), client.start_as_current_observation(end_on_exit=False, **options) as observation:
+        otel_trace.get_current_span().set_attributes(dict(attributes))
+        yield observation
+
+
+def _nanoseconds(seconds: float) -> int:
+    return int(max(seconds, 0.0) * 1_000_000_000)
+
+
+def _heuristics_output(heuristics: Mapping) -> dict:
+    return {"scores": {name: heuristics.get(name) for name in (*METRIC_NAMES, OVERALL)},
+            "quality_level": heuristics.get("quality_level"),
+            "flags": [flag.get("name") for flag in heuristics.get("flags", [])]}
+
+
+def emit_turn(client: Langfuse, *, run_id: str, case: CaseResult, turn: TurnResult, rubric: Rubric,
+              prompt: PromptVersion | None, scenario: Scenario | None, item_id: str | None = None,
+              experiment: ExperimentLink | None = None) -> TurnTrace:
+    """Send one turn's trace through the SDK (exported in the background); returns what was sent."""
+    trace_id = turn_trace_id(run_id, case.prompt_version, case.scenario_id, turn.index)
+    keys: list[tuple[int, int]] = []
+    started = time.time_ns()
+    ends: list[int] = []
+
+    def record(observation) -> None:
+        span = otel_trace.get_current_span()
+        keys.append((span.get_span_context().span_id, getattr(span, "start_time", None) or 0))
+
+    root_manager = client.start_as_current_observation(
+        trace_context={"trace_id": trace_id}, name="companion-turn", as_type="span", input=turn.user,
+        output=turn.reply, metadata={"scenario_title": scenario.title if scenario else None}, end_on_exit=False)
+    with seeded_span(observation_seed(trace_id, "turn")), root_manager as root:
+        record(root)
+        attributes = (_experiment_attributes(experiment, item_id, root.id, case)
+                      if experiment is not None and item_id is not None else {})
+        otel_trace.get_current_span().set_attributes(attributes)
+        with propagate_attributes(session_id=session_id(run_id, case.prompt_version, case.scenario_id),
+                                  tags=trace_tags(case), trace_name=TRACE_NAME, version=case.prompt_version,
+                                  metadata=trace_metadata(run_id, case, turn, rubric)):
+            prompt_link = ({"name": prompt.langfuse_name, "version": prompt.langfuse_version}
+                           if prompt is not None and prompt.langfuse_name and prompt.langfuse_version else None)
+            usage = {"input": turn.usage.prompt_tokens, "output": turn.usage.completion_tokens,
+                     "total": turn.usage.total_tokens} if turn.usage.total_tokens else None
+            with propagate_attributes(prompt=prompt_link) if prompt_link else nullcontext():
+                with _observation(client, observation_seed(trace_id, "reply"), attributes, name="companion-reply",
+                                  as_type="generation", model=turn.model,
+                                  model_parameters={"temperature": prompt.temperature,
+                                                    "max_tokens": prompt.max_tokens} if prompt else None,
+                                  input=conversation_messages(case, turn, prompt, scenario), output=turn.reply,
+                                  usage_details=usage,
+                                  metadata={"cached": turn.cached, "attempts": turn.attempts,
+                                            "responder": case.responder}) as generation:
+                    record(generation)
+                    ends.append(started + _nanoseconds(turn.latency_s))
+                    generation.end(end_time=ends[-1])
+            if turn.heuristics is not None:
+                with _observation(client, observation_seed(trace_id, "heuristics"), attributes,
+                                  name="penpal-heuristics", as_type="evaluator",
+                                  input={"user_message": turn.user, "reply": turn.reply},
+                                  output=_heuristics_output(turn.heuristics),
+                                  metadata={"rubric_version": rubric.version,
+                                            "rubric_hash": rubric.content_hash}) as heuristics:
+                    record(heuristics)
+                    heuristics.end()
+            if turn.judge is not None:
+                judge = turn.judge
+                failed = judge.get("status") == "failed" or judge.get("parse_status") == "fallback"
+                with _observation(client, observation_seed(trace_id, "judge"), attributes, name="penpal-judge",
+                                  as_type="evaluator", input={"user_message": turn.user, "reply": turn.reply},
+                                  output={key: judge.get(key) for key in
+                                          ("reasoning", "dimensions", "overall", "verdict", "failure_mode")},
+                                  metadata={"model": judge.get("model"), "parse_status": judge.get("parse_status"),
+                                            "mode": judge.get("mode"), "cached": judge.get("cached"),
+                                            "usage": judge.get("usage"), "review": judge.get("review")},
+                                  level="ERROR" if failed else None,
+                                  status_message=(judge.get("error") or "verdict unreadable: fallback score")
+                                  if failed else None) as judge_observation:
+                    record(judge_observation)
+                    ends.append(started + _nanoseconds(judge.get("latency_s") or 0.0))
+                    judge_observation.end(end_time=ends[-1])
+        root.end(end_time=max([*ends, time.time_ns()]))
+    return TurnTrace(case.case_id, turn.index, trace_id, tuple(keys))

@@ -1,0 +1,302 @@
+"""Release decisions: deploy, A/B test or revise a prompt version, by the rubric's rules.
+
+Every threshold comes from the rubric's `decision:` section. The rules, in the order they
+are reported:
+
+- revise rules (failing any one means revise): no safety scenario failed its hard criteria;
+  every metric's mean reaches `min_metric_mean`; the average reaches `revise_below_average`.
+- deploy rules (all must pass): the average reaches `deploy_min_average`; every safety
+  scenario in the run was scored (a version is never shipped on no safety evidence).
+- A/B rules (all must pass): the average reaches `ab_test_min_average`; the version beats its
+  baseline on at least one metric beyond noise (paired bootstrap interval above zero); no
+  significant regression on the `regression_guard` metric.
+- flags (reported, never change the outcome): any metric significantly worse than the
+  baseline; fairness gaps above `fairness.max_gap`; cases that failed and are missing from
+  the means.
+
+A version that passes the revise rules but neither the deploy nor the A/B rules is revised
+too: below the deploy bar with no evidence of improvement, nothing argues for shipping it.
+Thresholds are compared on unrounded means (float noise removed), so 0.7 passes "≥ 0.7" and
+0.69996 does not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from evaluators.aggregates import version_aggregates
+from evaluators.comparison import compare_versions
+from evaluators.models import CaseResult, Comparison, Decision, ReleaseReport, RuleOutcome, VersionAggregate
+from evaluators.rubric import METRIC_NAMES, Rubric
+
+SAFETY_HARD_CRITERIA = "safety_hard_criteria"
+METRIC_FLOOR = "metric_floor"
+AVERAGE_FLOOR = "average_floor"
+AVERAGE_DEPLOY = "average_deploy"
+SAFETY_COVERAGE = "safety_coverage"
+AVERAGE_AB_TEST = "average_ab_test"
+BEATS_BASELINE = "beats_baseline"
+NO_GUARD_REGRESSION = "no_guard_regression"
+BASELINE_REGRESSIONS = "baseline_regressions"
+FAIRNESS_GAP = "fairness_gap"
+ALL_CASES_SCORED = "all_cases_scored"
+
+OUTCOME_TITLES: dict[str, str] = {
+    "deploy": "Deploy to production",
+    "ab_test": "A/B testing candidate",
+    "revise": "Needs revision",
+}
+_DECIMALS = 9
+
+
+class ReleaseError(ValueError):
+    """The decision cannot be made on these inputs; the message names what is wrong."""
+
+
+def _at_least(observed: float, threshold: float) -> bool:
+    return round(observed, _DECIMALS) >= round(threshold, _DECIMALS)
+
+
+def shown_against(value: float, threshold: float, digits: int = 3) -> str:
+    """`value` with enough decimals that it does not look equal to the threshold it missed or met
+    (a mean of 0.4996 below 0.5 shows as 0.4996, not 0.500)."""
+    passed = _at_least(value, threshold)
+    for places in range(digits, _DECIMALS + 1):
+        text = f"{value:.{places}f}"
+        if _at_least(float(text), threshold) == passed:
+            return text
+    return repr(value)
+
+
+def _metric_list(names: Sequence[str], values: Mapping[str, float], threshold: float) -> str:
+    return ", ".join(f"{name} {shown_against(values[name], threshold)}" for name in names)
+
+
+# --- the rules ------------------------------------------------------------------------------------
+def _safety_rule(aggregate: VersionAggregate) -> RuleOutcome:
+    failed = aggregate.safety_failed
+    checked = aggregate.safety_scored
+    if failed:
+        shown = "; ".join(f"{scenario} ({', '.join(criteria)})" for scenario, criteria in list(failed.items())[:3])
+        more = f"; and {len(failed) - 3} more" if len(failed) > 3 else ""
+        message = (f"{len(failed)} of {checked} safety scenarios failed their hard criteria: {shown}{more}. "
+                   "A version that fails a safety scenario is never shipped.")
+    else:
+        message = f"No safety scenario failed its hard criteria ({checked} checked)."
+    return RuleOutcome(name=SAFETY_HARD_CRITERIA, role="revise", passed=not failed, observed=float(len(failed)),
+                       threshold=0.0, message=message)
+
+
+def _metric_floor_rule(aggregate: VersionAggregate, rubric: Rubric) -> RuleOutcome:
+    floor = rubric.decision.min_metric_mean
+    means = {name: aggregate.means.get(name) for name in METRIC_NAMES if aggregate.means.get(name) is not None}
+    missing = [name for name in METRIC_NAMES if name not in means]
+    if missing:  # a metric nobody scored cannot be shown to clear the floor
+        return RuleOutcome(name=METRIC_FLOOR, role="revise", passed=False, observed=None, threshold=floor,
+                           message=f"No mean for {', '.join(missing)}: the scored cases carry no such score.")
+    lowest = min(means, key=means.__getitem__)
+    below = [name for name in means if not _at_least(means[name], floor)]
+    if below:
+        message = f"Metric mean below {floor:g}: {_metric_list(below, means, floor)}."
+    else:
+        message = f"Every metric's mean is at least {floor:g} (lowest: {_metric_list([lowest], means, floor)})."
+    return RuleOutcome(name=METRIC_FLOOR, role="revise", passed=not below, observed=means[lowest], threshold=floor,
+                       message=message)
+
+
+def _average_rule(name: str, role: str, average: float, threshold: float, what: str) -> RuleOutcome:
+    passed = _at_least(average, threshold)
+    relation = "reaches" if passed else "is below"
+    return RuleOutcome(name=name, role=role, passed=passed, observed=average, threshold=threshold,
+                       message=f"The average {shown_against(average, threshold)} {relation} the {what} threshold "
+                               f"{threshold:g}.")
+
+
+def _safety_coverage_rule(aggregate: VersionAggregate) -> RuleOutcome:
+    total, scored = aggregate.safety_cases, aggregate.safety_scored
+    if total == 0:
+        message = "No safety scenario was in this run: deploying needs them (run every family)."
+    elif scored < total:
+        message = (f"{total - scored} of {total} safety scenarios could not be scored (the call failed): "
+                   "resume the run before deploying.")
+    else:
+        message = f"All {total} safety scenarios were scored."
+    return RuleOutcome(name=SAFETY_COVERAGE, role="deploy", passed=total > 0 and scored == total,
+                       observed=float(scored), threshold=float(max(total, 1)), message=message)
+
+
+def _delta_text(comparison: Comparison, metric: str) -> str:
+    delta = comparison.delta(metric)
+    if delta is None:
+        return f"{metric} n/a"
+    return f"{metric} {delta.delta:+.3f} ({comparison.confidence:.0%} CI {delta.low:+.3f} to {delta.high:+.3f})"
+
+
+def _beats_baseline_rule(baseline: str | None, comparison: Comparison | None, rubric: Rubric) -> RuleOutcome:
+    if baseline is None:
+        return RuleOutcome(name=BEATS_BASELINE, role="ab_test", passed=False, observed=None, threshold=1.0,
+                           message="No baseline version to compare with (set `baseline:` in the prompt's front "
+                                   "matter or pass --baseline).")
+    if comparison is None:
+        return RuleOutcome(name=BEATS_BASELINE, role="ab_test", passed=False, observed=None, threshold=1.0,
+                           message=f"Baseline {baseline} is not in this run, so no improvement can be shown.")
+    improved = [delta.metric for delta in comparison.deltas if delta.change == "improved"]
+    if not comparison.enough_pairs:
+        message = (f"Only {comparison.pairs} scenarios pair with {baseline} (fewer than "
+                   f"{rubric.decision.bootstrap.min_pairs}): no difference counts as beyond noise.")
+    elif improved:
+        message = (f"Better than {baseline} beyond noise on {len(improved)} metric(s): "
+                   + "; ".join(_delta_text(comparison, name) for name in improved) + ".")
+    else:
+        best = max(comparison.deltas, key=lambda delta: delta.delta, default=None)
+        detail = f"; largest change {_delta_text(comparison, best.metric)}" if best else ""
+        message = (f"No metric is better than {baseline} beyond noise (every {comparison.confidence:.0%} interval "
+                   f"includes zero or is below it{detail}).")
+    return RuleOutcome(name=BEATS_BASELINE, role="ab_test", passed=bool(improved), observed=float(len(improved)),
+                       threshold=1.0, message=message)
+
+
+def _guard_rule(comparison: Comparison | None, rubric: Rubric) -> RuleOutcome:
+    guard = rubric.decision.regression_guard
+    delta = comparison.delta(guard) if comparison else None
+    if delta is None:
+        return RuleOutcome(name=NO_GUARD_REGRESSION, role="ab_test", passed=True, observed=None, threshold=0.0,
+                           message=f"{guard}: not compared (no baseline in this run).")
+    regressed = delta.change == "regressed"
+    verdict = "a significant regression" if regressed else "no significant regression"
+    return RuleOutcome(name=NO_GUARD_REGRESSION, role="ab_test", passed=not regressed, observed=delta.delta,
+                       threshold=0.0,
+                       message=f"{_delta_text(comparison, guard)} against {comparison.baseline}: {verdict}.")
+
+
+def _regressions_rule(comparison: Comparison | None) -> RuleOutcome:
+    """Any metric significantly worse than the baseline: reported whatever the outcome."""
+    if comparison is None:
+        return RuleOutcome(name=BASELINE_REGRESSIONS, role="flag", passed=True, observed=None, threshold=0.0,
+                           message="No baseline comparison in this run.")
+    regressed = [delta.metric for delta in comparison.deltas if delta.change == "regressed"]
+    if regressed:
+        message = (f"Significantly worse than {comparison.baseline} on {len(regressed)} metric(s): "
+                   + "; ".join(_delta_text(comparison, name) for name in regressed) + ".")
+    else:
+        message = f"No metric is significantly worse than {comparison.baseline}."
+    return RuleOutcome(name=BASELINE_REGRESSIONS, role="flag", passed=not regressed, observed=float(len(regressed)),
+                       threshold=0.0, message=message)
+
+
+def _fairness_rule(aggregate: VersionAggregate, rubric: Rubric) -> RuleOutcome:
+    settings = rubric.decision.fairness
+    group = settings.group_by.replace("_", " ")
+    if not aggregate.fairness:
+        return RuleOutcome(name=FAIRNESS_GAP, role="flag", passed=True, observed=None, threshold=settings.max_gap,
+                           message=f"Fewer than two {group}s with {settings.min_cases}+ scored cases: no gap measured.")
+    largest = max(aggregate.fairness, key=lambda gap: gap.gap)
+    flagged = [gap for gap in aggregate.fairness if gap.flagged]
+    if flagged:
+        shown = "; ".join(f"{gap.metric} {gap.gap:.3f} ({gap.highest_group} {gap.highest_mean:.2f} vs "
+                          f"{gap.lowest_group} {gap.lowest_mean:.2f})" for gap in flagged)
+        message = f"Gap between {group}s above {settings.max_gap:g}: {shown}."
+    else:
+        message = (f"Largest gap between {group}s is {largest.gap:.3f} on {largest.metric} "
+                   f"(at most {settings.max_gap:g}).")
+    return RuleOutcome(name=FAIRNESS_GAP, role="flag", passed=not flagged, observed=largest.gap,
+                       threshold=settings.max_gap, message=message)
+
+
+def _all_scored_rule(aggregate: VersionAggregate) -> RuleOutcome:
+    message = (f"{aggregate.failed} of {aggregate.cases} cases failed and are left out of every mean; resume the run."
+               if aggregate.failed else f"All {aggregate.cases} cases were scored.")
+    return RuleOutcome(name=ALL_CASES_SCORED, role="flag", passed=not aggregate.failed,
+                       observed=float(aggregate.failed), threshold=0.0, message=message)
+
+
+# --- the decision -----------------------------------------------------------------------------------
+def decide(aggregate: VersionAggregate, rubric: Rubric, *, baseline: str | None = None,
+           comparison: Comparison | None = None) -> Decision:
+    """The decision for one version from its aggregate and, when it has one, its baseline comparison."""
+    average = aggregate.average
+    if average is None or aggregate.composite is None or aggregate.quality_level is None:
+        raise ReleaseError(f"{aggregate.prompt_version}: no scored case ({aggregate.failed} of {aggregate.cases} "
+                           "failed), so there is nothing to decide on; resume the run")
+    settings = rubric.decision
+    rules = [
+        _safety_rule(aggregate),
+        _metric_floor_rule(aggregate, rubric),
+        _average_rule(AVERAGE_FLOOR, "revise", average, settings.revise_below_average, "revision"),
+        _average_rule(AVERAGE_DEPLOY, "deploy", average, settings.deploy_min_average, "deploy"),
+        _safety_coverage_rule(aggregate),
+        _average_rule(AVERAGE_AB_TEST, "ab_test", average, settings.ab_test_min_average, "A/B test"),
+        _beats_baseline_rule(baseline, comparison, rubric),
+        _guard_rule(comparison, rubric),
+        _regressions_rule(comparison),
+        _fairness_rule(aggregate, rubric),
+        _all_scored_rule(aggregate),
+    ]
+
+    def failing(role: str) -> list[RuleOutcome]:
+        return [rule for rule in rules if rule.role == role and not rule.passed]
+
+    def of_role(role: str) -> list[RuleOutcome]:
+        return [rule for rule in rules if rule.role == role]
+
+    if failing("revise"):
+        outcome, decisive = "revise", failing("revise")
+    elif not failing("deploy"):
+        outcome, decisive = "deploy", of_role("revise") + of_role("deploy")
+    elif not failing("ab_test"):
+        outcome, decisive = "ab_test", failing("deploy") + of_role("ab_test")
+    else:
+        outcome, decisive = "revise", failing("deploy") + failing("ab_test")
+    fired = [rule.name for rule in rules if rule in decisive or (rule.role == "flag" and not rule.passed)]
+    safety = f"{aggregate.safety_scored - len(aggregate.safety_failed)}/{aggregate.safety_cases}"
+    summary = (f"{OUTCOME_TITLES[outcome]}: average {average:.2f} ({aggregate.quality_level}), composite "
+               f"{aggregate.composite:.2f}, hard criteria passed in {aggregate.hard_criteria_pass_rate:.0%} of cases, "
+               f"safety scenarios passed {safety}.")
+    return Decision(
+        prompt_version=aggregate.prompt_version, prompt_name=aggregate.prompt_name,
+        prompt_source=aggregate.prompt_source, outcome=outcome, summary=summary, average=average,
+        average_of=aggregate.average_of, quality_level=aggregate.quality_level, composite=aggregate.composite,
+        hard_criteria_pass_rate=aggregate.hard_criteria_pass_rate, baseline=baseline, rules=rules, fired=fired,
+    )
+
+
+def release_report(
+    cases: Sequence[CaseResult], rubric: Rubric, *, baselines: Mapping[str, str | None] | None = None,
+    versions: Sequence[str] | None = None, baseline_override: str | None = None, run_id: str = "",
+    sample_data: bool = False, notices: Sequence[str] = (),
+) -> ReleaseReport:
+    """Aggregates, comparisons and decisions for the chosen versions of a run.
+
+    Each version's baseline is `baseline_override` when given (except for that version itself),
+    else `baselines[version]` (the prompt's front matter). A front-matter baseline missing from
+    the run only means no comparison; an override missing from the run is an error.
+    """
+    if not cases:
+        raise ReleaseError("the run holds no cases")
+    present = list(dict.fromkeys(case.prompt_version for case in cases))
+    chosen = list(versions) if versions else present
+    unknown = [version for version in chosen if version not in present]
+    if unknown:
+        raise ReleaseError(f"version(s) not in this run: {', '.join(unknown)}; the run has {', '.join(present)}")
+    if baseline_override is not None and baseline_override not in present:
+        raise ReleaseError(f"--baseline {baseline_override}: not in this run; the run has {', '.join(present)}")
+    aggregates = version_aggregates(cases, rubric, present)
+    empty = [version for version in chosen if aggregates[version].scored == 0]
+    if empty:
+        raise ReleaseError(f"no scored case for {', '.join(empty)}: every case failed; resume the run")
+    baselines = baselines or {}
+    comparisons: dict[str, Comparison] = {}
+    decisions = []
+    for version in chosen:
+        baseline = baseline_override if baseline_override is not None else baselines.get(version)
+        if baseline == version:
+            baseline = None
+        comparison = None
+        if baseline in present and aggregates[baseline].scored:
+            comparison = compare_versions(version, baseline, cases, rubric)
+            comparisons[version] = comparison
+        decisions.append(decide(aggregates[version], rubric, baseline=baseline, comparison=comparison))
+    return ReleaseReport(
+        run_id=run_id, sample_data=sample_data, rubric_version=rubric.version, rubric_hash=rubric.content_hash,
+        notices=list(notices), aggregates=aggregates, comparisons=comparisons, decisions=decisions,
+    )

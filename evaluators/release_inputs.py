@@ -1,0 +1,79 @@
+"""Read a run directory for the release commands (decide, compare, report).
+
+The run store keeps the cases; the manifest keeps each version's baseline (runs made before
+it did fall back to the prompt files the run was made from). Decisions use the rubric given
+now, so a changed threshold changes the decision; when the run was scored with another
+rubric, that is said, because the stored scores are the old rubric's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from evaluators.locations import PROJECT_ROOT, display_path
+from evaluators.models import CaseResult, ReleaseReport
+from evaluators.prompts import PromptError, load_prompts
+from evaluators.release import ReleaseError, release_report
+from evaluators.rubric import Rubric
+from evaluators.store import CASES, RunStore, StoreError
+
+
+@dataclass
+class ReleaseRun:
+    directory: Path
+    manifest: dict
+    cases: list[CaseResult]
+    baselines: dict[str, str | None]
+    notices: list[str] = field(default_factory=list)
+
+    @property
+    def run_id(self) -> str:
+        return str(self.manifest.get("run_id") or self.directory.name)
+
+    @property
+    def sample_data(self) -> bool:
+        return bool(self.manifest.get("sample_data"))
+
+
+def _baselines(manifest: dict, notices: list[str]) -> dict[str, str | None]:
+    config = manifest.get("config", {})
+    if isinstance(config.get("baselines"), dict):
+        return dict(config["baselines"])
+    prompts_dir = config.get("prompts_dir")
+    if not prompts_dir:
+        notices.append("the manifest names no baselines and no prompts directory: no baseline comparisons")
+        return {}
+    try:
+        prompts = load_prompts(PROJECT_ROOT / prompts_dir)
+    except PromptError as error:
+        notices.append(f"baselines unknown ({error.problems[0]}): no baseline comparisons")
+        return {}
+    notices.append(f"baselines read from {prompts_dir}/ (this run's manifest predates recording them)")
+    return {prompt.version: prompt.baseline for prompt in prompts}
+
+
+def read_run(directory: Path, rubric: Rubric) -> ReleaseRun:
+    """The run's cases, baselines and notices; StoreError or ReleaseError naming the problem."""
+    store = RunStore.open(directory)
+    manifest = store.manifest
+    cases = store.read_cases()
+    if not cases:
+        raise ReleaseError(f"{display_path(store.directory / CASES)}: the run holds no cases")
+    notices: list[str] = []
+    scored_with = manifest.get("hashes", {}).get("rubric")
+    if scored_with and rubric.content_hash and scored_with != rubric.content_hash:
+        notices.append(f"the run was scored with rubric {scored_with}; thresholds and hard criteria come from "
+                       f"rubric {rubric.content_hash} (the stored scores are the run's)")
+    return ReleaseRun(store.directory, manifest, cases, _baselines(manifest, notices), notices)
+
+
+def report_for_run(run: ReleaseRun, rubric: Rubric, *, versions: list[str] | None = None,
+                   baseline_override: str | None = None) -> ReleaseReport:
+    """The release report of a run read by `read_run`."""
+    return release_report(run.cases, rubric, baselines=run.baselines, versions=versions,
+                          baseline_override=baseline_override, run_id=run.run_id,
+                          sample_data=run.sample_data, notices=run.notices)
+
+
+__all__ = ["ReleaseError", "ReleaseRun", "StoreError", "read_run", "report_for_run"]

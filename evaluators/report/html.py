@@ -1,0 +1,391 @@
+"""The release report as one self-contained HTML file.
+
+Opened from disk with no network: inline CSS, inline SVG charts drawn in Python, no script,
+no external fonts or images. Everything that comes from data (replies, user turns, reasoning,
+scenario and version names) is escaped, because a reply may well contain `<script>`.
+
+What it shows, top to bottom: a scorecard per version with its decision and the rules that
+decided it; the metric means against the thresholds; a family × metric heatmap per version;
+the differences against each baseline with their bootstrap intervals; fairness across groups;
+hard criteria; the worst cases with their evidence and the judge's reasoning; every rule
+checked; and the thresholds in force.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from html import escape
+
+from evaluators.cli_common import SHORT_NAMES
+from evaluators.models import CaseResult, Comparison, Decision, ReleaseReport, VersionAggregate
+from evaluators.release import OUTCOME_TITLES
+from evaluators.report.svg import Interval, Threshold, bar_chart, heatmap, interval_chart
+from evaluators.report.worst import WorstCase, worst_cases
+from evaluators.rubric import OVERALL, Rubric
+from evaluators.summary import SCORE_COLUMNS
+
+# Cell and badge colours by quality level rank, best first (ranks are spread over the list).
+_LEVEL_FILLS = ("#a8ddb5", "#d4efdc", "#fff1b8", "#ffd6a5", "#f9b4b4")
+_EVIDENCE_PER_TURN = 6
+
+_CSS = """
+:root { --ink:#1d1d1f; --muted:#5f6368; --line:#dfe1e5; --deploy:#1e7b45; --ab_test:#2f62a8; --revise:#b3261e; }
+* { box-sizing:border-box; }
+body { margin:0; padding:24px 32px 48px; color:var(--ink); background:#fafafa;
+       font:14px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,sans-serif; }
+h1 { font-size:24px; margin:0 0 4px; } h2 { font-size:19px; margin:32px 0 10px; border-bottom:1px solid var(--line);
+padding-bottom:4px; } h3 { font-size:16px; margin:0; } h4 { font-size:13px; margin:12px 0 4px; text-transform:uppercase;
+letter-spacing:.04em; color:var(--muted); }
+.muted { color:var(--muted); } code { font-family:ui-monospace,SFMono-Regular,Menlo,monospace; font-size:12px; }
+.banner { background:#fff4e5; border:1px solid #f0c36d; padding:8px 12px; border-radius:6px; margin:10px 0; }
+.cards { display:grid; grid-template-columns:repeat(auto-fill,minmax(360px,1fr)); gap:16px; }
+.card { background:#fff; border:1px solid var(--line); border-top:6px solid var(--muted); border-radius:8px; padding:14px 16px; }
+.card.outcome-deploy { border-top-color:var(--deploy); } .card.outcome-ab_test { border-top-color:var(--ab_test); }
+.card.outcome-revise { border-top-color:var(--revise); }
+.badge { display:inline-block; color:#fff; border-radius:12px; padding:2px 10px; font-size:12px; font-weight:600;
+         background:var(--muted); margin-bottom:6px; }
+.badge.deploy { background:var(--deploy); } .badge.ab_test { background:var(--ab_test); } .badge.revise { background:var(--revise); }
+.figures { display:grid; grid-template-columns:auto 1fr; gap:2px 12px; margin:10px 0 0; }
+.figures dt { color:var(--muted); } .figures dd { margin:0; }
+.big { font-size:22px; font-weight:700; }
+.level { display:inline-block; padding:0 6px; border-radius:4px; font-size:12px; }
+ul.reasons { margin:4px 0 0; padding-left:0; list-style:none; }
+ul.reasons li { padding:3px 0 3px 22px; position:relative; }
+ul.reasons li::before { position:absolute; left:2px; font-weight:700; }
+ul.reasons li.pass::before { content:"✓"; color:var(--deploy); } ul.reasons li.fail::before { content:"✗"; color:var(--revise); }
+ul.reasons li.flag::before { content:"!"; color:#b26a00; }
+table { border-collapse:collapse; background:#fff; margin:6px 0 14px; }
+th, td { border:1px solid var(--line); padding:4px 8px; text-align:left; vertical-align:top; }
+th { background:#f1f3f4; font-weight:600; } td.num { text-align:right; font-variant-numeric:tabular-nums; }
+tr.flagged td, td.flagged { background:#fde2e1; }
+.chart { display:block; max-width:100%; height:auto; background:#fff; border:1px solid var(--line); border-radius:6px;
+         margin:6px 0 14px; }
+.charts { display:flex; flex-wrap:wrap; gap:16px; } .charts figure { margin:0; }
+figcaption { font-size:13px; font-weight:600; margin-bottom:2px; }
+details { background:#fff; border:1px solid var(--line); border-radius:6px; padding:6px 10px; margin:6px 0; }
+summary { cursor:pointer; } .turn { border-left:3px solid var(--line); padding:4px 10px; margin:8px 0; }
+.speaker { font-weight:600; color:var(--muted); font-size:12px; text-transform:uppercase; }
+.text { white-space:pre-wrap; overflow-wrap:anywhere; margin:0 0 6px; }
+.evidence li { font-size:13px; } .judge { background:#f5f7fb; border-radius:4px; padding:6px 8px; font-size:13px; }
+footer { margin-top:36px; color:var(--muted); font-size:12px; }
+"""
+
+
+def _e(value: object) -> str:
+    return escape("" if value is None else str(value), quote=True)
+
+
+def _num(value: float | None, digits: int = 2) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{value:.0%}"
+
+
+def _slug(text: str) -> str:
+    return "".join(char if char.isalnum() else "-" for char in text).strip("-").lower() or "version"
+
+
+class _Palette:
+    """Colours and labels that follow the rubric's quality levels and dimension titles."""
+
+    def __init__(self, rubric: Rubric) -> None:
+        self.rubric = rubric
+        levels = [level.name for level in sorted(rubric.quality_levels, key=lambda level: -level.min)]
+        self.fills = {}
+        for rank, name in enumerate(levels):
+            position = round(rank * (len(_LEVEL_FILLS) - 1) / max(len(levels) - 1, 1))
+            self.fills[name] = _LEVEL_FILLS[position]
+        self.labels = {name: dimension.title for name, dimension in rubric.dimensions.items()}
+        self.labels[OVERALL] = rubric.overall.title
+
+    def fill(self, value: float) -> str:
+        return self.fills.get(self.rubric.quality_level(value), "#eeeeee")
+
+    def level_tag(self, value: float | None) -> str:
+        if value is None:
+            return ""
+        level = self.rubric.quality_level(value)
+        return f'<span class="level" style="background:{self.fill(value)}">{_e(level)}</span>'
+
+
+# --- sections ------------------------------------------------------------------------------------------
+def _header(report: ReleaseReport, rubric: Rubric) -> str:
+    parts = [f"<header><h1>Penpal release report</h1><p class=\"muted\">run <code>{_e(report.run_id)}</code> · "
+             f"{_e(rubric.name)} v{_e(rubric.version)} (<code>{_e(report.rubric_hash)}</code>) · "
+             f"{len(report.decisions)} version(s) decided</p>"]
+    if report.sample_data:
+        parts.append('<p class="banner">These scores are of the recorded sample replies (replay), not of a live '
+                     "model.</p>")
+    parts += [f'<p class="banner">{_e(notice)}</p>' for notice in report.notices]
+    parts.append("</header>")
+    return "".join(parts)
+
+
+def _reason_item(rule, *, flag_role: bool = True) -> str:
+    css = "flag" if rule.role == "flag" and flag_role and not rule.passed else ("pass" if rule.passed else "fail")
+    return f'<li class="{css}"><code>{_e(rule.name)}</code> {_e(rule.message)}</li>'
+
+
+def _judge_line(aggregate: VersionAggregate) -> str:
+    judge = aggregate.judge
+    if not judge or judge.get("overall") is None:
+        return ""
+    verdicts = ", ".join(f"{count} {name}" for name, count in judge.get("verdicts", {}).items())
+    return (f"<dt>judge overall</dt><dd>{_num(judge['overall'])} ({_e(verdicts)}; "
+            f"{judge.get('fallback_turns', 0)} fallback(s) left out)</dd>")
+
+
+def _scorecard(decision: Decision, aggregate: VersionAggregate, palette: _Palette) -> str:
+    safety_passed = aggregate.safety_scored - len(aggregate.safety_failed)
+    baseline = f"baseline <code>{_e(decision.baseline)}</code>" if decision.baseline else "no baseline"
+    reasons = "".join(_reason_item(rule) for rule in decision.reasons)
+    return (
+        f'<article class="card outcome-{_e(decision.outcome)}" id="version-{_e(_slug(decision.prompt_version))}" '
+        f'data-outcome="{_e(decision.outcome)}">'
+        f'<span class="badge {_e(decision.outcome)}">{_e(OUTCOME_TITLES[decision.outcome])}</span>'
+        f"<h3>{_e(decision.prompt_version)}</h3>"
+        f'<p class="muted">{_e(decision.prompt_name)} · {baseline}</p>'
+        f'<dl class="figures"><dt>average</dt><dd><span class="big">{_num(decision.average)}</span> '
+        f"{palette.level_tag(decision.average)}<br><span class=\"muted\">{_e(decision.average_of)}</span></dd>"
+        f"<dt>composite</dt><dd>{_num(decision.composite)}</dd>"
+        f"<dt>hard criteria</dt><dd>{_pct(decision.hard_criteria_pass_rate)} of cases passed all</dd>"
+        f"<dt>safety</dt><dd>{safety_passed}/{aggregate.safety_cases} safety scenarios passed</dd>"
+        f"<dt>cases</dt><dd>{aggregate.scored}/{aggregate.cases} scored</dd>"
+        f"{_judge_line(aggregate)}</dl>"
+        f"<h4>Why</h4><ul class=\"reasons\">{reasons}</ul></article>"
+    )
+
+
+def _metric_chart(report: ReleaseReport, rubric: Rubric, palette: _Palette) -> str:
+    versions = [decision.prompt_version for decision in report.decisions]
+    series = [(version, report.aggregates[version].means) for version in versions]
+    settings = rubric.decision
+    chart = bar_chart("Mean per metric and version", list(SCORE_COLUMNS), series, labels=palette.labels,
+                      thresholds=[Threshold(settings.min_metric_mean, f"metric floor {settings.min_metric_mean:g}"),
+                                  Threshold(settings.deploy_min_average, f"deploy {settings.deploy_min_average:g}")])
+    return f"<section id=\"metrics\"><h2>Metric means</h2>{chart}</section>"
+
+
+def _heatmaps(report: ReleaseReport, rubric: Rubric, palette: _Palette) -> str:
+    figures = []
+    for decision in report.decisions:
+        aggregate = report.aggregates[decision.prompt_version]
+        values = {(group.group, name): group.means.get(name) for group in aggregate.by_family for name in SCORE_COLUMNS}
+        rows = [group.group for group in aggregate.by_family]
+        notes = {group.group: f"{group.cases}" for group in aggregate.by_family}
+        short = {name: _short(name) for name in SCORE_COLUMNS}
+        chart = heatmap(f"{decision.prompt_version}: scenario family × metric", rows, list(SCORE_COLUMNS), values,
+                        palette.fill, column_labels=short, row_notes=notes)
+        figures.append(f"<figure><figcaption>{_e(decision.prompt_version)}</figcaption>{chart}</figure>")
+    return ("<section id=\"families\"><h2>Scenario family × metric</h2><p class=\"muted\">Mean per family (number "
+            "of scored cases in brackets), coloured by quality level.</p>"
+            f"<div class=\"charts\">{''.join(figures)}</div></section>")
+
+
+def _short(name: str) -> str:
+    return SHORT_NAMES.get(name, name)
+
+
+def _comparison_block(comparison: Comparison, palette: _Palette) -> str:
+    intervals = [Interval(palette.labels.get(delta.metric, delta.metric), delta.metric, delta.delta, delta.low,
+                          delta.high, delta.change) for delta in comparison.deltas]
+    title = f"{comparison.candidate} minus {comparison.baseline}"
+    chart = interval_chart(title, intervals) if intervals else ""
+    rows = "".join(
+        f"<tr class=\"change-{_e(delta.change)}\"><td>{_e(palette.labels.get(delta.metric, delta.metric))}</td>"
+        f"<td class=\"num\">{_num(delta.baseline_mean, 3)}</td><td class=\"num\">{_num(delta.candidate_mean, 3)}</td>"
+        f"<td class=\"num\">{delta.delta:+.3f}</td><td class=\"num\">[{delta.low:+.3f}, {delta.high:+.3f}]</td>"
+        f"<td>{_e(delta.change.replace('_', ' '))}</td></tr>" for delta in comparison.deltas)
+    note = (f"{comparison.pairs} scenarios paired by id; {comparison.dropped} dropped (a case failed on one side), "
+            f"{comparison.unpaired} only on one side; paired bootstrap, {comparison.resamples} resamples, seed "
+            f"{comparison.seed}, {comparison.confidence:.0%} percentile interval.")
+    if not comparison.enough_pairs:
+        note += " Too few pairs: no difference counts as significant."
+    return (f"<figure><figcaption>{_e(title)}</figcaption>{chart}<table><thead><tr><th>metric</th>"
+            f"<th>{_e(comparison.baseline)}</th><th>{_e(comparison.candidate)}</th><th>Δ</th>"
+            f"<th>{comparison.confidence:.0%} interval</th><th>change</th></tr></thead><tbody>{rows}</tbody></table>"
+            f"<p class=\"muted\">{_e(note)}</p></figure>")
+
+
+def _deltas(report: ReleaseReport, palette: _Palette) -> str:
+    blocks = [_comparison_block(report.comparisons[decision.prompt_version], palette)
+              for decision in report.decisions if decision.prompt_version in report.comparisons]
+    missing = [decision for decision in report.decisions if decision.prompt_version not in report.comparisons]
+    notes = "".join(f"<li><code>{_e(decision.prompt_version)}</code>: "
+                    f"{_e('baseline ' + decision.baseline + ' is not in this run' if decision.baseline else 'no baseline')}"
+                    "</li>" for decision in missing)
+    body = "".join(blocks) or "<p class=\"muted\">No version has its baseline in this run.</p>"
+    return (f"<section id=\"deltas\"><h2>Against the baseline</h2><div class=\"charts\">{body}</div>"
+            f"{'<ul>' + notes + '</ul>' if notes else ''}</section>")
+
+
+def _fairness(report: ReleaseReport, rubric: Rubric) -> str:
+    settings = rubric.decision.fairness
+    blocks = []
+    for decision in report.decisions:
+        aggregate = report.aggregates[decision.prompt_version]
+        gaps = {gap.metric: gap for gap in aggregate.fairness}
+        head = "".join(f"<th>{_e(_short(name))}</th>" for name in SCORE_COLUMNS)
+        rows = []
+        for group in aggregate.by_fairness_group:
+            compared = group.group != "unspecified" and group.cases >= settings.min_cases
+            note = "" if compared else " <span class=\"muted\">(not compared)</span>"
+            cells = "".join(f"<td class=\"num\">{_num(group.means.get(name))}</td>" for name in SCORE_COLUMNS)
+            rows.append(f"<tr><td>{_e(group.group)}{note}</td><td class=\"num\">{group.cases}</td>{cells}</tr>")
+        gap_cells = "".join(
+            f"<td class=\"num{' flagged' if gaps.get(name) and gaps[name].flagged else ''}\">"
+            f"{_num(gaps[name].gap, 3) if name in gaps else '—'}</td>" for name in SCORE_COLUMNS)
+        rows.append(f"<tr><th>largest gap</th><td></td>{gap_cells}</tr>")
+        blocks.append(f"<h3>{_e(decision.prompt_version)}</h3><table><thead><tr><th>"
+                      f"{_e(settings.group_by.replace('_', ' '))}</th><th>cases</th>{head}</tr></thead>"
+                      f"<tbody>{''.join(rows)}</tbody></table>")
+    return (f"<section id=\"fairness\"><h2>Fairness across groups</h2><p class=\"muted\">Means per "
+            f"{_e(settings.group_by.replace('_', ' '))}; a gap above {settings.max_gap:g} between groups with "
+            f"{settings.min_cases}+ scored cases is flagged in the decision. The groups answered different scenarios, "
+            f"so a gap is a prompt to look, not proof of bias.</p>{''.join(blocks)}</section>")
+
+
+def _hard_criteria(report: ReleaseReport) -> str:
+    versions = [decision.prompt_version for decision in report.decisions]
+    names = list(dict.fromkeys(name for version in versions for name in report.aggregates[version].hard_criteria))
+    head = "".join(f"<th>{_e(version)}</th>" for version in versions)
+    rows = "".join(
+        f"<tr><td><code>{_e(name)}</code></td>"
+        + "".join(f"<td class=\"num\">{_pct(report.aggregates[version].hard_criteria.get(name))}</td>"
+                  for version in versions) + "</tr>" for name in names)
+    rows += ("<tr><th>all criteria</th>" + "".join(
+        f"<td class=\"num\">{_pct(report.aggregates[version].hard_criteria_pass_rate)}</td>" for version in versions)
+        + "</tr>")
+    failed = []
+    for version in versions:
+        aggregate = report.aggregates[version]
+        if aggregate.safety_failed:
+            items = "".join(f"<li><code>{_e(scenario)}</code>: {_e(', '.join(criteria))}</li>"
+                            for scenario, criteria in aggregate.safety_failed.items())
+            failed.append(f"<details><summary>{_e(version)}: {len(aggregate.safety_failed)} safety scenario(s) failed"
+                          f"</summary><ul>{items}</ul></details>")
+    return (f"<section id=\"hard-criteria\"><h2>Hard criteria</h2><p class=\"muted\">Share of scored cases passing "
+            f"each criterion on every turn.</p><table><thead><tr><th>criterion</th>{head}</tr></thead>"
+            f"<tbody>{rows}</tbody></table>{''.join(failed)}</section>")
+
+
+def _evidence(turn) -> str:
+    heuristics = turn.heuristics or {}
+    items = [(item.get("effect", 0.0), metric, item) for metric, entries in (heuristics.get("evidence") or {}).items()
+             for item in entries if item.get("effect", 0.0) < 0]
+    items.sort(key=lambda entry: entry[0])
+    lines = [f"<li><code>{_e(metric)}</code> {_e(item.get('indicator'))} {item.get('effect', 0.0):+.2f}"
+             f"{' — ' + _e(item.get('text')) if item.get('text') else ''}</li>"
+             for _, metric, item in items[:_EVIDENCE_PER_TURN]]
+    lines += [f"<li><strong>flag</strong> <code>{_e(flag.get('name'))}</code> {_e(flag.get('description'))}</li>"
+              for flag in heuristics.get("flags", [])]
+    lines += [f"<li><strong>expectation failed</strong> {_e(outcome.label)} ({_e(outcome.detail)})</li>"
+              for outcome in turn.expectations if not outcome.passed]
+    return f"<ul class=\"evidence\">{''.join(lines)}</ul>" if lines else ""
+
+
+def _judge_block(turn) -> str:
+    judge = turn.judge or {}
+    if not judge or judge.get("overall") is None and not judge.get("reasoning"):
+        return ""
+    mode = f", {judge['failure_mode']}" if judge.get("failure_mode") else ""
+    return (f"<div class=\"judge\"><strong>judge</strong> {_num(judge.get('overall'))} · "
+            f"{_e(judge.get('verdict') or 'no verdict')}{_e(mode)}<p class=\"text\">{_e(judge.get('reasoning') or '')}"
+            "</p></div>")
+
+
+def _worst_case(item: WorstCase, palette: _Palette, opened: bool = False) -> str:
+    case = item.case
+    turns = []
+    for turn in case.turns:
+        overall = (turn.heuristics or {}).get(OVERALL)
+        turns.append(
+            f"<div class=\"turn\"><div class=\"speaker\">user · turn {turn.index + 1}</div>"
+            f"<p class=\"text\">{_e(turn.user)}</p><div class=\"speaker\">companion · heuristic overall "
+            f"{_num(overall)}</div><p class=\"text reply\">{_e(turn.reply)}</p>{_evidence(turn)}{_judge_block(turn)}"
+            "</div>")
+    failed = "".join(f"<li><code>{_e(outcome.name)}</code>: {_e(outcome.detail)}</li>" for outcome in item.failed_criteria)
+    safety = " · <strong>safety scenario</strong>" if case.safety else ""
+    names = ", ".join(outcome.name for outcome in item.failed_criteria)
+    failed_names = f" · failed: {_e(names)}" if names else ""
+    return (f"<details class=\"worst-case\" data-case=\"{_e(case.case_id)}\"{' open' if opened else ''}><summary>"
+            f"<code>{_e(case.scenario_id)}</code> · {_num(item.score)} {palette.level_tag(item.score)} · "
+            f"{_e(case.family)} · {_e(case.demographic_group)}{safety}{failed_names}</summary>"
+            + (f"<h4>Hard criteria failed</h4><ul>{failed}</ul>" if failed else "")
+            + "".join(turns) + "</details>")
+
+
+def _worst(report: ReleaseReport, cases: Sequence[CaseResult], rubric: Rubric, palette: _Palette, limit: int) -> str:
+    blocks = []
+    for decision in report.decisions:
+        items = worst_cases(cases, decision.prompt_version, rubric, limit)
+        blocks.append(f"<h3>{_e(decision.prompt_version)}</h3>" + "".join(_worst_case(item, palette, opened=index == 0)
+                                                                   for index, item in enumerate(items)))
+    return (f"<section id=\"worst\"><h2>Worst cases</h2><p class=\"muted\">Per version, failed safety scenarios "
+            f"first, then the lowest scores ({limit} cases), with each reply's strongest negative evidence, flags, failed expectations and the judge's "
+            f"reasoning when it ran.</p>{''.join(blocks)}</section>")
+
+
+def _rules(report: ReleaseReport) -> str:
+    blocks = []
+    for decision in report.decisions:
+        rows = "".join(
+            f"<tr class=\"{'fired' if rule.name in decision.fired else ''}\"><td><code>{_e(rule.name)}</code></td>"
+            f"<td>{_e(rule.role)}</td><td>{'pass' if rule.passed else 'fail'}</td>"
+            f"<td class=\"num\">{_num(rule.observed, 3)}</td><td class=\"num\">{_num(rule.threshold, 3)}</td>"
+            f"<td>{'yes' if rule.name in decision.fired else ''}</td><td>{_e(rule.message)}</td></tr>"
+            for rule in decision.rules)
+        blocks.append(f"<h3>{_e(decision.prompt_version)}: {_e(OUTCOME_TITLES[decision.outcome])}</h3><table><thead>"
+                      "<tr><th>rule</th><th>role</th><th>result</th><th>observed</th><th>threshold</th><th>decided</th>"
+                      f"<th>reason</th></tr></thead><tbody>{rows}</tbody></table>")
+    return ("<section id=\"rules\"><h2>Every rule checked</h2><p class=\"muted\">Role: failing a <em>revise</em> rule "
+            "means revise; every <em>deploy</em> rule must pass to deploy and every <em>ab_test</em> rule for an A/B "
+            f"candidate; a <em>flag</em> informs only.</p>{''.join(blocks)}</section>")
+
+
+def _thresholds(rubric: Rubric) -> str:
+    d = rubric.decision
+    rows = [
+        ("deploy", f"average ≥ {d.deploy_min_average:g}, every metric ≥ {d.min_metric_mean:g}, no safety scenario "
+                   "failed, every safety scenario scored"),
+        ("A/B test", f"average ≥ {d.ab_test_min_average:g}, better than baseline beyond noise on a metric, no "
+                     f"significant regression in {d.regression_guard}"),
+        ("revise", f"average < {d.revise_below_average:g}, a metric < {d.min_metric_mean:g}, a safety scenario "
+                   "failed, or neither deploy nor A/B"),
+        ("average", f"{d.average_of} (judge weight {d.judge_weight:g} in a blend)"),
+        ("composite", f"{d.composite.quality_weight:g} × average + {d.composite.hard_criteria_weight:g} × hard-criteria "
+                      "pass rate"),
+        ("bootstrap", f"{d.bootstrap.resamples} resamples, {d.bootstrap.confidence:.0%} interval, seed "
+                      f"{d.bootstrap.seed}, at least {d.bootstrap.min_pairs} pairs"),
+        ("fairness", f"gap > {d.fairness.max_gap:g} across {d.fairness.group_by} (groups of {d.fairness.min_cases}+)"),
+    ]
+    body = "".join(f"<tr><th>{_e(name)}</th><td>{_e(text)}</td></tr>" for name, text in rows)
+    return (f"<footer><h2>Thresholds in force</h2><table><tbody>{body}</tbody></table>"
+            "<p>Generated by penpal-eval from the run store and evaluators/rubric.yaml.</p></footer>")
+
+
+def render_html(report: ReleaseReport, cases: Sequence[CaseResult], rubric: Rubric, *, worst: int = 5) -> str:
+    """The whole report as one HTML document."""
+    palette = _Palette(rubric)
+    cards = "".join(_scorecard(decision, report.aggregates[decision.prompt_version], palette)
+                    for decision in report.decisions)
+    sections: Iterable[str] = (
+        _header(report, rubric),
+        f"<section id=\"decisions\"><h2>Decisions</h2><div class=\"cards\">{cards}</div></section>",
+        _metric_chart(report, rubric, palette),
+        _heatmaps(report, rubric, palette),
+        _deltas(report, palette),
+        _fairness(report, rubric),
+        _hard_criteria(report),
+        _worst(report, cases, rubric, palette, worst),
+        _rules(report),
+        _thresholds(rubric),
+    )
+    title = f"Penpal release report · {report.run_id}"
+    return ("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            f"<title>{_e(title)}</title><link rel=\"icon\" href=\"data:,\"><style>{_CSS}</style></head><body>"
+            + "".join(sections) + "</body></html>\n")
+

@@ -1,0 +1,162 @@
+"""Inline SVG charts for the HTML report, drawn in Python: no script, no network, no fonts.
+
+Each chart is one `<svg class="chart ...">` string whose marks carry `data-*` attributes
+(the version, metric and value they show), so a test can check what was drawn. Every text
+from data is escaped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from html import escape
+
+SERIES_COLOURS = ("#3b6fb6", "#d9822b", "#6b4fa0", "#2e8b57", "#b23a48", "#7a7a7a")
+FONT = "font-family:system-ui,-apple-system,'Segoe UI',sans-serif"
+
+
+def _attr(value: object) -> str:
+    return escape(str(value), quote=True)
+
+
+def _num(value: float) -> str:
+    return f"{value:.2f}".rstrip("0").rstrip(".") if value % 1 else f"{value:.0f}"
+
+
+@dataclass(frozen=True)
+class Threshold:
+    value: float
+    label: str
+
+
+def bar_chart(title: str, categories: Sequence[str], series: Sequence[tuple[str, Mapping[str, float | None]]],
+              *, labels: Mapping[str, str] | None = None, thresholds: Sequence[Threshold] = (),
+              css_class: str = "metric-chart") -> str:
+    """Horizontal grouped bars on a 0-1 axis: one group per category, one bar per series."""
+    labels = labels or {}
+    left, right, top, bar_height, gap = 190, 30, 48, 14, 12
+    plot_width = 520
+    group_height = bar_height * max(len(series), 1) + gap
+    height = top + group_height * len(categories) + 40
+    width = left + plot_width + right
+    x = lambda value: left + plot_width * max(0.0, min(1.0, value))  # noqa: E731
+    parts = [f'<svg class="chart {_attr(css_class)}" role="img" viewBox="0 0 {width} {height}" width="{width}" '
+             f'height="{height}" xmlns="http://www.w3.org/2000/svg" style="{FONT}">',
+             f"<title>{escape(title)}</title>"]
+    for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
+        parts.append(f'<line x1="{x(tick):.1f}" x2="{x(tick):.1f}" y1="{top - 6}" y2="{height - 34}" '
+                     'stroke="#e3e3e3"/>')
+        parts.append(f'<text x="{x(tick):.1f}" y="{height - 20}" font-size="11" text-anchor="middle" '
+                     f'fill="#555">{_num(tick)}</text>')
+    for index, category in enumerate(categories):
+        y0 = top + index * group_height
+        parts.append(f'<text x="{left - 8}" y="{y0 + group_height / 2 - gap / 2 + 4:.1f}" font-size="12" '
+                     f'text-anchor="end" fill="#222">{escape(labels.get(category, category))}</text>')
+        for position, (name, values) in enumerate(series):
+            value = values.get(category)
+            y = y0 + position * bar_height
+            colour = SERIES_COLOURS[position % len(SERIES_COLOURS)]
+            if value is None:
+                continue
+            parts.append(
+                f'<rect class="bar" data-series="{_attr(name)}" data-category="{_attr(category)}" '
+                f'data-value="{value:.4f}" x="{left}" y="{y}" width="{max(x(value) - left, 0.5):.1f}" '
+                f'height="{bar_height - 2}" fill="{colour}"><title>{escape(name)} · '
+                f'{escape(labels.get(category, category))}: {value:.3f}</title></rect>')
+            parts.append(f'<text x="{x(value) + 4:.1f}" y="{y + bar_height - 4}" font-size="10" '
+                         f'fill="#333">{value:.2f}</text>')
+    for threshold in thresholds:
+        parts.append(f'<line class="threshold" x1="{x(threshold.value):.1f}" x2="{x(threshold.value):.1f}" '
+                     f'y1="{top - 10}" y2="{height - 34}" stroke="#b23a48" stroke-dasharray="4 3"/>')
+        parts.append(f'<text x="{x(threshold.value) + 3:.1f}" y="{top - 14}" font-size="10" fill="#b23a48">'
+                     f'{escape(threshold.label)}</text>')
+    legend_x = left
+    for position, (name, _) in enumerate(series):
+        colour = SERIES_COLOURS[position % len(SERIES_COLOURS)]
+        parts.append(f'<rect x="{legend_x}" y="6" width="10" height="10" fill="{colour}"/>')
+        parts.append(f'<text x="{legend_x + 14}" y="15" font-size="11" fill="#222">{escape(name)}</text>')
+        legend_x += 24 + 7 * len(name)
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def heatmap(title: str, rows: Sequence[str], columns: Sequence[str], values: Mapping[tuple[str, str], float | None],
+            colour_for: Callable[[float], str], *, column_labels: Mapping[str, str] | None = None,
+            row_notes: Mapping[str, str] | None = None, css_class: str = "heatmap") -> str:
+    """A rows × columns grid of 0-1 values, each cell coloured by `colour_for(value)`."""
+    column_labels = column_labels or {}
+    row_notes = row_notes or {}
+    left, top, cell_width, cell_height = 190, 30, 74, 26
+    width = left + cell_width * len(columns) + 10
+    height = top + cell_height * len(rows) + 10
+    parts = [f'<svg class="chart {_attr(css_class)}" role="img" viewBox="0 0 {width} {height}" width="{width}" '
+             f'height="{height}" xmlns="http://www.w3.org/2000/svg" style="{FONT}">',
+             f"<title>{escape(title)}</title>"]
+    for column_index, column in enumerate(columns):
+        parts.append(f'<text x="{left + column_index * cell_width + cell_width / 2:.1f}" y="{top - 10}" '
+                     f'font-size="11" text-anchor="middle" fill="#222">'
+                     f'{escape(column_labels.get(column, column))}</text>')
+    for row_index, row in enumerate(rows):
+        y = top + row_index * cell_height
+        note = f" ({row_notes[row]})" if row in row_notes else ""
+        parts.append(f'<text x="{left - 8}" y="{y + cell_height / 2 + 4:.1f}" font-size="12" text-anchor="end" '
+                     f'fill="#222">{escape(row + note)}</text>')
+        for column_index, column in enumerate(columns):
+            value = values.get((row, column))
+            x = left + column_index * cell_width
+            fill = "#f0f0f0" if value is None else colour_for(value)
+            shown = "—" if value is None else f"{value:.2f}"
+            data = "" if value is None else f' data-value="{value:.4f}"'
+            parts.append(f'<rect class="cell" data-row="{_attr(row)}" data-column="{_attr(column)}"{data} '
+                         f'x="{x + 1}" y="{y + 1}" width="{cell_width - 2}" height="{cell_height - 2}" '
+                         f'fill="{fill}"><title>{escape(row)} · {escape(column_labels.get(column, column))}: '
+                         f'{shown}</title></rect>')
+            parts.append(f'<text x="{x + cell_width / 2:.1f}" y="{y + cell_height / 2 + 4:.1f}" font-size="11" '
+                         f'text-anchor="middle" fill="#111">{shown}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+@dataclass(frozen=True)
+class Interval:
+    label: str
+    key: str
+    estimate: float
+    low: float
+    high: float
+    change: str  # improved | regressed | no_difference
+
+
+_CHANGE_COLOURS = {"improved": "#2e8b57", "regressed": "#b23a48", "no_difference": "#7a7a7a"}
+
+
+def interval_chart(title: str, intervals: Sequence[Interval], *, css_class: str = "delta-chart") -> str:
+    """A forest plot: each row a difference with its interval, around a zero line."""
+    left, right, top, row_height = 190, 40, 26, 24
+    plot_width = 440
+    bound = max([0.1] + [abs(value) for item in intervals for value in (item.low, item.high, item.estimate)])
+    bound = round(bound * 1.1 + 0.005, 2)
+    width = left + plot_width + right
+    height = top + row_height * len(intervals) + 34
+    x = lambda value: left + plot_width * (value + bound) / (2 * bound)  # noqa: E731
+    parts = [f'<svg class="chart {_attr(css_class)}" role="img" viewBox="0 0 {width} {height}" width="{width}" '
+             f'height="{height}" xmlns="http://www.w3.org/2000/svg" style="{FONT}">',
+             f"<title>{escape(title)}</title>"]
+    for tick in (-bound, -bound / 2, 0.0, bound / 2, bound):
+        parts.append(f'<line x1="{x(tick):.1f}" x2="{x(tick):.1f}" y1="{top - 8}" y2="{height - 28}" '
+                     f'stroke="{"#444" if tick == 0 else "#e3e3e3"}"/>')
+        parts.append(f'<text x="{x(tick):.1f}" y="{height - 12}" font-size="11" text-anchor="middle" '
+                     f'fill="#555">{tick:+.2f}</text>')
+    for index, item in enumerate(intervals):
+        y = top + index * row_height + row_height / 2
+        colour = _CHANGE_COLOURS.get(item.change, "#7a7a7a")
+        parts.append(f'<text x="{left - 8}" y="{y + 4:.1f}" font-size="12" text-anchor="end" fill="#222">'
+                     f'{escape(item.label)}</text>')
+        parts.append(f'<line class="interval" data-metric="{_attr(item.key)}" data-low="{item.low:.4f}" '
+                     f'data-high="{item.high:.4f}" x1="{x(item.low):.1f}" x2="{x(item.high):.1f}" y1="{y:.1f}" '
+                     f'y2="{y:.1f}" stroke="{colour}" stroke-width="3"/>')
+        parts.append(f'<circle class="estimate" data-metric="{_attr(item.key)}" data-value="{item.estimate:.4f}" '
+                     f'cx="{x(item.estimate):.1f}" cy="{y:.1f}" r="5" fill="{colour}"><title>{escape(item.label)}: '
+                     f'{item.estimate:+.3f} [{item.low:+.3f}, {item.high:+.3f}] {escape(item.change)}</title></circle>')
+    parts.append("</svg>")
+    return "".join(parts)

@@ -1,0 +1,95 @@
+"""The release decisions on the terminal: one row per version, then the reasons.
+
+Shared by `penpal-eval decide`, `report`, `compare` and the end of `penpal-eval run`.
+"""
+
+from __future__ import annotations
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from evaluators.cli_common import SHORT_NAMES, level_style
+from evaluators.models import Comparison, Decision, ReleaseReport, RuleOutcome
+from evaluators.release import OUTCOME_TITLES
+from evaluators.rubric import Rubric
+
+OUTCOME_STYLES = {"deploy": "bold green", "ab_test": "bold cyan", "revise": "bold red"}
+_CHANGE_STYLES = {"improved": "green", "regressed": "red", "no_difference": "dim"}
+
+
+def decisions_table(report: ReleaseReport, rubric: Rubric) -> Table:
+    """Decision, average and level, composite, hard criteria and safety per version."""
+    table = Table(title="Release decision per prompt version", header_style="bold", box=box.SIMPLE_HEAD,
+                  pad_edge=False)
+    for column, justify in (("version", "left"), ("decision", "left"), ("average", "right"), ("level", "left"),
+                            ("composite", "right"), ("hard criteria", "right"), ("safety", "right"),
+                            ("baseline", "left")):
+        table.add_column(column, justify=justify, no_wrap=True)
+    for decision in report.decisions:
+        aggregate = report.aggregates[decision.prompt_version]
+        style = level_style(rubric, decision.quality_level)
+        safety = (f"{aggregate.safety_scored - len(aggregate.safety_failed)}/{aggregate.safety_cases}"
+                  if aggregate.safety_cases else "—")
+        table.add_row(Text(decision.prompt_version, style="bold"),
+                      Text(OUTCOME_TITLES[decision.outcome], style=OUTCOME_STYLES[decision.outcome]),
+                      Text(f"{decision.average:.3f}", style=style), Text(decision.quality_level, style=style),
+                      f"{decision.composite:.3f}", f"{decision.hard_criteria_pass_rate:.0%}", safety,
+                      decision.baseline or "—")
+    averages = {decision.average_of for decision in report.decisions}
+    table.caption = "average = " + "; ".join(sorted(averages))
+    return table
+
+
+def _rule_line(rule: RuleOutcome) -> Text:
+    if rule.role == "flag" and not rule.passed:
+        mark, style = "!", "yellow"
+    else:
+        mark, style = ("✓", "green") if rule.passed else ("✗", "red")
+    line = Text(f"  {mark} ", style=style)
+    line.append(f"{rule.name}: ", style="bold")
+    line.append(rule.message)
+    return line
+
+
+def decision_lines(decision: Decision) -> list[Text]:
+    """The decision's headline and the rules that decided it, one line each."""
+    head = Text(f"{decision.prompt_version}: ", style="bold")
+    head.append(decision.summary, style=OUTCOME_STYLES[decision.outcome])
+    return [head, *(_rule_line(rule) for rule in decision.reasons)]
+
+
+def print_release(report: ReleaseReport, rubric: Rubric, console: Console) -> None:
+    """The decisions table and every version's reasons."""
+    console.print(decisions_table(report, rubric))
+    for decision in report.decisions:
+        for line in decision_lines(decision):
+            console.print(line)
+
+
+def print_notices(report: ReleaseReport, console: Console) -> None:
+    """What to keep in mind when reading the decisions: sample data, another rubric, old runs."""
+    if report.sample_data:
+        console.print(Text("notice: these scores are of the recorded sample replies, not of a live model",
+                           style="yellow"))
+    for notice in report.notices:
+        console.print(Text(f"notice: {notice}", style="yellow"))
+
+
+def comparison_table(comparison: Comparison, title: str | None = None) -> Table:
+    """Each metric's baseline and candidate means, difference and interval."""
+    table = Table(title=title or f"{comparison.candidate} against {comparison.baseline}", header_style="bold",
+                  box=box.SIMPLE_HEAD, pad_edge=False)
+    for column, justify in (("metric", "left"), ("A", "right"), ("B", "right"), ("Δ", "right"),
+                            (f"{comparison.confidence:.0%} interval", "right"), ("change", "left")):
+        table.add_column(column, justify=justify, no_wrap=True)
+    for delta in comparison.deltas:
+        style = _CHANGE_STYLES[delta.change]
+        table.add_row(SHORT_NAMES.get(delta.metric, delta.metric), f"{delta.baseline_mean:.3f}",
+                      f"{delta.candidate_mean:.3f}", Text(f"{delta.delta:+.3f}", style=style),
+                      f"[{delta.low:+.3f}, {delta.high:+.3f}]", Text(delta.change.replace("_", " "), style=style))
+    table.caption = (f"{comparison.pairs} scenarios paired, {comparison.dropped} dropped (failed on a side), "
+                     f"{comparison.unpaired} on one side only; {comparison.resamples} resamples, seed {comparison.seed}"
+                     + ("" if comparison.enough_pairs else "; too few pairs: nothing counts as significant"))
+    return table

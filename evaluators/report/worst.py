@@ -1,0 +1,34 @@
+"""The cases a reviewer should read first: each version's lowest decision scores."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from evaluators.aggregates import case_scores
+from evaluators.hard_criteria import CriterionOutcome, case_hard_criteria
+from evaluators.models import CaseResult
+from evaluators.rubric import OVERALL, Rubric
+
+
+@dataclass(frozen=True)
+class WorstCase:
+    case: CaseResult
+    score: float
+    failed_criteria: list[CriterionOutcome]
+
+
+def worst_cases(cases: Sequence[CaseResult], version: str, rubric: Rubric, limit: int) -> list[WorstCase]:
+    """Up to `limit` scored cases of `version`: safety scenarios that failed their hard criteria
+    first (they decide a release on their own), then the lowest decision overall (ties: scenario id)."""
+    ranked = []
+    for case in cases:
+        if case.prompt_version != version:
+            continue
+        scores = case_scores(case, rubric)
+        if scores is None or OVERALL not in scores:
+            continue
+        failed = [outcome for outcome in case_hard_criteria(case, rubric) if not outcome.passed]
+        ranked.append(WorstCase(case, scores[OVERALL], failed))
+    ranked.sort(key=lambda item: (not (item.case.safety and item.failed_criteria), item.score, item.case.scenario_id))
+    return ranked[:max(limit, 0)]

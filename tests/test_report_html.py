@@ -1,0 +1,147 @@
+"""The HTML release report: self-contained, escaped, complete, and rendered by a real browser."""
+
+from __future__ import annotations
+
+import re
+from html import escape
+from pathlib import Path
+
+import pytest
+
+from evaluators.models import ReleaseReport
+from evaluators.release import release_report
+from evaluators.report import render_html, write_release_files
+from evaluators.rubric import METRIC_NAMES, OVERALL, default_rubric
+from evaluators.summary import SCORE_COLUMNS
+from tests.browser import ARTIFACTS, browser_unavailable, offline_page
+from tests.release_factory import FAMILIES, make_case, rubric_with, scores, version_cases
+
+INJECTION = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
+REASONING = 'Ignores the feeling & rushes to advice </p><script>window.__pwned = 3</script>'
+BASELINE = [0.52, 0.55, 0.58, 0.5, 0.6, 0.54, 0.57, 0.53, 0.56, 0.59, 0.51, 0.55]
+
+
+def _judged_case(version: str, index: int) -> object:
+    judge = {"overall": 0.3, "dimensions": {name: 0.3 for name in METRIC_NAMES}, "verdict": "poor",
+             "failure_modes": ["tone-deaf"], "review": []}
+    turn_judge = {"status": "ok", "parse_status": "json", "overall": 0.3, "verdict": "poor",
+                  "failure_mode": "tone-deaf", "reasoning": REASONING}
+    return make_case(version, f"z-injected-{index}", scores(0.35), reply=INJECTION, user=f"user says {INJECTION}",
+                     family="emotional_support", safety=True, fails_hard_criteria=True, judge=judge,
+                     turn_judge=turn_judge, flags=["crisis_without_help"])
+
+
+def build() -> tuple[ReleaseReport, list]:
+    cases = (version_cases("v1", BASELINE, failed_safety=1) + [_judged_case("v1", 1)]
+             + version_cases("v2", [0.85] * 12)
+             + version_cases("v3", [round(value + 0.1, 6) for value in BASELINE]))
+    report = release_report(cases, default_rubric(), baselines={"v1": None, "v2": "v1", "v3": "v1"},
+                            run_id="test-run", sample_data=True)
+    return report, cases
+
+
+@pytest.fixture(scope="module")
+def page_html() -> str:
+    report, cases = build()
+    return render_html(report, cases, default_rubric(), worst=3)
+
+
+def test_text_from_data_is_escaped(page_html):
+    assert "<script" not in page_html  # neither ours (there is none) nor any reply's
+    assert "window.__pwned" in page_html  # the text is shown ...
+    assert "&lt;script&gt;window.__pwned = 1&lt;/script&gt;" in page_html  # ... as text
+    assert 'onerror="' not in page_html and "&lt;img src=x onerror=&quot;" in page_html
+    assert "Ignores the feeling &amp; rushes to advice &lt;/p&gt;" in page_html
+
+
+def test_the_page_is_self_contained(page_html):
+    assert not re.search(r"\b(src|href)=\"(?!data:)", page_html), "nothing may be loaded from elsewhere"
+    assert "@import" not in page_html and "url(" not in page_html
+    urls = set(re.findall(r"https?://[^\s\"'<>]+", page_html))
+    assert urls <= {"http://www.w3.org/2000/svg"}, urls  # an XML namespace name, never fetched
+
+
+def test_the_page_shows_decisions_charts_deltas_worst_cases_and_thresholds(page_html):
+    report, _ = build()
+    for decision in report.decisions:
+        assert f'data-outcome="{decision.outcome}"' in page_html
+        for rule in decision.reasons:
+            assert escape(rule.message) in page_html
+    assert page_html.count('class="bar"') == 3 * len(SCORE_COLUMNS)
+    assert page_html.count('class="cell"') == len(SCORE_COLUMNS) * (len(FAMILIES) * 3)
+    assert page_html.count('class="estimate"') == 2 * len(SCORE_COLUMNS)  # v2 and v3 against v1
+    assert page_html.count('class="worst-case"') == 9
+    assert 'data-case="v1/z-injected-1"' in page_html  # the failed safety scenario comes first
+    assert "tone-deaf" in page_html and "crisis_without_help" in page_html
+    assert "metric floor 0.5" in page_html and "deploy 0.7" in page_html
+    assert "recorded sample replies" in page_html
+
+
+def test_thresholds_on_the_page_follow_the_rubric():
+    report, cases = build()
+    rubric = rubric_with(min_metric_mean=0.55, deploy_min_average=0.8)
+    page = render_html(report, cases, rubric)
+    assert "metric floor 0.55" in page and "deploy 0.8" in page
+
+
+def test_write_release_files_puts_the_page_beside_the_data(tmp_path):
+    report, cases = build()
+    written = write_release_files(report, tmp_path, render_html(report, cases, default_rubric()))
+    assert {path.name for path in written} >= {"report.html", "decisions.json", "release_aggregates.csv",
+                                               "release_rules.parquet", "release_deltas.csv"}
+
+
+_MEASURE = """() => {
+  const box = el => { const r = el.getBoundingClientRect(); return [r.width, r.height]; };
+  return {
+    charts: [...document.querySelectorAll('svg.chart')].map(el => ({cls: el.getAttribute('class'), size: box(el)})),
+    bars: [...document.querySelectorAll('svg.metric-chart rect.bar')].map(el => ({
+      series: el.dataset.series, category: el.dataset.category, value: parseFloat(el.dataset.value),
+      width: el.getBBox().width, visible: box(el)[0] > 0 && box(el)[1] > 0})),
+    cells: document.querySelectorAll('svg.heatmap rect.cell').length,
+    estimates: [...document.querySelectorAll('svg.delta-chart circle.estimate')].map(el => box(el)[0]),
+    cards: [...document.querySelectorAll('article.card')].map(el => el.dataset.outcome),
+    pwned: window.__pwned === undefined ? null : window.__pwned,
+  };
+}"""
+
+
+@pytest.mark.skipif(browser_unavailable() is not None, reason=browser_unavailable() or "")
+def test_the_report_opens_in_headless_chromium_with_no_network_and_no_errors(tmp_path):
+    report, cases = build()
+    target = tmp_path / "report"
+    write_release_files(report, target, render_html(report, cases, default_rubric(), worst=3))
+    page_path = target / "report.html"
+    ARTIFACTS.mkdir(exist_ok=True)
+    screenshot = ARTIFACTS / "release-report.png"
+    screenshot.unlink(missing_ok=True)
+
+    with offline_page() as (page, log):
+        page.goto(page_path.as_uri(), wait_until="load")
+        measured = page.evaluate(_MEASURE)
+        page.screenshot(path=str(screenshot), full_page=True)
+
+    assert log.console_errors == [] and log.page_errors == [], (log.console_errors, log.page_errors)
+    assert log.outside_requests == [] and log.failed_requests == []
+    assert measured["pwned"] is None, "a reply's markup ran in the page"
+    assert measured["cards"] == ["revise", "deploy", "ab_test"]
+    classes = [chart["cls"] for chart in measured["charts"]]
+    assert classes.count("chart metric-chart") == 1 and classes.count("chart heatmap") == 3
+    assert classes.count("chart delta-chart") == 2
+    assert all(width > 100 and height > 50 for width, height in (chart["size"] for chart in measured["charts"]))
+    bars = measured["bars"]
+    assert len(bars) == 3 * len(SCORE_COLUMNS) and all(bar["visible"] for bar in bars)
+    # Bars are drawn to scale: width proportional to the value they show.
+    by_key = {(bar["series"], bar["category"]): bar for bar in bars}
+    v2, v1 = by_key[("v2", OVERALL)], by_key[("v1", OVERALL)]
+    assert v2["width"] / v1["width"] == pytest.approx(v2["value"] / v1["value"], rel=0.02)
+    assert measured["cells"] == len(SCORE_COLUMNS) * len(FAMILIES) * 3
+    assert len(measured["estimates"]) == 2 * len(SCORE_COLUMNS) and all(width > 0 for width in measured["estimates"])
+    assert screenshot.is_file() and screenshot.stat().st_size > 10_000
+
+
+def test_browser_helper_says_why_it_is_unavailable(monkeypatch):
+    import tests.browser as browser
+
+    monkeypatch.setattr(browser, "CHROMIUM", Path("/nonexistent/chromium"))
+    assert "install Debian's chromium" in browser.browser_unavailable()
