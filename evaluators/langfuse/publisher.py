@@ -66,9 +66,10 @@ class DeliveryReport:
         return {key: value for key, value in self.__dict__.items()}
 
     def lines(self) -> list[str]:
-        lines = [f"langfuse {self.endpoint}: {self.traces_sent} trace(s) with {self.spans_sent} span(s) and "
-                 f"{self.scores_sent} score(s) sent; {self.traces_unchanged} trace(s) and {self.scores_unchanged} "
-                 f"score(s) already there; {self.review_items_added} added for review"]
+        lines = [f"langfuse {self.endpoint}: {self.spans_sent - self.spans_undelivered} of {self.spans_sent} span(s) "
+                 f"({self.traces_sent} trace(s)) and {self.scores_sent - self.scores_undelivered} of "
+                 f"{self.scores_sent} score(s) delivered; {self.traces_unchanged} trace(s) and "
+                 f"{self.scores_unchanged} score(s) were already there; {self.review_items_added} added for review"]
         if self.spans_undelivered or self.scores_undelivered:
             lines.append(f"NOT DELIVERED: {self.spans_undelivered} span(s), {self.scores_undelivered} score(s); "
                          "the run store keeps them: send them with `penpal-eval push RUN_DIR`")

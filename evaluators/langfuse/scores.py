@@ -181,8 +181,13 @@ def send_scores(rest: LangfuseRest, bodies: Iterable[dict]) -> ScoreDelivery:
     whole next time (ids make that harmless).
     """
     delivery = ScoreDelivery()
+    skipped = 0
     for batch in batches(bodies):
         delivery.sent += len(batch)
+        if rest.unreachable is not None:  # one line for all of them, not one per batch
+            skipped += len(batch)
+            delivery.undelivered += len(batch)
+            continue
         try:
             response = rest.call(rest.api.scores.create, request=batch, what=f"send {len(batch)} score(s)")
         except LangfuseCallFailed as error:
@@ -195,4 +200,6 @@ def send_scores(rest: LangfuseRest, bodies: Iterable[dict]) -> ScoreDelivery:
             delivery.problems += [f"Langfuse rejected a score: {error.message}" for error in response.errors]
             continue
         delivery.delivered += [body["id"] for body in batch]
+    if skipped:
+        delivery.problems.append(f"{skipped} score(s) not sent: Langfuse is unreachable ({rest.unreachable})")
     return delivery

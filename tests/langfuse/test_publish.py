@@ -22,7 +22,10 @@ from evaluators.langfuse.ids import (
 from evaluators.langfuse.ledger import LEDGER
 from evaluators.release import release_report
 from evaluators.rubric import METRIC_NAMES, OVERALL, default_rubric
+from evaluators.judge.factory import JudgeConfig
 from tests.langfuse.conftest import LANGFUSE_SECRET, run_replay
+from tests.servers.judge_answers import judged_reply, verdict_json
+from tests.servers.langfuse_compat import DEFAULT_SPEC
 
 runner = CliRunner()
 
@@ -180,3 +183,46 @@ def test_push_without_keys_is_a_usage_error(small_project):
     result = runner.invoke(app, ["push", str(store.directory)])
     assert result.exit_code == 2
     assert "LANGFUSE_PUBLIC_KEY" in result.output
+
+
+def test_the_judge_arrives_as_its_own_observation_with_typed_scores(small_project, langfuse, openai_server,
+                                                                   monkeypatch):
+    judge_key = "sk-judge-DO-NOT-LEAK-5150"
+
+    def verdicts(call) -> str:
+        reply = judged_reply(call.messages)
+        return verdict_json(0.9, "good") if "?" in reply else verdict_json(0.3, "poor", "incomplete")
+
+    judge_server = openai_server(answers=verdicts)
+    monkeypatch.setenv("PENPAL_JUDGE_BASE_URL", judge_server.base_url)
+    monkeypatch.setenv("PENPAL_JUDGE_API_KEY", judge_key)
+    server = langfuse()
+    code, store = run_replay(small_project, judge=JudgeConfig(model="judge-model", retry_base_delay_s=0.01,
+                                                              max_attempts=2))
+    assert code == 0
+    grouped = scores_by_trace(server)
+    for trace_id, (case, turn) in expected_traces(store).items():
+        judge = next(obs for obs in server.observations.values()
+                     if obs["traceId"] == trace_id and obs["name"] == "penpal-judge")
+        assert judge["type"] == "EVALUATOR" and judge["output"]["reasoning"] == turn.judge["reasoning"]
+        assert judge["metadata"]["model"] == "judge-model"
+        scores = {score["name"]: score for score in grouped[trace_id]}
+        assert scores["judge_overall"]["value"] == turn.judge["overall"]
+        assert scores["judge_overall"]["comment"] == turn.judge["reasoning"]
+        assert {f"judge_{name}" for name in METRIC_NAMES} <= set(scores)
+        assert scores["judge_verdict"]["dataType"] == "CATEGORICAL"
+        assert scores["judge_verdict"]["stringValue"] == turn.judge["verdict"]
+        if turn.judge["verdict"] == "poor":
+            assert scores["judge_failure_mode"]["stringValue"] == "incomplete"
+        else:
+            assert "judge_failure_mode" not in scores
+    assert any(turn.judge["verdict"] == "poor" for _, turn in expected_traces(store).values())
+    sent = json.dumps([request.body for request in server.requests], default=str)
+    sent += json.dumps([span.attributes for span in server.spans], default=str)
+    assert judge_key not in sent and LANGFUSE_SECRET not in sent
+    assert server.schema_errors == []
+
+
+def test_request_bodies_are_checked_against_the_shared_openapi_spec_when_it_is_there(langfuse):
+    server = langfuse()
+    assert server.validates_bodies == DEFAULT_SPEC.is_file()
