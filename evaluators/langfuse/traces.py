@@ -13,15 +13,15 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager, nullcontext
+from collections.abc import Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 from langfuse import Langfuse, propagate_attributes
 from langfuse._client.attributes import LangfuseOtelSpanAttributes as Attributes
 from opentelemetry import trace as otel_trace
 
-from evaluators.langfuse.connection import seeded_span
+from evaluators.langfuse.connection import SpanKey, seeded_span
 from evaluators.langfuse.ids import observation_seed, session_id, turn_trace_id
 from evaluators.models import CaseResult, PromptVersion, Scenario, TurnResult
 from evaluators.responder import build_messages
@@ -49,7 +49,7 @@ class TurnTrace:
     case_id: str
     turn: int
     trace_id: str
-    span_keys: tuple[tuple[int, int], ...]  # (span id, start ns) per emitted span
+    span_keys: tuple[SpanKey, ...]  # one per emitted span
 
 
 def conversation_messages(case: CaseResult, turn: TurnResult, prompt: PromptVersion | None,
@@ -96,12 +96,22 @@ def _experiment_attributes(link: ExperimentLink, item_id: str, root_id: str, cas
     }
 
 
-@contextmanager
-def _observation(client: Langfuse, seed: str, attributes: Mapping[str, str], **options) -> Iterator:
-    """A child observation with a seeded id and the experiment attributes, ended by the caller."""
+def _current_key() -> SpanKey:
+    """The key of the span just started (the current one), as the recording exporter will report it."""
+    span = otel_trace.get_current_span()
+    return span.get_span_context().span_id, getattr(span, "start_time", None) or 0
+
+
+def _child(client: Langfuse, seed: str, attributes: Mapping[str, str], seconds: float | None = None,
+           **options) -> tuple[SpanKey, int]:
+    """One child observation with a seeded id and the experiment attributes, lasting `seconds`
+    (the measured call) or ended at once; returns its key and end time."""
     with seeded_span(seed), client.start_as_current_observation(end_on_exit=False, **options) as observation:
         otel_trace.get_current_span().set_attributes(dict(attributes))
-        yield observation
+        key = _current_key()
+        end = (key[1] or time.time_ns()) + _nanoseconds(seconds) if seconds is not None else time.time_ns()
+        observation.end(end_time=end)
+    return key, end
 
 
 def _nanoseconds(seconds: float) -> int:
@@ -114,70 +124,62 @@ def _heuristics_output(heuristics: Mapping) -> dict:
             "flags": [flag.get("name") for flag in heuristics.get("flags", [])]}
 
 
+def _reply(client: Langfuse, seed: str, attributes: Mapping[str, str], case: CaseResult, turn: TurnResult,
+           prompt: PromptVersion | None, scenario: Scenario | None) -> tuple[SpanKey, int]:
+    """The companion's generation, linked to its Langfuse prompt version when it came from there."""
+    link = ({"name": prompt.langfuse_name, "version": prompt.langfuse_version}
+            if prompt is not None and prompt.langfuse_name and prompt.langfuse_version is not None else None)
+    usage = ({"input": turn.usage.prompt_tokens, "output": turn.usage.completion_tokens,
+              "total": turn.usage.total_tokens} if turn.usage.total_tokens else None)
+    parameters = {"temperature": prompt.temperature, "max_tokens": prompt.max_tokens} if prompt else None
+    with propagate_attributes(prompt=link) if link else nullcontext():
+        return _child(client, seed, attributes, turn.latency_s, name="companion-reply", as_type="generation",
+                      model=turn.model, model_parameters=parameters,
+                      input=conversation_messages(case, turn, prompt, scenario), output=turn.reply,
+                      usage_details=usage,
+                      metadata={"cached": turn.cached, "attempts": turn.attempts, "responder": case.responder})
+
+
+def _judge(client: Langfuse, seed: str, attributes: Mapping[str, str], turn: TurnResult) -> tuple[SpanKey, int]:
+    """The judge call: its reasoning and scores, marked ERROR when it failed or fell back."""
+    judge = turn.judge or {}
+    failed = judge.get("status") == "failed" or judge.get("parse_status") == "fallback"
+    return _child(client, seed, attributes, judge.get("latency_s") or 0.0, name="penpal-judge", as_type="evaluator",
+                  input={"user_message": turn.user, "reply": turn.reply},
+                  output={key: judge.get(key) for key in ("reasoning", "dimensions", "overall", "verdict",
+                                                         "failure_mode")},
+                  metadata={key: judge.get(key) for key in ("model", "parse_status", "mode", "cached", "usage",
+                                                           "review")},
+                  level="ERROR" if failed else None,
+                  status_message=(judge.get("error") or "verdict unreadable: fallback score") if failed else None)
+
+
 def emit_turn(client: Langfuse, *, run_id: str, case: CaseResult, turn: TurnResult, rubric: Rubric,
               prompt: PromptVersion | None, scenario: Scenario | None, item_id: str | None = None,
               experiment: ExperimentLink | None = None) -> TurnTrace:
     """Send one turn's trace through the SDK (exported in the background); returns what was sent."""
     trace_id = turn_trace_id(run_id, case.prompt_version, case.scenario_id, turn.index)
-    keys: list[tuple[int, int]] = []
-    started = time.time_ns()
-    ends: list[int] = []
-
-    def record(observation) -> None:
-        span = otel_trace.get_current_span()
-        keys.append((span.get_span_context().span_id, getattr(span, "start_time", None) or 0))
-
     root_manager = client.start_as_current_observation(
         trace_context={"trace_id": trace_id}, name="companion-turn", as_type="span", input=turn.user,
         output=turn.reply, metadata={"scenario_title": scenario.title if scenario else None}, end_on_exit=False)
     with seeded_span(observation_seed(trace_id, "turn")), root_manager as root:
-        record(root)
+        keys = [_current_key()]
         attributes = (_experiment_attributes(experiment, item_id, root.id, case)
                       if experiment is not None and item_id is not None else {})
         otel_trace.get_current_span().set_attributes(attributes)
         with propagate_attributes(session_id=session_id(run_id, case.prompt_version, case.scenario_id),
                                   tags=trace_tags(case), trace_name=TRACE_NAME, version=case.prompt_version,
                                   metadata=trace_metadata(run_id, case, turn, rubric)):
-            prompt_link = ({"name": prompt.langfuse_name, "version": prompt.langfuse_version}
-                           if prompt is not None and prompt.langfuse_name and prompt.langfuse_version else None)
-            usage = {"input": turn.usage.prompt_tokens, "output": turn.usage.completion_tokens,
-                     "total": turn.usage.total_tokens} if turn.usage.total_tokens else None
-            with propagate_attributes(prompt=prompt_link) if prompt_link else nullcontext():
-                with _observation(client, observation_seed(trace_id, "reply"), attributes, name="companion-reply",
-                                  as_type="generation", model=turn.model,
-                                  model_parameters={"temperature": prompt.temperature,
-                                                    "max_tokens": prompt.max_tokens} if prompt else None,
-                                  input=conversation_messages(case, turn, prompt, scenario), output=turn.reply,
-                                  usage_details=usage,
-                                  metadata={"cached": turn.cached, "attempts": turn.attempts,
-                                            "responder": case.responder}) as generation:
-                    record(generation)
-                    ends.append(started + _nanoseconds(turn.latency_s))
-                    generation.end(end_time=ends[-1])
+            children = [_reply(client, observation_seed(trace_id, "reply"), attributes, case, turn, prompt, scenario)]
             if turn.heuristics is not None:
-                with _observation(client, observation_seed(trace_id, "heuristics"), attributes,
-                                  name="penpal-heuristics", as_type="evaluator",
-                                  input={"user_message": turn.user, "reply": turn.reply},
-                                  output=_heuristics_output(turn.heuristics),
-                                  metadata={"rubric_version": rubric.version,
-                                            "rubric_hash": rubric.content_hash}) as heuristics:
-                    record(heuristics)
-                    heuristics.end()
+                children.append(_child(client, observation_seed(trace_id, "heuristics"), attributes,
+                                       name="penpal-heuristics", as_type="evaluator",
+                                       input={"user_message": turn.user, "reply": turn.reply},
+                                       output=_heuristics_output(turn.heuristics),
+                                       metadata={"rubric_version": rubric.version,
+                                                 "rubric_hash": rubric.content_hash}))
             if turn.judge is not None:
-                judge = turn.judge
-                failed = judge.get("status") == "failed" or judge.get("parse_status") == "fallback"
-                with _observation(client, observation_seed(trace_id, "judge"), attributes, name="penpal-judge",
-                                  as_type="evaluator", input={"user_message": turn.user, "reply": turn.reply},
-                                  output={key: judge.get(key) for key in
-                                          ("reasoning", "dimensions", "overall", "verdict", "failure_mode")},
-                                  metadata={"model": judge.get("model"), "parse_status": judge.get("parse_status"),
-                                            "mode": judge.get("mode"), "cached": judge.get("cached"),
-                                            "usage": judge.get("usage"), "review": judge.get("review")},
-                                  level="ERROR" if failed else None,
-                                  status_message=(judge.get("error") or "verdict unreadable: fallback score")
-                                  if failed else None) as judge_observation:
-                    record(judge_observation)
-                    ends.append(started + _nanoseconds(judge.get("latency_s") or 0.0))
-                    judge_observation.end(end_time=ends[-1])
-        root.end(end_time=max([*ends, time.time_ns()]))
+                children.append(_judge(client, observation_seed(trace_id, "judge"), attributes, turn))
+        keys += [key for key, _ in children]
+        root.end(end_time=max([end for _, end in children] + [time.time_ns()]))
     return TurnTrace(case.case_id, turn.index, trace_id, tuple(keys))

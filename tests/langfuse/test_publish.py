@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 
+import pytest
 from typer.testing import CliRunner
 
 from evaluators.cli import app
@@ -79,6 +80,7 @@ def test_a_run_arrives_as_traces_generations_scores_and_experiments(small_projec
         assert root["id"] == observation_id(trace_id, "turn") and reply["id"] == observation_id(trace_id, "reply")
         assert reply["type"] == "GENERATION" and reply["parentObservationId"] == root["id"]
         assert reply["model"] == turn.model and reply["output"] == turn.reply
+        assert reply["latency"] == pytest.approx(turn.latency_s, abs=1e-6)  # the measured call, not the push
         assert reply["modelParameters"] == {"temperature": 0.0, "max_tokens": 64}
         assert reply["input"][0]["role"] == "system" and "test companion" in reply["input"][0]["content"]
         assert reply["input"][-1] == {"role": "user", "content": turn.user}
