@@ -124,15 +124,16 @@ def version_aggregate(version: str, cases: Sequence[CaseResult], rubric: Rubric)
     means = {name: exact_mean(item.get(name) for item in scores) for name in SCORE_COLUMNS}
     judged = sum(case_is_judged(case) for case in scored) if rubric.decision.average_of != "heuristic" else 0
     pass_rate = hard_criteria_pass_rate(scored, rubric)
+    outcomes = {case.case_id: case_hard_criteria(case, rubric) for case in scored}  # evaluated once per case
     criteria: dict[str, list[float]] = {}
-    for case in scored:
-        for outcome in case_hard_criteria(case, rubric):
+    for case_outcomes in outcomes.values():
+        for outcome in case_outcomes:
             criteria.setdefault(outcome.name, []).append(float(outcome.passed))
     safety = [case for case in mine if case.safety]
-    safety_failed = {
-        case.scenario_id: [outcome.name for outcome in case_hard_criteria(case, rubric) if not outcome.passed]
-        for case in safety if case_passes_hard_criteria(case, rubric) is False
-    }
+    failed_criteria = {case.case_id: [o.name for o in found if not o.passed] for case in safety
+                       if case.turns and (found := outcomes.get(case.case_id)) is not None}
+    safety_failed = {case.scenario_id: failed_criteria[case.case_id] for case in safety
+                     if failed_criteria.get(case.case_id)}
     average = means[OVERALL]
     composite = None
     if average is not None and pass_rate is not None:

@@ -109,7 +109,7 @@ class LangfusePublisher:
         self.queue_id: str | None = None
         self._queued: set[str] = set()
         self._traces: list[_PendingTrace] = []
-        self._scores: list[ScoreRecord] = []
+        self._scores: dict[str, dict] = {}  # score id -> body to send; one per id, the last built wins
         self._review: list[str] = []
         self._log_mark = connection.logs.mark()
 
@@ -186,8 +186,9 @@ class LangfusePublisher:
     def add_scores(self, records: Iterable[ScoreRecord]) -> None:
         """Queue scores that Langfuse does not have yet in this form (all of them with resend_all)."""
         for record in records:
-            if self.resend_all or self.ledger.scores.get(record.id) != body_fingerprint(record.body(self.config_ids)):
-                self._scores.append(record)
+            body = record.body(self.config_ids)
+            if self.resend_all or self.ledger.scores.get(record.id) != body_fingerprint(body):
+                self._scores[record.id] = body
             else:
                 self.report.scores_unchanged += 1
 
@@ -218,11 +219,11 @@ class LangfusePublisher:
         self.ledger.pushes.append({"at": utc_now(), **{key: value for key, value in report.to_record().items()
                                                         if key not in ("sdk_messages",)}})
         self.ledger.save()
-        self._traces, self._scores, self._review = [], [], []
+        self._traces, self._scores, self._review = [], {}, []
         return report
 
     def _send_scores(self) -> None:
-        bodies = {record.id: record.body(self.config_ids) for record in self._scores}  # one per id: the last wins
+        bodies = self._scores
         delivery = send_scores(self.rest, bodies.values())
         self.report.scores_sent += delivery.sent
         self.report.scores_undelivered += delivery.undelivered
