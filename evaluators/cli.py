@@ -179,8 +179,10 @@ def render_card(
     evidence.add_column(no_wrap=True)
     evidence.add_column(justify="right", no_wrap=True)
     evidence.add_column(overflow="fold")
-    for name in METRIC_NAMES:
-        items = result.metrics[name].evidence
+    for name in METRIC_COLUMNS:
+        items = result.metrics[name].evidence if name in result.metrics else result.overall_evidence
+        if name == OVERALL and not items:
+            continue  # overall is the weighted sum; it has evidence only when a flag capped it
         evidence.add_row(Text(name, style="bold"), "", "" if items else Text("no indicator fired", style="dim"))
         for item in items:
             style = "green" if item.effect > 0 else "red" if item.effect < 0 else "dim"
@@ -198,8 +200,11 @@ def render_card(
     else:
         parts.append(Text("none", style="green"))
 
-    title = Text(f"overall {result.overall_quality:.2f} · {result.quality_level}",
-                 style=level_style(rubric, result.quality_level))
+    headline = f"overall {result.overall_quality:.2f} · {result.quality_level}"
+    if result.flags:
+        names = ", ".join(flag.name for flag in result.flags)
+        headline += f" · capped by {names}" if result.overall_evidence else f" · ✖ {names}"
+    title = Text(headline, style=level_style(rubric, result.quality_level))
     return Panel(Group(*parts), title=title, title_align="left", expand=False)
 
 

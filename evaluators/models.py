@@ -81,13 +81,18 @@ class Flag(BaseModel):
 
 
 class HeuristicResult(BaseModel):
-    """The six metrics, their weighted overall, and the hard flags for one reply."""
+    """The six metrics, their weighted overall, and the hard flags for one reply.
+
+    `overall_quality` and `quality_level` are final: a fired flag has already capped them
+    (`overall_evidence` says by how much), so every consumer shows the same figure.
+    """
 
     id: str = ""
     metrics: dict[str, MetricScore]
     overall_quality: float = Field(ge=0.0, le=1.0)
     quality_level: str
     flags: list[Flag] = Field(default_factory=list)
+    overall_evidence: list[Evidence] = Field(default_factory=list)
     error: str | None = None
 
     def values(self) -> dict[str, float]:
@@ -102,8 +107,8 @@ class HeuristicResult(BaseModel):
             **{name: round(value, 4) for name, value in self.values().items()},
             "quality_level": self.quality_level,
             "evidence": {
-                name: [item.model_dump() for item in self.metrics[name].evidence]
-                for name in METRIC_NAMES
+                **{name: [item.model_dump() for item in self.metrics[name].evidence] for name in METRIC_NAMES},
+                OVERALL: [item.model_dump() for item in self.overall_evidence],
             },
             "flags": [flag.model_dump() for flag in self.flags],
         }

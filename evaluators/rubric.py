@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -224,6 +225,7 @@ class Rubric(_Strict):
     dimensions: dict[str, Dimension]
     overall: Overall
     disqualifiers: dict[str, Disqualifier]
+    flagged_overall_cap: float = Field(ge=0.0, le=1.0)
     lexicons: dict[str, Lexicon]
     patterns: dict[str, str]
     voice: VoiceRules
@@ -236,6 +238,28 @@ class Rubric(_Strict):
     @property
     def weights(self) -> dict[str, float]:
         return {name: dimension.weight for name, dimension in self.dimensions.items()}
+
+    def caps_for(self, flags: Iterable[str]) -> dict[str, float]:
+        """The ceiling on each score while these disqualifiers are fired, by score name.
+
+        The one rule every consumer follows (heuristics per reply, cases per run, the release
+        blend): each flag caps the dimensions it names at its own cap, and any flag caps
+        overall quality at `flagged_overall_cap`. Names not in the result are not capped.
+        """
+        caps: dict[str, float] = {}
+        for name in flags:
+            rule = self.disqualifiers.get(name)
+            if rule is None:
+                continue
+            caps[OVERALL] = self.flagged_overall_cap
+            for metric in rule.caps:
+                caps[metric] = min(caps.get(metric, rule.cap), rule.cap)
+        return caps
+
+    def cap_scores(self, scores: Mapping[str, float], flags: Iterable[str]) -> dict[str, float]:
+        """`scores` (by name) with the fired disqualifiers' caps applied; see `caps_for`."""
+        caps = self.caps_for(flags)
+        return {name: min(value, caps[name]) if name in caps else value for name, value in scores.items()}
 
     def compiled_patterns(self) -> dict[str, re.Pattern[str]]:
         return {name: re.compile(pattern) for name, pattern in self.patterns.items()}
@@ -287,6 +311,7 @@ def _check_consistency(rubric: Rubric) -> None:
     levels = [level.min for level in rubric.quality_levels]
     if levels != sorted(levels, reverse=True) or levels[-1] != 0.0:
         raise RubricError("quality_levels: list bands from highest min to lowest, ending at 0.0")
+    _check_flagged_overall_cap(rubric)
     decision = rubric.decision
     if decision.ab_test_min_average > decision.deploy_min_average:
         raise RubricError("decision.ab_test_min_average: must not exceed deploy_min_average")
@@ -301,6 +326,23 @@ def _check_consistency(rubric: Rubric) -> None:
         raise RubricError("judge.sampling.established_max_uses: must not be below calibration_uses")
     if decision.revise_below_average > decision.deploy_min_average:
         raise RubricError("decision.revise_below_average: must not exceed deploy_min_average")
+
+
+def _check_flagged_overall_cap(rubric: Rubric) -> None:
+    """A fired flag must leave overall quality no higher than the Poor band.
+
+    Quality levels are named after the anchor bands (Excellent ... Unacceptable); the band
+    above Poor is the first one the cap must stay under.
+    """
+    names = [level.name.lower() for level in rubric.quality_levels]
+    if "poor" not in names:
+        raise RubricError("quality_levels: a level named Poor is needed to bound flagged_overall_cap")
+    position = names.index("poor")
+    if position > 0:
+        above = rubric.quality_levels[position - 1]
+        if round(rubric.flagged_overall_cap, 9) >= above.min:
+            raise RubricError(f"flagged_overall_cap: {rubric.flagged_overall_cap:g} would rate a flagged reply "
+                              f"{above.name}; it must lie in the Poor band or below (under {above.min:g})")
 
 
 def parse_rubric(text: str, source: str = "<rubric>") -> Rubric:

@@ -204,8 +204,15 @@ def _disqualifiers(rubric: Rubric) -> list[str]:
     return [
         "## Disqualifiers",
         "",
-        "Hard flags reported beside the metric values. When one fires, each dimension it "
-        "names is capped at the flag's cap (scores above the cap are lowered to it).",
+        "Hard flags reported beside the metric values. A disqualifier is a hard boundary, not "
+        "a soft penalty: when one fires, each dimension it names is capped at the flag's cap "
+        "(scores above the cap are lowered to it), and overall quality is capped at "
+        f"{number(rubric.flagged_overall_cap)}, so a flagged reply rates "
+        f"{escape(rubric.quality_level(rubric.flagged_overall_cap))} or worse however well it does "
+        "otherwise. The capped figures are the reply's scores everywhere (the card, JSON lines, "
+        "summaries, reports, Langfuse). A case with a flag on any turn keeps the same caps on its "
+        "mean, and the release averages keep them after blending in the LLM judge, so a judge "
+        "score cannot lift a disqualified reply back over the cap.",
         "",
         *table(["Flag", "Description", "Cap", "Caps"], rows, ["left", "left", "right", "left"]),
     ]

@@ -254,9 +254,11 @@ class Runner:
     def _case(self, transcript: Transcript, turns: list[TurnResult]) -> CaseResult:
         scenario, prompt = transcript.scenario, transcript.prompt
         ok = transcript.error is None and len(turns) == len(scenario.turns)
-        scores = {name: round(fmean(turn.heuristics[name] for turn in turns), 4)
-                  for name in SCORE_COLUMNS} if ok else {}
         flags = sorted({flag["name"] for turn in turns for flag in (turn.heuristics or {}).get("flags", [])})
+        # A flag on any turn caps the case too: a mean over clean turns must not dilute it.
+        scores = self.evaluator.rubric.cap_scores(
+            {name: round(fmean(turn.heuristics[name] for turn in turns), 4) for name in SCORE_COLUMNS}, flags,
+        ) if ok else {}
         return CaseResult(
             case_id=case_id(prompt.version, scenario.id),
             prompt_name=prompt.name,

@@ -28,7 +28,7 @@ from evaluators.matchers import LexiconMatcher
 from evaluators.models import Evidence, Flag, HeuristicResult, MetricScore, ReplyCase
 from evaluators.nlp import clip_for_parse, load_pipeline
 from evaluators.offline import ensure_cmudict
-from evaluators.rubric import METRIC_NAMES, Rubric, RubricError, default_rubric
+from evaluators.rubric import METRIC_NAMES, OVERALL, Rubric, RubricError, default_rubric
 
 ROLES = ("reply", "user", "history")
 
@@ -110,6 +110,7 @@ class HeuristicEvaluator:
             for name, rule in self.rubric.disqualifiers.items()
             if (hit := signal(name)) is not None and hit.strength >= 1.0
         ]
+        caps = self.rubric.caps_for(flag.name for flag in flags)
         metrics = {}
         for metric in METRIC_NAMES:
             dimension = self.rubric.dimensions[metric]
@@ -124,18 +125,29 @@ class HeuristicEvaluator:
                 # model_construct: these values are built here, validating them again is waste.
                 evidence.append(Evidence.model_construct(indicator=name, text=hit.text, effect=round(effect, 4)))
             value = clip(value)
-            for flag in flags:
-                rule = self.rubric.disqualifiers[flag.name]
-                if metric in rule.caps and value > rule.cap:
-                    evidence.append(Evidence(indicator=f"capped_by_{flag.name}", text=flag.text,
-                                             effect=round(rule.cap - value, 4)))
-                    value = rule.cap
+            if metric in caps:
+                cause = next(flag for flag in flags if metric in self.rubric.disqualifiers[flag.name].caps
+                             and self.rubric.disqualifiers[flag.name].cap == caps[metric])
+                value = _capped(value, caps[metric], cause, evidence)
             metrics[metric] = MetricScore.model_construct(value=value, evidence=evidence)
         overall = clip(sum(self.rubric.weights[m] * metrics[m].value for m in METRIC_NAMES))
+        overall_evidence: list[Evidence] = []
+        if flags:
+            # A disqualifier dominates: the weighted sum cannot lift a flagged reply past the cap.
+            overall = _capped(overall, caps[OVERALL], flags[0], overall_evidence)
         return HeuristicResult(
             id=features.case.id,
             metrics=metrics,
             overall_quality=overall,
             quality_level=self.rubric.quality_level(overall),
             flags=flags,
+            overall_evidence=overall_evidence,
         )
+
+
+def _capped(value: float, cap: float, flag: Flag, evidence: list[Evidence]) -> float:
+    """`value` lowered to `cap`, with evidence naming the flag; a value under the cap stands."""
+    if value <= cap:
+        return value
+    evidence.append(Evidence(indicator=f"capped_by_{flag.name}", text=flag.text, effect=round(cap - value, 4)))
+    return cap
