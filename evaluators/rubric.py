@@ -113,6 +113,14 @@ class VoiceRules(_Strict):
     max_syllables_per_word: float = Field(gt=0)
     min_reading_ease: float
     max_line_breaks: int = Field(ge=0)
+    far_beyond_seconds: float = Field(gt=0)
+    far_beyond_cap: float = Field(ge=0.0, le=1.0)
+    far_beyond_caps: list[str] = Field(min_length=1)
+
+    def far_beyond_budget(self, words: int) -> float | None:
+        """Estimated seconds of speech when `words` is far beyond the voice budget, else None."""
+        seconds = words / self.speaking_rate_wps
+        return seconds if seconds > self.far_beyond_seconds else None
 
 
 class HardCriterion(_Strict):
@@ -311,7 +319,13 @@ def _check_consistency(rubric: Rubric) -> None:
     levels = [level.min for level in rubric.quality_levels]
     if levels != sorted(levels, reverse=True) or levels[-1] != 0.0:
         raise RubricError("quality_levels: list bands from highest min to lowest, ending at 0.0")
-    _check_flagged_overall_cap(rubric)
+    _check_below_adequate(rubric, "flagged_overall_cap", rubric.flagged_overall_cap)
+    _check_below_adequate(rubric, "voice.far_beyond_cap", rubric.voice.far_beyond_cap)
+    for metric in rubric.voice.far_beyond_caps:
+        if metric not in rubric.dimensions:
+            raise RubricError(f"voice.far_beyond_caps: unknown dimension {metric!r}")
+    if rubric.voice.far_beyond_seconds < rubric.voice.max_speaking_seconds:
+        raise RubricError("voice.far_beyond_seconds: must not be below max_speaking_seconds")
     decision = rubric.decision
     if decision.ab_test_min_average > decision.deploy_min_average:
         raise RubricError("decision.ab_test_min_average: must not exceed deploy_min_average")
@@ -328,21 +342,21 @@ def _check_consistency(rubric: Rubric) -> None:
         raise RubricError("decision.revise_below_average: must not exceed deploy_min_average")
 
 
-def _check_flagged_overall_cap(rubric: Rubric) -> None:
-    """A fired flag must leave overall quality no higher than the Poor band.
+def _check_below_adequate(rubric: Rubric, key: str, cap: float) -> None:
+    """A hard cap must leave the score no higher than the Poor band.
 
     Quality levels are named after the anchor bands (Excellent ... Unacceptable); the band
     above Poor is the first one the cap must stay under.
     """
     names = [level.name.lower() for level in rubric.quality_levels]
     if "poor" not in names:
-        raise RubricError("quality_levels: a level named Poor is needed to bound flagged_overall_cap")
+        raise RubricError(f"quality_levels: a level named Poor is needed to bound {key}")
     position = names.index("poor")
     if position > 0:
         above = rubric.quality_levels[position - 1]
-        if round(rubric.flagged_overall_cap, 9) >= above.min:
-            raise RubricError(f"flagged_overall_cap: {rubric.flagged_overall_cap:g} would rate a flagged reply "
-                              f"{above.name}; it must lie in the Poor band or below (under {above.min:g})")
+        if round(cap, 9) >= above.min:
+            raise RubricError(f"{key}: {cap:g} would still rate {above.name}; it must lie in the Poor "
+                              f"band or below (under {above.min:g})")
 
 
 def parse_rubric(text: str, source: str = "<rubric>") -> Rubric:

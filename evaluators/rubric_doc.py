@@ -42,6 +42,9 @@ VOICE_GLOSSES: dict[str, str] = {
     "max_syllables_per_word": "Average syllables per word above which a reply is hard to say.",
     "min_reading_ease": "Flesch reading ease below which a reply is hard to follow by ear.",
     "max_line_breaks": "Line breaks tolerated before the reply reads like a written document.",
+    "far_beyond_seconds": "Estimated speaking time past which a reply is far beyond the voice budget.",
+    "far_beyond_cap": "A reply far beyond the budget scores at most this (Poor) on the far_beyond_caps dimensions.",
+    "far_beyond_caps": "The dimensions capped for a reply far beyond the voice budget.",
 }
 
 LEXICON_KINDS: dict[str, str] = {
@@ -188,6 +191,11 @@ def _dimension(rubric: Rubric, index: int, name: str) -> list[str]:
     ]
     if capped_by:
         lines += ["", f"Capped when these disqualifiers fire: {', '.join(capped_by)}."]
+    voice = rubric.voice
+    if name in voice.far_beyond_caps:
+        lines += ["", f"Capped at {number(voice.far_beyond_cap)} when the reply is far beyond the voice "
+                      f"budget (over {plain(voice.far_beyond_seconds)} s of speech at "
+                      f"{plain(voice.speaking_rate_wps)} words per second), however clean its words."]
     return lines
 
 
@@ -238,7 +246,10 @@ def _voice(rubric: Rubric) -> list[str]:
     rows = []
     for key in type(rubric.voice).model_fields:
         value = getattr(rubric.voice, key)
-        shown = f"{plain(value.min)}–{plain(value.max)}" if hasattr(value, "min") else plain(value)
+        if isinstance(value, list):
+            shown = ", ".join(code_span(item) for item in value)
+        else:
+            shown = f"{plain(value.min)}–{plain(value.max)}" if hasattr(value, "min") else plain(value)
         rows.append([code_span(key), shown, escape(VOICE_GLOSSES.get(key, ""))])
     return [
         "## Voice rules",

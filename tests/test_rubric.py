@@ -169,6 +169,15 @@ def test_flagged_overall_cap_above_the_poor_band_is_refused(cap: float) -> None:
     assert "Poor band" in message
 
 
+def test_voice_far_beyond_cap_must_stay_below_adequate_and_name_real_dimensions() -> None:
+    message = rubric_error(lambda data: data["voice"].__setitem__("far_beyond_cap", 0.6))
+    assert "voice.far_beyond_cap" in message and "Poor band" in message
+    message = rubric_error(lambda data: data["voice"].__setitem__("far_beyond_caps", ["charm"]))
+    assert "voice.far_beyond_caps" in message and "charm" in message
+    message = rubric_error(lambda data: data["voice"].__setitem__("far_beyond_seconds", 5))
+    assert "voice.far_beyond_seconds" in message
+
+
 def test_caps_for_fired_flags_take_the_lowest_cap_per_dimension() -> None:
     rubric = parse_mutated(lambda data: None)
     assert rubric.caps_for([]) == {}

@@ -111,6 +111,8 @@ class HeuristicEvaluator:
             if (hit := signal(name)) is not None and hit.strength >= 1.0
         ]
         caps = self.rubric.caps_for(flag.name for flag in flags)
+        voice = self.rubric.voice
+        seconds = voice.far_beyond_budget(features.word_count)
         metrics = {}
         for metric in METRIC_NAMES:
             dimension = self.rubric.dimensions[metric]
@@ -128,13 +130,17 @@ class HeuristicEvaluator:
             if metric in caps:
                 cause = next(flag for flag in flags if metric in self.rubric.disqualifiers[flag.name].caps
                              and self.rubric.disqualifiers[flag.name].cap == caps[metric])
-                value = _capped(value, caps[metric], cause, evidence)
+                value = _capped(value, caps[metric], f"capped_by_{cause.name}", cause.text, evidence)
+            if seconds is not None and metric in voice.far_beyond_caps:
+                value = _capped(value, voice.far_beyond_cap, "far_beyond_voice_budget",
+                                f"about {seconds:.0f} s spoken, over {voice.far_beyond_seconds:g} s", evidence)
             metrics[metric] = MetricScore.model_construct(value=value, evidence=evidence)
         overall = clip(sum(self.rubric.weights[m] * metrics[m].value for m in METRIC_NAMES))
         overall_evidence: list[Evidence] = []
         if flags:
             # A disqualifier dominates: the weighted sum cannot lift a flagged reply past the cap.
-            overall = _capped(overall, caps[OVERALL], flags[0], overall_evidence)
+            overall = _capped(overall, caps[OVERALL], f"capped_by_{flags[0].name}", flags[0].text,
+                              overall_evidence)
         return HeuristicResult(
             id=features.case.id,
             metrics=metrics,
@@ -145,9 +151,9 @@ class HeuristicEvaluator:
         )
 
 
-def _capped(value: float, cap: float, flag: Flag, evidence: list[Evidence]) -> float:
-    """`value` lowered to `cap`, with evidence naming the flag; a value under the cap stands."""
+def _capped(value: float, cap: float, indicator: str, text: str, evidence: list[Evidence]) -> float:
+    """`value` lowered to `cap`, with evidence saying why; a value under the cap stands."""
     if value <= cap:
         return value
-    evidence.append(Evidence(indicator=f"capped_by_{flag.name}", text=flag.text, effect=round(cap - value, 4)))
+    evidence.append(Evidence(indicator=indicator, text=text, effect=round(cap - value, 4)))
     return cap
