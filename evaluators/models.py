@@ -5,6 +5,7 @@ Every score a user sees carries its reasons (evidence), so a number never travel
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -78,6 +79,30 @@ class Flag(BaseModel):
     name: str
     description: str
     text: str = ""
+
+
+class Notice(BaseModel):
+    """Why a text was left unscored, e.g. `unsupported_language`; not a flag: nothing was judged."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Unscored:
+    """A record that could not be scored, and why (`notices` when the text itself is the reason)."""
+
+    id: str
+    error: str
+    notices: tuple[Notice, ...] = ()
+
+    def to_record(self) -> dict:
+        record: dict = {"id": self.id, "error": self.error}
+        if self.notices:
+            record["notices"] = [notice.model_dump() for notice in self.notices]
+        return record
 
 
 class HeuristicResult(BaseModel):

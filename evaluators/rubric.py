@@ -123,6 +123,22 @@ class VoiceRules(_Strict):
         return seconds if seconds > self.far_beyond_seconds else None
 
 
+class LanguageRules(_Strict):
+    """Which languages the heuristics score, and how sure a call of another language must be."""
+
+    supported: list[str] = Field(min_length=1)
+    min_letters: int = Field(ge=1)
+    min_confidence: float = Field(gt=0.0, le=1.0)
+    candidates: dict[str, str] = Field(min_length=2)
+
+    @model_validator(mode="after")
+    def _supported_are_candidates(self) -> LanguageRules:
+        missing = [code for code in self.supported if code not in self.candidates]
+        if missing:
+            raise ValueError(f"supported language(s) {missing} are not among the candidates")
+        return self
+
+
 class HardCriterion(_Strict):
     description: str
 
@@ -237,6 +253,7 @@ class Rubric(_Strict):
     lexicons: dict[str, Lexicon]
     patterns: dict[str, str]
     voice: VoiceRules
+    language: LanguageRules
     hard_criteria: dict[str, HardCriterion]
     quality_levels: list[QualityLevel] = Field(min_length=1)
     decision: DecisionThresholds

@@ -260,6 +260,28 @@ def _voice(rubric: Rubric) -> list[str]:
     ]
 
 
+def _language(rubric: Rubric) -> list[str]:
+    rules = rubric.language
+    supported = " and ".join(escape(rules.candidates[code]) for code in rules.supported)
+    candidates = ", ".join(f"{escape(name)} ({code_span(code)})" for code, name in rules.candidates.items())
+    return [
+        "## Language",
+        "",
+        f"The heuristics score {supported} only: the lexicons, patterns and the spaCy pipeline "
+        "read no other language. The language of the user message and of the reply is identified "
+        "offline with py3langid (a naive Bayes model over byte n-grams that ships inside its "
+        "package). A text called another language with at least "
+        f"{rules.min_confidence:.0%} confidence gets an `unsupported_language` notice, and the "
+        "reply is left unscored with that reason (`Unscored`, an error line, a failed case) "
+        "rather than given scores that were never really judged. A text of fewer than "
+        f"{rules.min_letters} letters (\"ok\", \"lol\", a name) is never called foreign: it "
+        "carries too little evidence.",
+        "",
+        f"The identifier chooses among: {candidates}. A wider field lets short English drift into "
+        "rare languages.",
+    ]
+
+
 def _patterns(rubric: Rubric) -> list[str]:
     return [
         "## Patterns",
@@ -405,6 +427,7 @@ def render_rubric_markdown(rubric: Rubric) -> str:
         _disqualifiers(rubric),
         _lexicons(rubric),
         _voice(rubric),
+        _language(rubric),
         _patterns(rubric),
         _hard_criteria(rubric),
         _quality_levels(rubric),

@@ -28,6 +28,7 @@ from evaluators.models import (
     ReplyCase,
     Scenario,
     TurnResult,
+    Unscored,
     case_id,
 )
 from evaluators.responder import ChatRequest, Responder, build_messages
@@ -240,13 +241,17 @@ class Runner:
             turns = []
             for index, completion in enumerate(transcript.replies):
                 heuristics = next(scored)
-                expectations = check_reply(transcript.scenario.expectations_for(index), completion.text,
-                                           self.evaluator.rubric)
+                unscored = isinstance(heuristics, Unscored)
+                if unscored:
+                    # No English scores for it: the case fails with the reason, so no mean counts it.
+                    transcript.error = transcript.error or f"turn {index + 1} not scored: {heuristics.error}"
+                expectations = [] if unscored else check_reply(transcript.scenario.expectations_for(index),
+                                                               completion.text, self.evaluator.rubric)
                 turns.append(TurnResult(
                     index=index, user=transcript.scenario.turns[index].user, reply=completion.text,
                     model=completion.model, usage=completion.usage, latency_s=completion.latency_s,
                     cached=completion.cached, attempts=completion.attempts,
-                    heuristics=heuristics.to_record(), expectations=expectations,
+                    heuristics=None if unscored else heuristics.to_record(), expectations=expectations,
                 ))
             results.append(self._case(transcript, turns))
         return results

@@ -24,8 +24,9 @@ from evaluators.heuristics import (  # noqa: F401
 )
 from evaluators.features import CaseFeatures, TextView
 from evaluators.heuristics.registry import SIGNALS, Signal, clip
+from evaluators.language import LanguageCheck
 from evaluators.matchers import LexiconMatcher
-from evaluators.models import Evidence, Flag, HeuristicResult, MetricScore, ReplyCase
+from evaluators.models import Evidence, Flag, HeuristicResult, MetricScore, ReplyCase, Unscored
 from evaluators.nlp import clip_for_parse, load_pipeline
 from evaluators.offline import ensure_cmudict
 from evaluators.rubric import METRIC_NAMES, OVERALL, Rubric, RubricError, default_rubric
@@ -54,15 +55,21 @@ class HeuristicEvaluator:
         self.matchers = {role: LexiconMatcher(self.nlp, self.rubric, role) for role in ("reply", "user")}
         self.patterns = self.rubric.compiled_patterns()
         self.sentiment = SentimentIntensityAnalyzer()
+        self.language = LanguageCheck(self.rubric.language)
         ensure_cmudict()
 
     # --- public API ------------------------------------------------------------------------
-    def score(self, user_message: str, response: str, history: Sequence[str] = (), id: str = "") -> HeuristicResult:
+    def score(self, user_message: str, response: str, history: Sequence[str] = (),
+              id: str = "") -> HeuristicResult | Unscored:
         case = ReplyCase(id=id, history=list(history), user_message=user_message, response=response)
         return next(self.score_cases([case]))
 
-    def score_cases(self, cases: Iterable[ReplyCase], batch_size: int = 256) -> Iterator[HeuristicResult]:
-        """Score cases lazily, parsing each text once with ``nlp.pipe`` in batches."""
+    def score_cases(self, cases: Iterable[ReplyCase], batch_size: int = 256) -> Iterator[HeuristicResult | Unscored]:
+        """Score cases lazily, parsing each text once with ``nlp.pipe`` in batches.
+
+        A case whose user message or reply is in a language the heuristics do not read comes
+        back `Unscored`, with an `unsupported_language` notice, instead of English scores.
+        """
         batch: list[ReplyCase] = []
         for case in cases:
             batch.append(case)
@@ -73,7 +80,13 @@ class HeuristicEvaluator:
             yield from self._score_batch(batch)
 
     # --- internals ---------------------------------------------------------------------------
-    def _score_batch(self, cases: list[ReplyCase]) -> Iterator[HeuristicResult]:
+    def _score_batch(self, cases: list[ReplyCase]) -> Iterator[HeuristicResult | Unscored]:
+        unscored = [self.language.unscored(case) for case in cases]
+        scored = self._score_parsed([case for case, skipped in zip(cases, unscored) if skipped is None])
+        for skipped in unscored:
+            yield skipped if skipped is not None else next(scored)
+
+    def _score_parsed(self, cases: list[ReplyCase]) -> Iterator[HeuristicResult]:
         texts = (
             (clip_for_parse(text), (index, role))
             for index, case in enumerate(cases)
