@@ -8,6 +8,7 @@ can serve concurrent runs.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 from spacy.language import Language
 from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
@@ -51,12 +52,16 @@ class HeuristicEvaluator:
     def __init__(self, rubric: Rubric | None = None, nlp: Language | None = None) -> None:
         self.rubric = rubric or default_rubric()
         check_signals(self.rubric)
-        self.nlp = nlp or load_pipeline()
-        self.matchers = {role: LexiconMatcher(self.nlp, self.rubric, role) for role in ("reply", "user")}
-        self.patterns = self.rubric.compiled_patterns()
-        self.sentiment = SentimentIntensityAnalyzer()
-        self.language = LanguageCheck(self.rubric.language)
-        ensure_cmudict()
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            # The language model's load is mostly LZMA decompression, which frees the GIL:
+            # it overlaps the spaCy load instead of adding to every start-up.
+            language = pool.submit(LanguageCheck, self.rubric.language)
+            self.nlp = nlp or load_pipeline()
+            self.matchers = {role: LexiconMatcher(self.nlp, self.rubric, role) for role in ("reply", "user")}
+            self.patterns = self.rubric.compiled_patterns()
+            self.sentiment = SentimentIntensityAnalyzer()
+            ensure_cmudict()
+            self.language = language.result()
 
     # --- public API ------------------------------------------------------------------------
     def score(self, user_message: str, response: str, history: Sequence[str] = (),
