@@ -44,7 +44,11 @@ def case_is_judged(case: CaseResult) -> bool:
 
 
 def case_scores(case: CaseResult, rubric: Rubric) -> dict[str, float] | None:
-    """The case's decision scores by name (six metrics and overall); None for a failed case."""
+    """The case's decision scores by name (six metrics and overall); None for a failed case.
+
+    A case with a fired hard flag keeps the flag's caps whatever `average_of` says, so a
+    judge score cannot lift a disqualified reply back over the cap in the blend.
+    """
     if case.status != "ok":
         return None
     settings = rubric.decision
@@ -60,7 +64,7 @@ def case_scores(case: CaseResult, rubric: Rubric) -> dict[str, float] | None:
             value = settings.judge_weight * judged + (1.0 - settings.judge_weight) * heuristic
         if value is not None:
             scores[name] = round(value, _DECIMALS)
-    return scores
+    return rubric.cap_scores(scores, case.flags)
 
 
 def average_of_label(rubric: Rubric, judged: int, scored: int) -> str:

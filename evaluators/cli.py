@@ -35,7 +35,7 @@ from evaluators.heuristics import HeuristicEvaluator, check_signals
 from evaluators.jsonl import JsonLine, read_json_lines
 from evaluators.models import HeuristicResult
 from evaluators.rubric import METRIC_NAMES, OVERALL, Rubric, RubricError, default_rubric, load_rubric
-from evaluators.scoring import METRIC_COLUMNS, Unscored, score_records, score_reply
+from evaluators.scoring import METRIC_COLUMNS, Unscored, score_records
 
 app = typer.Typer(
     name="penpal-eval",
@@ -86,6 +86,8 @@ def score_jsonl(stream: BinaryIO, evaluator: HeuristicEvaluator | None = None) -
             continue
         reason = line.error or outcome.error
         record = {"id": _record_id(line.record), "line": line.number, "error": reason}
+        if line.error is None and outcome.notices:
+            record["notices"] = outcome.to_record()["notices"]
         yield LineOutcome(line.number, record, reason)
 
 
@@ -138,6 +140,28 @@ def score_bar(value: float, width: int = _BAR_WIDTH) -> str:
     return bar.ljust(width)
 
 
+def _exchange(user_message: str, response: str, history: Sequence[str]) -> Table:
+    exchange = Table.grid(padding=(0, 1))
+    exchange.add_column(style="dim", no_wrap=True)
+    exchange.add_column(overflow="fold")
+    for turn in history:
+        exchange.add_row("history", Text(turn))
+    if user_message:
+        exchange.add_row("user", Text(user_message))
+    exchange.add_row("reply", Text(response))
+    return exchange
+
+
+def render_unscored_card(outcome: Unscored, *, user_message: str = "", response: str = "",
+                         history: Sequence[str] = ()) -> Panel:
+    """The card for a reply left unscored: the exchange and why, with no number to misread."""
+    names = ", ".join(dict.fromkeys(notice.name for notice in outcome.notices)) or "error"
+    parts = [_exchange(user_message, response, history), Text(""),
+             Text("Not scored", style="bold underline"), Text(outcome.error, style="yellow")]
+    return Panel(Group(*parts), title=Text(f"unscored · {names}", style="bold yellow"), title_align="left",
+                 expand=False)
+
+
 def render_card(
     result: HeuristicResult,
     rubric: Rubric,
@@ -147,16 +171,7 @@ def render_card(
     history: Sequence[str] = (),
 ) -> Panel:
     """A readable card: metric values with bars and levels, evidence per metric, hard flags."""
-    parts: list = []
-    exchange = Table.grid(padding=(0, 1))
-    exchange.add_column(style="dim", no_wrap=True)
-    exchange.add_column(overflow="fold")
-    for turn in history:
-        exchange.add_row("history", Text(turn))
-    if user_message:
-        exchange.add_row("user", Text(user_message))
-    exchange.add_row("reply", Text(response))
-    parts.append(exchange)
+    parts: list = [_exchange(user_message, response, history)]
 
     values = result.values()
     metrics = Table(box=None, pad_edge=False, show_header=True, header_style="bold")
@@ -179,8 +194,10 @@ def render_card(
     evidence.add_column(no_wrap=True)
     evidence.add_column(justify="right", no_wrap=True)
     evidence.add_column(overflow="fold")
-    for name in METRIC_NAMES:
-        items = result.metrics[name].evidence
+    for name in METRIC_COLUMNS:
+        items = result.metrics[name].evidence if name in result.metrics else result.overall_evidence
+        if name == OVERALL and not items:
+            continue  # overall is the weighted sum; it has evidence only when a flag capped it
         evidence.add_row(Text(name, style="bold"), "", "" if items else Text("no indicator fired", style="dim"))
         for item in items:
             style = "green" if item.effect > 0 else "red" if item.effect < 0 else "dim"
@@ -198,8 +215,11 @@ def render_card(
     else:
         parts.append(Text("none", style="green"))
 
-    title = Text(f"overall {result.overall_quality:.2f} · {result.quality_level}",
-                 style=level_style(rubric, result.quality_level))
+    headline = f"overall {result.overall_quality:.2f} · {result.quality_level}"
+    if result.flags:
+        names = ", ".join(flag.name for flag in result.flags)
+        headline += f" · capped by {names}" if result.overall_evidence else f" · ✖ {names}"
+    title = Text(headline, style=level_style(rubric, result.quality_level))
     return Panel(Group(*parts), title=title, title_align="left", expand=False)
 
 
@@ -253,8 +273,9 @@ def score(
     FILE mode writes one JSON line per input line, in order: the record's id, each metric,
     quality_level, evidence and flags. A line that is not valid JSON or not a valid record is
     reported on stderr as 'line N: reason' and written as {"id", "line", "error"}; the other
-    lines are still scored. Blank lines are skipped; a record without an id gets its line
-    number.
+    lines are still scored. A record whose user message or reply is not in English is left
+    unscored the same way, its line carrying an unsupported_language notice. Blank lines are
+    skipped; a record without an id gets its line number.
 
     Exit codes: 0 every record scored; 1 some record could not be scored; 2 bad arguments or
     an invalid --rubric file.
@@ -283,15 +304,19 @@ def score(
 
 
 def _score_one(evaluator: HeuristicEvaluator, user: str, response: str, history: list[str], as_json: bool) -> None:
-    try:
-        result = score_reply(user, response, history, evaluator=evaluator)
-    except ValueError as error:
-        raise fail(f"error: {error}", EXIT_RECORD_ERRORS) from None
+    record = {"user_message": user, "response": response, "history": history}
+    result = next(score_records([record], evaluator=evaluator))
+    if isinstance(result, Unscored) and not result.notices:
+        raise fail(f"error: {result.error}", EXIT_RECORD_ERRORS)
     if as_json:
         typer.echo(json.dumps(result.to_record()))
-        return
-    card = render_card(result, evaluator.rubric, user_message=user, response=response, history=history)
-    stdout_console().print(card)
+    elif isinstance(result, Unscored):
+        stdout_console().print(render_unscored_card(result, user_message=user, response=response, history=history))
+    else:
+        stdout_console().print(render_card(result, evaluator.rubric, user_message=user, response=response,
+                                           history=history))
+    if isinstance(result, Unscored):  # left unscored (e.g. another language): not a score to rely on
+        raise typer.Exit(code=EXIT_RECORD_ERRORS)
 
 
 @app.command()

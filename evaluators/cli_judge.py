@@ -42,7 +42,7 @@ from evaluators.judge.reliability import with_disagreement
 from evaluators.judge.result import JudgeResult
 from evaluators.judge.sampling import SamplingState
 from evaluators.judge.stage import sampling_triggers
-from evaluators.models import HeuristicResult
+from evaluators.models import HeuristicResult, Unscored
 from evaluators.rubric import Rubric
 
 SamplingChoice = Enum("SamplingChoice", {name: name for name in SAMPLING_CHOICES}, type=str)
@@ -90,6 +90,7 @@ class RecordLine:
     record: JudgeRecord | None = None
     error: str | None = None
     heuristics: HeuristicResult | None = None
+    heuristics_error: str | None = None  # why the heuristics left the record unscored (another language)
     judgement: JudgeResult | None = None
     sampling: dict | None = None
 
@@ -117,7 +118,10 @@ def read_records(path: Path, require_human: bool = False) -> list[RecordLine]:
 def score_heuristics(lines: Sequence[RecordLine], evaluator: HeuristicEvaluator) -> None:
     valid = [line for line in lines if line.record is not None]
     for line, result in zip(valid, evaluator.score_cases([line.record.reply_case() for line in valid]), strict=True):
-        line.heuristics = result
+        if isinstance(result, Unscored):
+            line.heuristics_error = result.error
+        else:
+            line.heuristics = result
 
 
 @contextmanager
@@ -173,6 +177,8 @@ def output_record(line: RecordLine) -> dict:
         record["skipped"] = True
     if line.heuristics is not None:
         record["heuristics_overall"] = round(line.heuristics.overall_quality, 4)
+    elif line.heuristics_error is not None:
+        record["heuristics_error"] = line.heuristics_error
     if line.sampling is not None:
         record["sampling"] = line.sampling
     return record

@@ -5,6 +5,7 @@ Every score a user sees carries its reasons (evidence), so a number never travel
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -80,14 +81,43 @@ class Flag(BaseModel):
     text: str = ""
 
 
+class Notice(BaseModel):
+    """Why a text was left unscored, e.g. `unsupported_language`; not a flag: nothing was judged."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Unscored:
+    """A record that could not be scored, and why (`notices` when the text itself is the reason)."""
+
+    id: str
+    error: str
+    notices: tuple[Notice, ...] = ()
+
+    def to_record(self) -> dict:
+        record: dict = {"id": self.id, "error": self.error}
+        if self.notices:
+            record["notices"] = [notice.model_dump() for notice in self.notices]
+        return record
+
+
 class HeuristicResult(BaseModel):
-    """The six metrics, their weighted overall, and the hard flags for one reply."""
+    """The six metrics, their weighted overall, and the hard flags for one reply.
+
+    `overall_quality` and `quality_level` are final: a fired flag has already capped them
+    (`overall_evidence` says by how much), so every consumer shows the same figure.
+    """
 
     id: str = ""
     metrics: dict[str, MetricScore]
     overall_quality: float = Field(ge=0.0, le=1.0)
     quality_level: str
     flags: list[Flag] = Field(default_factory=list)
+    overall_evidence: list[Evidence] = Field(default_factory=list)
     error: str | None = None
 
     def values(self) -> dict[str, float]:
@@ -102,8 +132,8 @@ class HeuristicResult(BaseModel):
             **{name: round(value, 4) for name, value in self.values().items()},
             "quality_level": self.quality_level,
             "evidence": {
-                name: [item.model_dump() for item in self.metrics[name].evidence]
-                for name in METRIC_NAMES
+                **{name: [item.model_dump() for item in self.metrics[name].evidence] for name in METRIC_NAMES},
+                OVERALL: [item.model_dump() for item in self.overall_evidence],
             },
             "flags": [flag.model_dump() for flag in self.flags],
         }

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -112,6 +113,30 @@ class VoiceRules(_Strict):
     max_syllables_per_word: float = Field(gt=0)
     min_reading_ease: float
     max_line_breaks: int = Field(ge=0)
+    far_beyond_seconds: float = Field(gt=0)
+    far_beyond_cap: float = Field(ge=0.0, le=1.0)
+    far_beyond_caps: list[str] = Field(min_length=1)
+
+    def far_beyond_budget(self, words: int) -> float | None:
+        """Estimated seconds of speech when `words` is far beyond the voice budget, else None."""
+        seconds = words / self.speaking_rate_wps
+        return seconds if seconds > self.far_beyond_seconds else None
+
+
+class LanguageRules(_Strict):
+    """Which languages the heuristics score, and how sure a call of another language must be."""
+
+    supported: list[str] = Field(min_length=1)
+    min_letters: int = Field(ge=1)
+    min_confidence: float = Field(gt=0.0, le=1.0)
+    candidates: dict[str, str] = Field(min_length=2)
+
+    @model_validator(mode="after")
+    def _supported_are_candidates(self) -> LanguageRules:
+        missing = [code for code in self.supported if code not in self.candidates]
+        if missing:
+            raise ValueError(f"supported language(s) {missing} are not among the candidates")
+        return self
 
 
 class HardCriterion(_Strict):
@@ -224,9 +249,11 @@ class Rubric(_Strict):
     dimensions: dict[str, Dimension]
     overall: Overall
     disqualifiers: dict[str, Disqualifier]
+    flagged_overall_cap: float = Field(ge=0.0, le=1.0)
     lexicons: dict[str, Lexicon]
     patterns: dict[str, str]
     voice: VoiceRules
+    language: LanguageRules
     hard_criteria: dict[str, HardCriterion]
     quality_levels: list[QualityLevel] = Field(min_length=1)
     decision: DecisionThresholds
@@ -236,6 +263,28 @@ class Rubric(_Strict):
     @property
     def weights(self) -> dict[str, float]:
         return {name: dimension.weight for name, dimension in self.dimensions.items()}
+
+    def caps_for(self, flags: Iterable[str]) -> dict[str, float]:
+        """The ceiling on each score while these disqualifiers are fired, by score name.
+
+        The one rule every consumer follows (heuristics per reply, cases per run, the release
+        blend): each flag caps the dimensions it names at its own cap, and any flag caps
+        overall quality at `flagged_overall_cap`. Names not in the result are not capped.
+        """
+        caps: dict[str, float] = {}
+        for name in flags:
+            rule = self.disqualifiers.get(name)
+            if rule is None:
+                continue
+            caps[OVERALL] = self.flagged_overall_cap
+            for metric in rule.caps:
+                caps[metric] = min(caps.get(metric, rule.cap), rule.cap)
+        return caps
+
+    def cap_scores(self, scores: Mapping[str, float], flags: Iterable[str]) -> dict[str, float]:
+        """`scores` (by name) with the fired disqualifiers' caps applied; see `caps_for`."""
+        caps = self.caps_for(flags)
+        return {name: min(value, caps[name]) if name in caps else value for name, value in scores.items()}
 
     def compiled_patterns(self) -> dict[str, re.Pattern[str]]:
         return {name: re.compile(pattern) for name, pattern in self.patterns.items()}
@@ -287,6 +336,13 @@ def _check_consistency(rubric: Rubric) -> None:
     levels = [level.min for level in rubric.quality_levels]
     if levels != sorted(levels, reverse=True) or levels[-1] != 0.0:
         raise RubricError("quality_levels: list bands from highest min to lowest, ending at 0.0")
+    _check_below_adequate(rubric, "flagged_overall_cap", rubric.flagged_overall_cap)
+    _check_below_adequate(rubric, "voice.far_beyond_cap", rubric.voice.far_beyond_cap)
+    for metric in rubric.voice.far_beyond_caps:
+        if metric not in rubric.dimensions:
+            raise RubricError(f"voice.far_beyond_caps: unknown dimension {metric!r}")
+    if rubric.voice.far_beyond_seconds < rubric.voice.max_speaking_seconds:
+        raise RubricError("voice.far_beyond_seconds: must not be below max_speaking_seconds")
     decision = rubric.decision
     if decision.ab_test_min_average > decision.deploy_min_average:
         raise RubricError("decision.ab_test_min_average: must not exceed deploy_min_average")
@@ -301,6 +357,23 @@ def _check_consistency(rubric: Rubric) -> None:
         raise RubricError("judge.sampling.established_max_uses: must not be below calibration_uses")
     if decision.revise_below_average > decision.deploy_min_average:
         raise RubricError("decision.revise_below_average: must not exceed deploy_min_average")
+
+
+def _check_below_adequate(rubric: Rubric, key: str, cap: float) -> None:
+    """A hard cap must leave the score no higher than the Poor band.
+
+    Quality levels are named after the anchor bands (Excellent ... Unacceptable); the band
+    above Poor is the first one the cap must stay under.
+    """
+    names = [level.name.lower() for level in rubric.quality_levels]
+    if "poor" not in names:
+        raise RubricError(f"quality_levels: a level named Poor is needed to bound {key}")
+    position = names.index("poor")
+    if position > 0:
+        above = rubric.quality_levels[position - 1]
+        if round(cap, 9) >= above.min:
+            raise RubricError(f"{key}: {cap:g} would still rate {above.name}; it must lie in the Poor "
+                              f"band or below (under {above.min:g})")
 
 
 def parse_rubric(text: str, source: str = "<rubric>") -> Rubric:

@@ -42,6 +42,9 @@ VOICE_GLOSSES: dict[str, str] = {
     "max_syllables_per_word": "Average syllables per word above which a reply is hard to say.",
     "min_reading_ease": "Flesch reading ease below which a reply is hard to follow by ear.",
     "max_line_breaks": "Line breaks tolerated before the reply reads like a written document.",
+    "far_beyond_seconds": "Estimated speaking time past which a reply is far beyond the voice budget.",
+    "far_beyond_cap": "A reply far beyond the budget scores at most this (Poor) on the far_beyond_caps dimensions.",
+    "far_beyond_caps": "The dimensions capped for a reply far beyond the voice budget.",
 }
 
 LEXICON_KINDS: dict[str, str] = {
@@ -188,6 +191,11 @@ def _dimension(rubric: Rubric, index: int, name: str) -> list[str]:
     ]
     if capped_by:
         lines += ["", f"Capped when these disqualifiers fire: {', '.join(capped_by)}."]
+    voice = rubric.voice
+    if name in voice.far_beyond_caps:
+        lines += ["", f"Capped at {number(voice.far_beyond_cap)} when the reply is far beyond the voice "
+                      f"budget (over {plain(voice.far_beyond_seconds)} s of speech at "
+                      f"{plain(voice.speaking_rate_wps)} words per second), however clean its words."]
     return lines
 
 
@@ -204,8 +212,15 @@ def _disqualifiers(rubric: Rubric) -> list[str]:
     return [
         "## Disqualifiers",
         "",
-        "Hard flags reported beside the metric values. When one fires, each dimension it "
-        "names is capped at the flag's cap (scores above the cap are lowered to it).",
+        "Hard flags reported beside the metric values. A disqualifier is a hard boundary, not "
+        "a soft penalty: when one fires, each dimension it names is capped at the flag's cap "
+        "(scores above the cap are lowered to it), and overall quality is capped at "
+        f"{number(rubric.flagged_overall_cap)}, so a flagged reply rates "
+        f"{escape(rubric.quality_level(rubric.flagged_overall_cap))} or worse however well it does "
+        "otherwise. The capped figures are the reply's scores everywhere (the card, JSON lines, "
+        "summaries, reports, Langfuse). A case with a flag on any turn keeps the same caps on its "
+        "mean, and the release averages keep them after blending in the LLM judge, so a judge "
+        "score cannot lift a disqualified reply back over the cap.",
         "",
         *table(["Flag", "Description", "Cap", "Caps"], rows, ["left", "left", "right", "left"]),
     ]
@@ -231,7 +246,10 @@ def _voice(rubric: Rubric) -> list[str]:
     rows = []
     for key in type(rubric.voice).model_fields:
         value = getattr(rubric.voice, key)
-        shown = f"{plain(value.min)}–{plain(value.max)}" if hasattr(value, "min") else plain(value)
+        if isinstance(value, list):
+            shown = ", ".join(code_span(item) for item in value)
+        else:
+            shown = f"{plain(value.min)}–{plain(value.max)}" if hasattr(value, "min") else plain(value)
         rows.append([code_span(key), shown, escape(VOICE_GLOSSES.get(key, ""))])
     return [
         "## Voice rules",
@@ -239,6 +257,28 @@ def _voice(rubric: Rubric) -> list[str]:
         "Thresholds for the voice and speakability signals.",
         "",
         *table(["Rule", "Value", "Meaning"], rows, ["left", "right", "left"]),
+    ]
+
+
+def _language(rubric: Rubric) -> list[str]:
+    rules = rubric.language
+    supported = " and ".join(escape(rules.candidates[code]) for code in rules.supported)
+    candidates = ", ".join(f"{escape(name)} ({code_span(code)})" for code, name in rules.candidates.items())
+    return [
+        "## Language",
+        "",
+        f"The heuristics score {supported} only: the lexicons, patterns and the spaCy pipeline "
+        "read no other language. The language of the user message and of the reply is identified "
+        "offline with py3langid (a naive Bayes model over byte n-grams that ships inside its "
+        "package). A text called another language with at least "
+        f"{rules.min_confidence:.0%} confidence gets an `unsupported_language` notice, and the "
+        "reply is left unscored with that reason (`Unscored`, an error line, a failed case) "
+        "rather than given scores that were never really judged. A text of fewer than "
+        f"{rules.min_letters} letters (\"ok\", \"lol\", a name) is never called foreign: it "
+        "carries too little evidence.",
+        "",
+        f"The identifier chooses among: {candidates}. A wider field lets short English drift into "
+        "rare languages.",
     ]
 
 
@@ -387,6 +427,7 @@ def render_rubric_markdown(rubric: Rubric) -> str:
         _disqualifiers(rubric),
         _lexicons(rubric),
         _voice(rubric),
+        _language(rubric),
         _patterns(rubric),
         _hard_criteria(rubric),
         _quality_levels(rubric),

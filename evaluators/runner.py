@@ -28,6 +28,7 @@ from evaluators.models import (
     ReplyCase,
     Scenario,
     TurnResult,
+    Unscored,
     case_id,
 )
 from evaluators.responder import ChatRequest, Responder, build_messages
@@ -240,13 +241,17 @@ class Runner:
             turns = []
             for index, completion in enumerate(transcript.replies):
                 heuristics = next(scored)
-                expectations = check_reply(transcript.scenario.expectations_for(index), completion.text,
-                                           self.evaluator.rubric)
+                unscored = isinstance(heuristics, Unscored)
+                if unscored:
+                    # No English scores for it: the case fails with the reason, so no mean counts it.
+                    transcript.error = transcript.error or f"turn {index + 1} not scored: {heuristics.error}"
+                expectations = [] if unscored else check_reply(transcript.scenario.expectations_for(index),
+                                                               completion.text, self.evaluator.rubric)
                 turns.append(TurnResult(
                     index=index, user=transcript.scenario.turns[index].user, reply=completion.text,
                     model=completion.model, usage=completion.usage, latency_s=completion.latency_s,
                     cached=completion.cached, attempts=completion.attempts,
-                    heuristics=heuristics.to_record(), expectations=expectations,
+                    heuristics=None if unscored else heuristics.to_record(), expectations=expectations,
                 ))
             results.append(self._case(transcript, turns))
         return results
@@ -254,9 +259,11 @@ class Runner:
     def _case(self, transcript: Transcript, turns: list[TurnResult]) -> CaseResult:
         scenario, prompt = transcript.scenario, transcript.prompt
         ok = transcript.error is None and len(turns) == len(scenario.turns)
-        scores = {name: round(fmean(turn.heuristics[name] for turn in turns), 4)
-                  for name in SCORE_COLUMNS} if ok else {}
         flags = sorted({flag["name"] for turn in turns for flag in (turn.heuristics or {}).get("flags", [])})
+        # A flag on any turn caps the case too: a mean over clean turns must not dilute it.
+        scores = self.evaluator.rubric.cap_scores(
+            {name: round(fmean(turn.heuristics[name] for turn in turns), 4) for name in SCORE_COLUMNS}, flags,
+        ) if ok else {}
         return CaseResult(
             case_id=case_id(prompt.version, scenario.id),
             prompt_name=prompt.name,

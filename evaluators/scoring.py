@@ -7,27 +7,15 @@ the reason, and aggregates can skip the unscored ones knowingly.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from functools import lru_cache
 
 import pandas as pd
 
 from evaluators.heuristics import HeuristicEvaluator
-from evaluators.models import HeuristicResult, ReplyCase, validate_json_record
+from evaluators.models import HeuristicResult, ReplyCase, Unscored, validate_json_record
 from evaluators.rubric import METRIC_NAMES, OVERALL
 
 METRIC_COLUMNS: tuple[str, ...] = (*METRIC_NAMES, OVERALL)
-
-
-@dataclass(frozen=True)
-class Unscored:
-    """A record that could not be scored, and why."""
-
-    id: str
-    error: str
-
-    def to_record(self) -> dict:
-        return {"id": self.id, "error": self.error}
 
 
 ScoreOutcome = HeuristicResult | Unscored
@@ -46,7 +34,7 @@ def score_reply(
     *,
     evaluator: HeuristicEvaluator | None = None,
 ) -> HeuristicResult:
-    """Score one reply; raises ValueError for an empty reply."""
+    """Score one reply; raises ValueError for an empty reply or one left unscored (another language)."""
     outcome = next(score_records([{"user_message": user_message, "response": response,
                                    "history": list(history)}], evaluator=evaluator))
     if isinstance(outcome, Unscored):
@@ -98,8 +86,9 @@ def score_frame(frame: pd.DataFrame, *, evaluator: HeuristicEvaluator | None = N
     """DataFrame in (id, history, user_message, response), DataFrame out (one row per input).
 
     Output columns: id, the six metrics, overall_quality, quality_level, flags (names),
-    evidence (per metric) and error: None for a scored row, else the reason it was not
-    scored (its metric cells are then NaN, so aggregates skip it knowingly).
+    evidence (per metric), notices (names, e.g. unsupported_language) and error: None for a
+    scored row, else the reason it was not scored (its metric cells are then NaN, so
+    aggregates skip it knowingly).
     """
     if "response" not in frame.columns:
         raise ValueError("score_frame: the DataFrame needs a 'response' column")
@@ -108,11 +97,13 @@ def score_frame(frame: pd.DataFrame, *, evaluator: HeuristicEvaluator | None = N
     for outcome in score_records(records, evaluator=evaluator):
         if isinstance(outcome, Unscored):
             rows.append({"id": outcome.id, **{c: float("nan") for c in METRIC_COLUMNS},
-                         "quality_level": None, "flags": [], "evidence": {}, "error": outcome.error})
+                         "quality_level": None, "flags": [], "evidence": {},
+                         "notices": [notice.name for notice in outcome.notices], "error": outcome.error})
         else:
             record = outcome.to_record()
-            rows.append({**record, "flags": [flag["name"] for flag in record["flags"]], "error": None})
-    result = pd.DataFrame(rows, columns=["id", *METRIC_COLUMNS, "quality_level", "flags", "evidence", "error"])
+            rows.append({**record, "flags": [flag["name"] for flag in record["flags"]], "notices": [], "error": None})
+    result = pd.DataFrame(rows, columns=["id", *METRIC_COLUMNS, "quality_level", "flags", "evidence", "notices",
+                                         "error"])
     # Object dtype keeps None as None; pandas 3 would infer a string column and turn it to NaN.
     result["error"] = pd.Series([row["error"] for row in rows], index=result.index, dtype=object)
     return result

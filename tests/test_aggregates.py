@@ -117,3 +117,25 @@ def test_fairness_groups_by_the_configured_key():
     assert {group.group for group in aggregate.by_fairness_group} == {"18-30", "30+"}
     overall = next(gap for gap in aggregate.fairness if gap.metric == OVERALL)
     assert overall.gap == pytest.approx(0.3) and overall.flagged
+
+
+GOOD_JUDGE = {"overall": 0.9, "dimensions": {name: 0.9 for name in METRIC_NAMES}, "verdict": "good"}
+
+
+@pytest.mark.parametrize("average_of", ["heuristic", "judge", "blend"])
+def test_a_flagged_case_keeps_its_caps_whatever_the_average_is_of(average_of):
+    """A judge score cannot lift a disqualified case back over the cap in the release averages."""
+    rubric = rubric_with(average_of=average_of, judge_weight=0.5)
+    cap = rubric.flagged_overall_cap
+    rule = rubric.disqualifiers["claims_human"]
+    # The heuristic scores as the runner stores them: already capped.
+    heuristic = scores(cap, **{name: rule.cap for name in rule.caps})
+    flagged = make_case("v", "s", heuristic, judge=GOOD_JUDGE, flags=["claims_human"])
+    result = case_scores(flagged, rubric)
+    assert result[OVERALL] == pytest.approx(cap)
+    assert all(result[name] == pytest.approx(rule.cap) for name in rule.caps)
+    uncapped = [name for name in METRIC_NAMES if name not in rule.caps]
+    expected = {"heuristic": cap, "judge": 0.9, "blend": 0.5 * 0.9 + 0.5 * cap}[average_of]
+    assert all(result[name] == pytest.approx(expected) for name in uncapped)
+    # The same scores without the flag blend freely: the cap comes from the flag alone.
+    assert case_scores(make_case("v", "s", heuristic, judge=GOOD_JUDGE), rubric)[OVERALL] == pytest.approx(expected)

@@ -24,13 +24,17 @@ SSML = '<speak><break time="1s"/>Hello</speak>'
 ODD_REPLIES = {
     "very-long": ("I hear you, and that sounds like a lot to carry. " * 2_100)[:100_000],
     "emoji-only": "😊🎉💖🤗",
-    "spanish": "Lo siento mucho. ¿Quieres contarme qué pasó en el trabajo?",
-    "japanese": "それは大変でしたね。仕事で何があったのか話してくれますか？",
-    "arabic": "أنا آسف جدًا لسماع ذلك. هل تريد التحدث عن ذلك؟",
     "markdown": MARKDOWN,
     "ssml": SSML,
     "html": "<div><p>That sounds <b>really</b> hard.</p><ul><li>Take a break</li></ul><br/></div>",
     "control-chars": "Hi\x00 there\x07, how\u200b are you?\ufeff",
+}
+
+# The heuristics read English only: these come back unscored with a notice, not as scores.
+FOREIGN_REPLIES = {
+    "spanish": "Lo siento mucho. ¿Quieres contarme qué pasó en el trabajo?",
+    "japanese": "それは大変でしたね。仕事で何があったのか話してくれますか？",
+    "arabic": "أنا آسف جدًا لسماع ذلك. هل تريد التحدث عن ذلك؟",
 }
 
 
@@ -71,6 +75,17 @@ def test_odd_replies_each_get_a_score_in_range(name):
     assert result.quality_level
 
 
+@pytest.mark.parametrize("name", sorted(FOREIGN_REPLIES))
+def test_replies_in_other_languages_are_left_unscored_with_a_notice(name):
+    with pytest.raises(ValueError, match="unsupported_language"):
+        score_reply(USER, FOREIGN_REPLIES[name])
+    [outcome] = score_records([{"id": name, "user_message": USER, "response": FOREIGN_REPLIES[name]}])
+    assert isinstance(outcome, Unscored)
+    assert [notice.name for notice in outcome.notices] == ["unsupported_language"]
+    assert outcome.notices[0].text.startswith(f"the reply reads as {name.capitalize()}")
+    assert outcome.to_record()["notices"][0]["name"] == "unsupported_language"
+
+
 def test_odd_user_messages_and_history_are_scored_too():
     result = score_reply("😊" * 500, PLAIN, history=["", "<speak>hi</speak>", "**bold**", "x" * 50_000])
     assert_in_unit_range(result)
@@ -90,7 +105,8 @@ def test_ssml_lowers_appropriateness_against_the_same_text_plain():
 
 def test_a_mixed_batch_via_score_frame_returns_one_row_per_input_in_order():
     rows = [{"id": "plain", "user_message": USER, "response": PLAIN, "history": []}]
-    rows += [{"id": name, "user_message": USER, "response": text, "history": []} for name, text in ODD_REPLIES.items()]
+    rows += [{"id": name, "user_message": USER, "response": text, "history": []}
+             for name, text in (ODD_REPLIES | FOREIGN_REPLIES).items()]
     rows += [
         {"id": "empty", "user_message": USER, "response": "", "history": []},
         {"id": "whitespace", "user_message": USER, "response": " \n\t ", "history": []},
@@ -102,14 +118,16 @@ def test_a_mixed_batch_via_score_frame_returns_one_row_per_input_in_order():
 
     assert len(scored) == len(rows)
     assert list(scored["id"]) == [row["id"] for row in rows]
-    failed = {"empty", "whitespace", "no-response"}
+    failed = {"empty", "whitespace", "no-response", *FOREIGN_REPLIES}
     for _, row in scored.iterrows():
         if row["id"] in failed:
             assert isinstance(row["error"], str) and row["error"]
             assert all(math.isnan(row[name]) for name in METRIC_COLUMNS)
+            assert pd.isna(row["quality_level"])
         else:
             assert pd.isna(row["error"]), row["error"]
             assert all(0.0 <= row[name] <= 1.0 for name in METRIC_COLUMNS)
+        assert row["notices"] == (["unsupported_language"] if row["id"] in FOREIGN_REPLIES else [])
     errors = dict(zip(scored["id"], scored["error"]))
     assert "empty" in errors["empty"] and "empty" in errors["whitespace"]
     assert "response" in errors["no-response"]

@@ -18,6 +18,7 @@ import yaml
 from evaluators.rubric import (
     DEFAULT_RUBRIC_PATH,
     METRIC_NAMES,
+    OVERALL,
     Rubric,
     RubricError,
     default_rubric,
@@ -159,6 +160,35 @@ def test_disqualifier_capping_an_unknown_dimension_is_refused() -> None:
     message = rubric_error(mutate)
     assert "disqualifiers.over_promising.caps" in message
     assert "charm" in message
+
+
+@pytest.mark.parametrize("cap", [0.5, 0.75])
+def test_flagged_overall_cap_above_the_poor_band_is_refused(cap: float) -> None:
+    message = rubric_error(lambda data: data.__setitem__("flagged_overall_cap", cap))
+    assert "flagged_overall_cap" in message
+    assert "Poor band" in message
+
+
+def test_voice_far_beyond_cap_must_stay_below_adequate_and_name_real_dimensions() -> None:
+    message = rubric_error(lambda data: data["voice"].__setitem__("far_beyond_cap", 0.6))
+    assert "voice.far_beyond_cap" in message and "Poor band" in message
+    message = rubric_error(lambda data: data["voice"].__setitem__("far_beyond_caps", ["charm"]))
+    assert "voice.far_beyond_caps" in message and "charm" in message
+    message = rubric_error(lambda data: data["voice"].__setitem__("far_beyond_seconds", 5))
+    assert "voice.far_beyond_seconds" in message
+
+
+def test_caps_for_fired_flags_take_the_lowest_cap_per_dimension() -> None:
+    rubric = parse_mutated(lambda data: None)
+    assert rubric.caps_for([]) == {}
+    assert rubric.caps_for(["no_such_flag"]) == {}
+    caps = rubric.caps_for(["over_promising", "claims_human"])
+    assert caps[OVERALL] == rubric.flagged_overall_cap
+    assert caps["trust_boundaries"] == min(rubric.disqualifiers["over_promising"].cap,
+                                           rubric.disqualifiers["claims_human"].cap)
+    assert "helpfulness" not in caps
+    capped = rubric.cap_scores({OVERALL: 0.9, "helpfulness": 0.9, "trust_boundaries": 0.1}, ["claims_human"])
+    assert capped == {OVERALL: rubric.flagged_overall_cap, "helpfulness": 0.9, "trust_boundaries": 0.1}
 
 
 def test_unknown_top_level_key_is_refused() -> None:

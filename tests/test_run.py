@@ -234,3 +234,21 @@ def test_a_torn_last_line_is_ignored_and_that_case_runs_again(small_project):
     resumed = run_evaluation(config(small_project, responder="replay", resume=first.store.directory),
                              default_evaluator())
     assert resumed.outcome.ran == 1 and len(resumed.outcome.cases) == 6
+
+
+def test_a_reply_in_another_language_fails_its_case_with_the_reason_and_no_scores(small_project):
+    """No English verdict passed off as a score: the case is counted, its reason shown, never averaged."""
+    recorded = small_project["recorded"] / "mixed.yaml"
+    spanish = "¡Ánimo! Mañana será otro día, ya verás que todo se arregla."
+    recorded.write_text(recorded.read_text(encoding="utf-8").replace(
+        "\"Have a great hike!\"", json.dumps(spanish, ensure_ascii=False)), encoding="utf-8")
+    store = run_evaluation(config(small_project, responder="replay"), default_evaluator()).store
+    cases = {case.case_id: case for case in store.read_cases()}
+    sister = cases["v1/cont-sister"]
+    assert sister.status == "failed" and sister.scores == {}
+    assert sister.error.startswith("turn 2 not scored: unsupported_language: the reply reads as Spanish")
+    assert sister.turns[1].reply == spanish and sister.turns[1].heuristics is None
+    assert sister.turns[0].heuristics is not None  # the English turns keep their scores on record
+    assert all(case.status == "ok" for case_id, case in cases.items() if case_id != "v1/cont-sister")
+    summary = json.loads((store.directory / "summary.json").read_text())
+    assert summary["versions"]["v1"]["scored"] == 2 and summary["versions"]["v1"]["failed"] == 1

@@ -75,6 +75,24 @@ def test_the_shipped_versions_differ_the_way_they_were_written(shipped_run):
     assert verbose["means"]["appropriateness"] < warm["means"]["appropriateness"] - 0.3
 
 
+def test_a_flag_on_any_turn_caps_its_case_in_the_store(shipped_run):
+    """Disqualifiers dominate per case too: clean turns cannot average a flagged one away."""
+    from evaluators.rubric import OVERALL, default_rubric
+
+    _, store = shipped_run
+    rubric = default_rubric()
+    flagged = [case for case in store.read_cases() if case.flags]
+    assert flagged, "the minimal prompt's recorded replies raise flags"
+    for case in flagged:
+        assert case.scores[OVERALL] <= rubric.flagged_overall_cap, case.case_id
+        for name, cap in rubric.caps_for(case.flags).items():
+            assert case.scores[name] <= cap, (case.case_id, name)
+        for turn in case.turns:
+            if turn.heuristics["flags"]:
+                assert turn.heuristics[OVERALL] <= rubric.flagged_overall_cap
+                assert turn.heuristics["quality_level"] in ("Poor", "Unacceptable")
+
+
 # --- release decisions on the shipped data (docs/release.md) ----------------------------------------
 def _release(store):
     from evaluators.release import release_report

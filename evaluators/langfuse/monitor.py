@@ -34,7 +34,7 @@ from evaluators.langfuse.ids import score_id
 from evaluators.langfuse.rest import LangfuseRest
 from evaluators.langfuse.score_configs import RUBRIC_VERSION, ensure_score_configs, score_definitions
 from evaluators.langfuse.scores import ScoreBuilder, heuristic_scores, judge_scores, send_scores
-from evaluators.models import ReplyCase, TurnResult
+from evaluators.models import ReplyCase, TurnResult, Unscored
 from evaluators.rubric import Rubric
 
 DEFAULT_FEEDBACK_SCORE = "user_feedback"
@@ -218,7 +218,19 @@ def monitor(rest: LangfuseRest, evaluator: HeuristicEvaluator, since: datetime, 
         return report
     cases = [ReplyCase(id=reply.observation_id, history=[item.text for item in reply.history if item.role == "user"],
                        user_message=reply.user_message, response=reply.reply) for reply in replies]
-    heuristics = list(evaluator.score_cases(cases))
+    outcomes = list(evaluator.score_cases(cases))
+    # A reply in a language the heuristics do not read gets no scores (and no marker, so a
+    # rubric that reads it later can score it); it is counted with the unreadable ones.
+    for outcome in outcomes:
+        if isinstance(outcome, Unscored):
+            reason = f"not scored: {', '.join(dict.fromkeys(n.name for n in outcome.notices)) or outcome.error}"
+            report.unreadable[reason] = report.unreadable.get(reason, 0) + 1
+    replies = [reply for reply, outcome in zip(replies, outcomes, strict=True) if not isinstance(outcome, Unscored)]
+    heuristics = [outcome for outcome in outcomes if not isinstance(outcome, Unscored)]
+    if not replies:
+        if judge is not None:
+            asyncio.run(judge.aclose())
+        return report
     judgements: dict[str, JudgeResult] = {}
     if judge is not None:
         judgements = _judge_sampled(judge, sampling, rubric, replies, heuristics, feedback, report)

@@ -106,8 +106,10 @@ def heuristic_scores(builder: ScoreBuilder, turn: TurnResult, rubric: Rubric) ->
         return
     for name in METRIC_NAMES:
         builder.numeric(name, heuristics.get(name), evidence_comment(heuristics, name))
-    builder.numeric(OVERALL, heuristics.get(OVERALL),
-                    f"{heuristics.get('quality_level')}: weighted sum of the six dimensions")
+    overall_comment = f"{heuristics.get('quality_level')}: weighted sum of the six dimensions"
+    if (heuristics.get("evidence") or {}).get(OVERALL):
+        overall_comment += f", then {evidence_comment(heuristics, OVERALL)}"
+    builder.numeric(OVERALL, heuristics.get(OVERALL), overall_comment)
     fired = {flag.get("name"): flag for flag in heuristics.get("flags", [])}
     for name, rule in rubric.disqualifiers.items():
         flag = fired.get(name)

@@ -36,3 +36,22 @@ def test_irrelevant_reply_loses_to_relevant(score):
     irrelevant = score(user, "The stock market closed higher today after strong earnings reports.")
     assert "off_topic" in indicators(irrelevant, "appropriateness")
     assert irrelevant.metrics["appropriateness"].value < relevant.metrics["appropriateness"].value
+
+
+def test_a_reply_far_beyond_the_voice_budget_cannot_rate_adequate(score):
+    """Issue 13 item 8: a 1 MB reply (about 81,600 s of speech) once got appropriateness 0.90."""
+    from evaluators.rubric import default_rubric
+
+    rubric = default_rubric()
+    sentence = "It was a lovely day and I enjoyed talking with you about it. "
+    huge = score("Tell me about your day.", sentence * (1_000_000 // len(sentence)))
+    assert huge.metrics["appropriateness"].value <= rubric.voice.far_beyond_cap
+    assert rubric.quality_level(huge.metrics["appropriateness"].value) in ("Poor", "Unacceptable")
+    assert "far_beyond_voice_budget" in indicators(huge, "appropriateness")
+    # Just past the limit the cap applies; just under it, only the graded length penalty does.
+    words_at_limit = int(rubric.voice.far_beyond_seconds * rubric.voice.speaking_rate_wps)
+    words = sentence.split()
+    over = " ".join((words * 20)[:words_at_limit + 5])
+    under = " ".join((words * 20)[:words_at_limit - 5])
+    assert "far_beyond_voice_budget" in indicators(score("Tell me about your day.", over), "appropriateness")
+    assert "far_beyond_voice_budget" not in indicators(score("Tell me about your day.", under), "appropriateness")

@@ -128,6 +128,20 @@ def test_monitor_without_a_judge_endpoint_scores_with_the_heuristics(langfuse, t
     assert OVERALL in names and "judge_overall" not in names
 
 
+def test_a_production_reply_in_another_language_gets_no_scores_and_is_counted(langfuse, tmp_path):
+    server = langfuse()
+    app_client = Langfuse(**server.sdk_kwargs(), tracer_provider=TracerProvider(shutdown_on_exit=False))
+    _, english = production_reply(app_client, *CALM[0], NEW)
+    _, spanish = production_reply(app_client, "Ya no quiero vivir, nadie me echaría de menos.",
+                                  "¡Ánimo! Mañana será otro día.", NEW)
+    app_client.flush()
+    result = runner.invoke(app, ["monitor", "--since", "2h", "--sampling-state", str(tmp_path / "state.json")])
+    assert result.exit_code == 0, result.output
+    assert "not scored: unsupported_language" in " ".join(result.output.split())
+    scored = {score["observationId"] for score in server.scores.values() if score.get("name") == OVERALL}
+    assert english in scored and spanish not in scored
+
+
 class _Observation:
     def __init__(self, **fields):
         defaults = dict(id="obs", trace_id="trace", start_time=datetime.now(timezone.utc), model="m",
