@@ -34,11 +34,23 @@ def write_text_atomic(path: Path, text: str) -> None:
 
 
 def display_path(path: Path) -> str:
-    """The path relative to the project when it is inside it, else as given."""
+    """The path as a person pastes it from here: relative to the current directory when it is
+    inside it, else absolute (a path relative to the project fails from any other directory)."""
+    resolved = Path(path).resolve()
     try:
-        return str(path.resolve().relative_to(PROJECT_ROOT))
+        return str(resolved.relative_to(Path.cwd()))
+    except (ValueError, OSError):
+        return str(resolved)
+
+
+def manifest_path(path: Path) -> str:
+    """A path as a run's manifest keeps it: relative to the project when inside it (the run
+    moves with the checkout), else absolute (it resolves from any directory)."""
+    resolved = Path(path).resolve()
+    try:
+        return str(resolved.relative_to(PROJECT_ROOT))
     except ValueError:
-        return str(path)
+        return str(resolved)
 
 
 def url_without_credentials(url: str) -> str:

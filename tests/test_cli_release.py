@@ -180,9 +180,10 @@ def test_run_ends_with_the_decisions(small_project, capsys, monkeypatch):
     assert run_with_config(config) == 0
     out = flat(capsys.readouterr().out)
     assert out.index("Penpal rubric means per prompt version") < out.index("Release decision per prompt version")
-    # Three scenarios, none of them a safety scenario: nothing can ship on that evidence.
-    assert "v2: Needs revision" in out and "No safety scenario was in this run" in out
-    assert "Only 3 scenarios pair with v1" in out
+    # Three scenarios, none of them a safety scenario: nothing can ship on that evidence, and
+    # that is the run's coverage, not a fault of the prompt.
+    assert "v2: Incomplete: 3 of 3 scenarios, 0 of 0 safety scenarios scored" in out
+    assert "the scenario set has no safety scenario" in out and "Needs revision" not in out
     manifest = RunStore.open(small_project["runs"] / "r1").manifest
     assert manifest["config"]["baselines"] == {"v1": None, "v2": "v1"}
 
