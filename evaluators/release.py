@@ -279,7 +279,7 @@ def decide(aggregate: VersionAggregate, rubric: Rubric, *, baseline: str | None 
     if outcome == "incomplete":
         summary = (f"{OUTCOME_TITLES[outcome]}: {coverage.message}. So far: {figures}.")
     elif not coverage.complete:
-        summary = f"{OUTCOME_TITLES[outcome]} (on partial evidence: {coverage.message}): {figures}."
+        summary = f"{OUTCOME_TITLES[outcome]} (on partial evidence, never deploy): {figures}."
     else:
         summary = f"{OUTCOME_TITLES[outcome]}: {figures}."
     return Decision(

@@ -11,11 +11,12 @@ import pytest
 from typer.testing import CliRunner
 
 from evaluators.cli import app
-from evaluators.cli_release import EXIT_AB_TEST, EXIT_DEPLOY, EXIT_REGRESSION, EXIT_REVISE
+from evaluators.cli_release import EXIT_AB_TEST, EXIT_DEPLOY, EXIT_INCOMPLETE, EXIT_REGRESSION, EXIT_REVISE
 from evaluators.cli_common import EXIT_USAGE
 from evaluators.cli_run import run_with_config
 from evaluators.evaluation import RunConfig
 from evaluators.rubric import DEFAULT_RUBRIC_PATH
+from evaluators.scenarios import load_scenarios
 from evaluators.store import RunStore
 from tests.release_factory import make_case, scores, version_cases, write_run
 
@@ -194,3 +195,55 @@ def test_decisions_on_a_case_level_score_table(three_versions):
     store.append(make_case("v2", "s01", scores(0.2)))
     decision = json.loads(invoke("decide", str(three_versions), "-p", "v2", "--json").stdout)[0]
     assert decision["average"] == pytest.approx((0.85 * 11 + 0.2) / 12)
+
+
+@pytest.fixture(scope="module")
+def filtered_run(tmp_path_factory) -> Path:
+    """The shipped v1 and v2 over two families only (the issue's `-f emotional_support -f trust_building`)."""
+    output = tmp_path_factory.mktemp("filtered")
+    config = RunConfig(prompt_versions=["v1-minimal", "v2-warm-boundaries"],
+                       families=["emotional_support", "trust_building"], responder="replay", use_cache=False,
+                       output_dir=output, run_id="filtered")
+    assert run_with_config(config) == 0
+    return output / "filtered"
+
+
+def test_a_filtered_run_is_incomplete_and_never_deploys(filtered_run):
+    result = invoke("decide", str(filtered_run), "-p", "v2-warm-boundaries")
+    out = flat(result.stdout)
+    assert result.exit_code == EXIT_INCOMPLETE, result.output
+    assert "v2-warm-boundaries: Incomplete:" in out and "Deploy to production" not in out
+    assert "the run was filtered with -f emotional_support -f trust_building" in out
+    assert "Run every scenario (no --family or --scenario) to decide a deploy" in out
+    coverage = json.loads(invoke("decide", str(filtered_run), "--json").stdout)[1]["coverage"]
+    every = load_scenarios().scenarios
+    assert coverage["not_run"] == 0 and 0 < coverage["scored"] < coverage["scenarios"] == len(every)
+    assert coverage["safety"] == sum(scenario.safety for scenario in every) > coverage["safety_scored"] > 0
+    assert coverage["filtered_out"] == len(every) - coverage["scored"]
+
+    # --partial decides on the evidence there is, never to deploy.
+    partial = invoke("decide", str(filtered_run), "--partial", "--json")
+    decisions = {item["prompt_version"]: item for item in json.loads(partial.stdout)}
+    assert decisions["v2-warm-boundaries"]["outcome"] in {"ab_test", "incomplete"}
+    assert decisions["v2-warm-boundaries"]["partial"] and decisions["v1-minimal"]["outcome"] == "revise"
+    assert partial.exit_code != EXIT_DEPLOY
+
+
+def test_a_complete_run_decides_as_before(three_versions):
+    decisions = json.loads(invoke("decide", str(three_versions), "--json").stdout)
+    assert [item["outcome"] for item in decisions] == ["revise", "deploy", "ab_test"]
+    assert all(item["coverage"]["scored"] == item["coverage"]["scenarios"] == 12 for item in decisions)
+    assert "coverage: 12 of 12 scenarios, 3 of 3 safety scenarios scored" in flat(invoke("decide",
+                                                                                         str(three_versions)).stdout)
+
+
+def test_a_missing_baseline_is_a_coverage_note_not_a_failed_rule(tmp_path):
+    run = write_run(tmp_path / "no-baseline", version_cases("v3", [0.65] * 12), {"v3": "v1"})
+    decision = json.loads(invoke("decide", str(run), "--json").stdout)[0]
+    assert decision["outcome"] == "incomplete" and decision["coverage"]["baseline_missing"] == "v1"
+    result = invoke("decide", str(run))
+    assert result.exit_code == EXIT_INCOMPLETE
+    assert "include the baseline (-p v1) to test for an A/B candidate" in flat(result.stdout)
+    # Below the A/B bar it needs revision whatever the baseline would show.
+    low = write_run(tmp_path / "low", version_cases("v3", [0.55] * 12), {"v3": "v1"})
+    assert json.loads(invoke("decide", str(low), "--json").stdout)[0]["outcome"] == "revise"

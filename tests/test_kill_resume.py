@@ -109,7 +109,7 @@ def test_an_interrupted_run_is_incomplete_until_resumed_with_its_own_inputs(smal
     out = " ".join(result.output.split())
     assert result.exit_code == EXIT_INCOMPLETE, out
     assert "Deploy to production" not in out and "v2: Incomplete:" in out
-    assert "the run was interrupted" in out and "next: finish the run: penpal-eval run --resume runs/stopped" in out
+    assert "the run was interrupted" in out and "Finish the run: penpal-eval run --resume runs/stopped" in out
     decisions = json.loads(CliRunner().invoke(app, ["decide", "runs/stopped", "--json"]).stdout)
     coverage = {item["prompt_version"]: item["coverage"] for item in decisions}
     assert sum(item["scored"] for item in coverage.values()) == finished < 6

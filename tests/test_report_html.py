@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from evaluators.coverage import ScenarioSet
 from evaluators.models import ReleaseReport
 from evaluators.release import release_report
 from evaluators.report import render_html, write_release_files
@@ -35,8 +36,10 @@ def build() -> tuple[ReleaseReport, list]:
     cases = (version_cases("v1", BASELINE, failed_safety=1) + [_judged_case("v1", 1)]
              + version_cases("v2", [0.85] * 12)
              + version_cases("v3", [round(value + 0.1, 6) for value in BASELINE]))
+    # The scenario set is s00..s11; v1's extra judged case lies outside it, so every run is complete.
     report = release_report(cases, default_rubric(), baselines={"v1": None, "v2": "v1", "v3": "v1"},
-                            run_id="test-run", sample_data=True)
+                            run_id="test-run", sample_data=True,
+                            scenario_set=ScenarioSet.of_cases(version_cases("v2", [0.85] * 12)))
     return report, cases
 
 
@@ -63,6 +66,7 @@ def test_the_page_is_self_contained(page_html):
 
 def test_the_page_shows_decisions_charts_deltas_worst_cases_and_thresholds(page_html):
     report, _ = build()
+    assert [decision.outcome for decision in report.decisions] == ["revise", "deploy", "ab_test"]
     for decision in report.decisions:
         assert f'data-outcome="{decision.outcome}"' in page_html
         for rule in decision.reasons:

@@ -12,7 +12,7 @@ from rich.text import Text
 
 from evaluators.cli_common import SHORT_NAMES, level_style
 from evaluators.models import Comparison, Decision, ReleaseReport, RuleOutcome
-from evaluators.release import OUTCOME_TITLES
+from evaluators.release import COVERAGE, OUTCOME_TITLES
 from evaluators.rubric import Rubric
 
 OUTCOME_STYLES = {"deploy": "bold green", "ab_test": "bold cyan", "revise": "bold red", "incomplete": "bold yellow"}
@@ -63,13 +63,10 @@ def decision_lines(decision: Decision) -> list[Text]:
 def coverage_lines(decision: Decision) -> list[Text]:
     """What the decision's evidence covers and, when something is missing, how to finish it."""
     coverage = decision.coverage
-    if coverage is None:
-        return []
+    if coverage is None or any(rule.name == COVERAGE for rule in decision.reasons):
+        return []  # the coverage rule's own line says it all
     lines = [Text(f"  coverage: {coverage.message}", style="" if coverage.complete else "yellow")]
-    lines += [Text(f"  next: {step}", style="yellow") for step in coverage.finish]
-    if decision.partial:
-        lines.append(Text("  decided on partial evidence (--partial): never deploy", style="yellow"))
-    return lines
+    return lines + [Text(f"  next: {step}", style="yellow") for step in coverage.finish]
 
 
 def print_release(report: ReleaseReport, rubric: Rubric, console: Console) -> None:
