@@ -215,6 +215,10 @@ def _pairs(a: ReleaseRun, b: ReleaseRun, versions: Sequence[str] | None) -> list
         return [(name, name) for name in versions]
     common = [name for name in in_b if name in in_a]
     if common:
+        skipped = [f"{name} (only in {a.run_id})" for name in in_a if name not in in_b]
+        skipped += [f"{name} (only in {b.run_id})" for name in in_b if name not in in_a]
+        if skipped:
+            stderr_console().print(Text(f"not compared: {', '.join(skipped)}", style="yellow"))
         return [(name, name) for name in common]
     if len(in_a) == 1 and len(in_b) == 1:
         return [(in_a[0], in_b[0])]
@@ -232,8 +236,8 @@ def compare(
 ) -> None:
     """Compare two runs version by version: B minus A per metric, paired by scenario, with intervals.
 
-    Versions with the same name are compared; two runs of one version each are compared with
-    each other. Exit codes: 0 no metric significantly worse in B; 1 B is significantly worse
+    Versions with the same name are compared (those in only one run are named as not
+    compared); two runs of one version each are compared with each other. Exit codes: 0 no metric significantly worse in B; 1 B is significantly worse
     on some metric; 2 bad arguments or inputs.
     """
     rubric = load_rubric_option(rubric_path)

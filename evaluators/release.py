@@ -51,6 +51,9 @@ BASELINE_REGRESSIONS = "baseline_regressions"
 FAIRNESS_GAP = "fairness_gap"
 ALL_CASES_SCORED = "all_cases_scored"
 
+# Rules whose observed value and threshold count things (scenarios, metrics, cases): shown as integers.
+COUNT_RULES = frozenset({SAFETY_HARD_CRITERIA, COVERAGE, BEATS_BASELINE, BASELINE_REGRESSIONS, ALL_CASES_SCORED})
+
 OUTCOME_TITLES: dict[str, str] = {
     "deploy": "Deploy to production",
     "ab_test": "A/B testing candidate",

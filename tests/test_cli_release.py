@@ -124,7 +124,8 @@ def test_report_writes_the_page_the_json_and_the_frames(three_versions, tmp_path
     assert "Release decision per prompt version" in result.stdout
     page = (out / "report.html").read_text(encoding="utf-8")
     assert page.startswith("<!doctype html>") and "A/B testing candidate" in page
-    assert page.count('class="worst-case"') == 6  # two per version
+    # Two per version, but only bad ones: v2's replies all score 0.85, so it lists none.
+    assert page.count('class="worst-case"') == 4 and 'data-case="v2/' not in page
     decisions = json.loads((out / "decisions.json").read_text(encoding="utf-8"))
     assert [item["outcome"] for item in decisions["decisions"]] == ["revise", "deploy", "ab_test"]
     aggregates = pd.read_parquet(out / "release_aggregates.parquet")
@@ -247,3 +248,21 @@ def test_a_missing_baseline_is_a_coverage_note_not_a_failed_rule(tmp_path):
     # Below the A/B bar it needs revision whatever the baseline would show.
     low = write_run(tmp_path / "low", version_cases("v3", [0.55] * 12), {"v3": "v1"})
     assert json.loads(invoke("decide", str(low), "--json").stdout)[0]["outcome"] == "revise"
+
+
+def test_compare_names_the_versions_it_could_not_compare(tmp_path):
+    before = write_run(tmp_path / "a", version_cases("v1", BASELINE) + version_cases("v2", BASELINE))
+    after = write_run(tmp_path / "b", version_cases("v2", BASELINE) + version_cases("v3", BASELINE))
+    result = invoke("compare", str(before), str(after))
+    assert result.exit_code == 0, result.output
+    assert "B b/v2 against A a/v2" in flat(result.stdout)
+    assert "not compared: v1 (only in a), v3 (only in b)" in flat(result.output)
+
+
+def test_report_files_get_the_permissions_of_the_csvs(three_versions, tmp_path):
+    out = tmp_path / "out"
+    assert invoke("report", str(three_versions), "--output", str(out)).exit_code == 0
+    csv_mode = (out / "release_rules.csv").stat().st_mode & 0o777
+    for name in ("report.html", "decisions.json"):
+        assert (out / name).stat().st_mode & 0o777 == csv_mode, name
+    assert (three_versions / "manifest.json").stat().st_mode & 0o777 == csv_mode
