@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -234,3 +235,33 @@ def test_a_torn_last_line_is_ignored_and_that_case_runs_again(small_project):
     resumed = run_evaluation(config(small_project, responder="replay", resume=first.store.directory),
                              default_evaluator())
     assert resumed.outcome.ran == 1 and len(resumed.outcome.cases) == 6
+
+
+@pytest.mark.parametrize("where", ["inside", "outside"])
+def test_the_printed_run_store_path_works_when_pasted_from_the_current_directory(small_project, capsys, monkeypatch,
+                                                                               where):
+    from evaluators.cli_run import run_with_config
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    here = small_project["root"] if where == "inside" else small_project["root"] / "elsewhere"
+    here.mkdir(exist_ok=True)
+    monkeypatch.chdir(here)
+    config = RunConfig(prompts_dir=small_project["prompts"], scenarios_dir=small_project["scenarios"],
+                       recorded_dir=small_project["recorded"], output_dir=small_project["runs"], run_id="pasted",
+                       responder="replay", use_cache=False)
+    assert run_with_config(config) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    printed = Path(re.search(r"run store: (\S+) \(", err).group(1))
+    assert (here / printed / "manifest.json").is_file()  # works from here as printed
+    assert printed == (Path("runs/pasted") if where == "inside" else small_project["runs"].resolve() / "pasted")
+
+
+def test_a_project_path_is_printed_whole_from_another_directory(tmp_path, monkeypatch):
+    from evaluators.locations import PROJECT_ROOT, display_path
+
+    monkeypatch.chdir(tmp_path)
+    run_dir = PROJECT_ROOT / "runs" / "20261122-101500-ab12"
+    assert display_path(run_dir) == str(run_dir)  # not "runs/…", which fails from here
+    monkeypatch.chdir(PROJECT_ROOT)
+    assert display_path(run_dir) == "runs/20261122-101500-ab12"
