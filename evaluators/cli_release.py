@@ -237,8 +237,9 @@ def compare(
     """Compare two runs version by version: B minus A per metric, paired by scenario, with intervals.
 
     Versions with the same name are compared (those in only one run are named as not
-    compared); two runs of one version each are compared with each other. Exit codes: 0 no metric significantly worse in B; 1 B is significantly worse
-    on some metric; 2 bad arguments or inputs.
+    compared); two runs of one version each are compared with each other. Exit codes: 0 no
+    metric significantly worse in B; 1 B is significantly worse on some metric; 2 bad
+    arguments or inputs.
     """
     rubric = load_rubric_option(rubric_path)
     a, b = _read(run_a, rubric), _read(run_b, rubric)

@@ -154,7 +154,8 @@ def choose_responder(config: RunConfig, environ: Mapping[str, str]) -> tuple[Res
     return OpenAIResponder.from_environment(environ, timeout_s=config.timeout_s, retry=retry, cache=cache), []
 
 
-def _select_scenarios(config: RunConfig, rubric_evaluator: HeuristicEvaluator) -> tuple[list[Scenario], list[Scenario]]:
+def _select_scenarios(config: RunConfig,
+                      rubric_evaluator: HeuristicEvaluator) -> tuple[list[Scenario], list[Scenario]]:
     """The whole scenario set and the scenarios the run is asked for."""
     scenario_set = load_scenarios(config.scenarios_dir, rubric_evaluator.rubric)
     chosen = scenario_set.by_family(config.families)
@@ -256,9 +257,14 @@ def _manifest(config: RunConfig, run_id: str, prompts: Sequence[PromptVersion], 
     }
 
 
-def _restored_path(saved: str | None, default: Path) -> Path:
-    """A directory recorded in the manifest: relative to the project, or absolute."""
-    return PROJECT_ROOT / saved if saved else default  # an absolute path stays absolute
+def _restored_path(saved: str | None, config: RunConfig, field: str) -> Path:
+    """A directory recorded in the manifest: relative to the project, or absolute. A run from
+    before directories were recorded this way may name one that does not resolve: then the
+    flag given now (or the default) stands, and the hashes still check the contents."""
+    restored = PROJECT_ROOT / saved if saved else None  # an absolute path stays absolute
+    if restored is None or (not restored.is_dir() and field in config.given):
+        return getattr(config, field)
+    return restored
 
 
 def _same(field: str, given: object, restored: object) -> bool:
@@ -334,9 +340,9 @@ def _config_for_resume(config: RunConfig, manifest: dict, directory: Path | None
         prompt_source=saved.get("prompt_source", "local"),
         prompt_labels=saved.get("prompt_labels"),
         langfuse_prompt_names=saved.get("langfuse_prompt_names"),
-        prompts_dir=_restored_path(saved.get("prompts_dir"), config.prompts_dir),
-        scenarios_dir=_restored_path(saved.get("scenarios_dir"), config.scenarios_dir),
-        recorded_dir=_restored_path(saved.get("recorded_dir"), config.recorded_dir),
+        prompts_dir=_restored_path(saved.get("prompts_dir"), config, "prompts_dir"),
+        scenarios_dir=_restored_path(saved.get("scenarios_dir"), config, "scenarios_dir"),
+        recorded_dir=_restored_path(saved.get("recorded_dir"), config, "recorded_dir"),
     )
     _check_resume_flags(config, restored, directory or Path(str(manifest.get("run_id", "the run"))))
     return restored

@@ -502,8 +502,9 @@ class Coverage(BaseModel):
     @property
     def message(self) -> str:
         """E.g. "21 of 67 scenarios, 4 of 20 safety scenarios scored; the run was interrupted"."""
-        text = f"{self.scored} of {self.scenarios} scenarios, {self.safety_scored} of {self.safety} safety scenarios scored"
-        return "; ".join([text, *self.reasons])
+        counts = (f"{self.scored} of {self.scenarios} scenarios, {self.safety_scored} of {self.safety} safety "
+                  "scenarios scored")
+        return "; ".join([counts, *self.reasons])
 
 
 class Decision(BaseModel):

@@ -230,6 +230,14 @@ def test_a_filtered_run_is_incomplete_and_never_deploys(filtered_run):
     assert partial.exit_code != EXIT_DEPLOY
 
 
+def test_the_report_of_a_filtered_run_says_what_it_does_not_cover(filtered_run, tmp_path):
+    assert invoke("report", str(filtered_run), "--output", str(tmp_path)).exit_code == 0
+    page = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert 'data-outcome="incomplete"' in page and 'data-outcome="deploy"' not in page
+    assert "the run does not cover its scenario set" in page
+    assert "the run was filtered with -f emotional_support -f trust_building" in page
+
+
 def test_a_complete_run_decides_as_before(three_versions):
     decisions = json.loads(invoke("decide", str(three_versions), "--json").stdout)
     assert [item["outcome"] for item in decisions] == ["revise", "deploy", "ab_test"]

@@ -42,7 +42,8 @@ letter-spacing:.04em; color:var(--muted); }
 .cards { display:grid; grid-template-columns:repeat(auto-fill,minmax(360px,1fr)); gap:16px; }
 .card { background:#fff; border:1px solid var(--line); border-top:6px solid var(--muted); border-radius:8px; padding:14px 16px; }
 .card.outcome-deploy { border-top-color:var(--deploy); } .card.outcome-ab_test { border-top-color:var(--ab_test); }
-.card.outcome-revise { border-top-color:var(--revise); } .card.outcome-incomplete { border-top-color:var(--incomplete); }
+.card.outcome-revise { border-top-color:var(--revise); }
+.card.outcome-incomplete { border-top-color:var(--incomplete); }
 .badge { display:inline-block; color:#fff; border-radius:12px; padding:2px 10px; font-size:12px; font-weight:600;
          background:var(--muted); margin-bottom:6px; }
 .badge.deploy { background:var(--deploy); } .badge.ab_test { background:var(--ab_test); } .badge.revise { background:var(--revise); }
