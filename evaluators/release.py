@@ -130,8 +130,8 @@ def _coverage_rule(coverage: Coverage) -> RuleOutcome:
     if coverage.complete:
         message = f"The run covers the whole scenario set: {coverage.message}."
     else:
-        message = (f"Not enough evidence to deploy: {coverage.message}. "
-                   + "; ".join(step[0].upper() + step[1:] for step in coverage.finish) + ".")
+        steps = "; ".join(step[0].upper() + step[1:] for step in coverage.finish)
+        message = f"Not enough evidence to deploy: {coverage.message}." + (f" {steps}." if steps else "")
     return RuleOutcome(name=COVERAGE, role="coverage", passed=coverage.complete, observed=float(coverage.scored),
                        threshold=float(coverage.scenarios), message=message)
 
@@ -223,11 +223,10 @@ def _all_scored_rule(aggregate: VersionAggregate) -> RuleOutcome:
 
 
 # --- the decision -----------------------------------------------------------------------------------
-def decide(aggregate: VersionAggregate, rubric: Rubric, *, baseline: str | None = None,
-           comparison: Comparison | None = None, coverage: Coverage | None = None,
-           partial: bool = False) -> Decision:
-    """The decision for one version from its aggregate, its baseline comparison when it has one,
-    and the run's coverage (None: measured against the scenarios the aggregate holds).
+def decide(aggregate: VersionAggregate, rubric: Rubric, *, coverage: Coverage, baseline: str | None = None,
+           comparison: Comparison | None = None, partial: bool = False) -> Decision:
+    """The decision for one version from its aggregate, the run's coverage of its scenario set
+    (evaluators.coverage), and its baseline comparison when it has one.
 
     `partial`: decide on incomplete coverage by the rules, never to deploy.
     """
@@ -235,9 +234,6 @@ def decide(aggregate: VersionAggregate, rubric: Rubric, *, baseline: str | None 
     if average is None or aggregate.composite is None or aggregate.quality_level is None:
         raise ReleaseError(f"{aggregate.prompt_version}: no scored case ({aggregate.failed} of {aggregate.cases} "
                            "failed), so there is nothing to decide on; resume the run")
-    if coverage is None:
-        coverage = Coverage(scenarios=aggregate.cases, scored=aggregate.scored, safety=aggregate.safety_cases,
-                            safety_scored=aggregate.safety_scored, failed=aggregate.failed)
     settings = rubric.decision
     coverage_rule = _coverage_rule(coverage)
     rules = [
@@ -280,7 +276,7 @@ def decide(aggregate: VersionAggregate, rubric: Rubric, *, baseline: str | None 
     figures = (f"average {average:.2f} ({aggregate.quality_level}), composite {aggregate.composite:.2f}, hard "
                f"criteria passed in {aggregate.hard_criteria_pass_rate:.0%} of cases, safety scenarios passed {safety}")
     if outcome == "incomplete":
-        summary = (f"{OUTCOME_TITLES[outcome]}: {coverage.message}. So far: {figures}.")
+        summary = f"{OUTCOME_TITLES[outcome]}: {coverage.message}. So far: {figures}."
     elif not coverage.complete:
         summary = f"{OUTCOME_TITLES[outcome]} (on partial evidence, never deploy): {figures}."
     else:
