@@ -7,10 +7,10 @@ from data is escaped.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from html import escape
-import math
 
 SERIES_COLOURS = ("#3b6fb6", "#d9822b", "#6b4fa0", "#2e8b57", "#b23a48", "#7a7a7a")
 FONT = "font-family:system-ui,-apple-system,'Segoe UI',sans-serif"
@@ -40,8 +40,8 @@ def _side_of(value: float, thresholds: Sequence[Threshold]) -> tuple[bool, ...]:
 def value_label(value: float, thresholds: Sequence[Threshold] = (), digits: int = 2) -> str:
     """`digits` decimals, or as many more as it takes to stay on the same side of every
     threshold (0.4998 under a 0.5 floor reads 0.4998, never 0.50)."""
-    for digits in range(digits, 10):
-        text = f"{value:.{digits}f}"
+    for places in range(digits, 10):
+        text = f"{value:.{places}f}"
         if _side_of(float(text), thresholds) == _side_of(value, thresholds):
             return text
     return repr(value)
