@@ -63,7 +63,8 @@ th { background:#f1f3f4; font-weight:600; } td.num { text-align:right; font-vari
 tr.flagged td, td.flagged { background:#fde2e1; }
 .chart { display:block; width:100%; height:auto; background:#fff; border:1px solid var(--line); border-radius:6px;
          margin:6px 0 14px; }
-.charts { display:flex; flex-wrap:wrap; gap:16px; } .charts figure { margin:0; flex:1 1 560px; min-width:0; }
+.charts { display:grid; grid-template-columns:repeat(auto-fill,minmax(min(560px,100%),1fr)); gap:16px; }
+.charts figure { margin:0; min-width:0; }
 figcaption { font-size:13px; font-weight:600; margin-bottom:2px; }
 details { background:#fff; border:1px solid var(--line); border-radius:6px; padding:6px 10px; margin:6px 0; }
 summary { cursor:pointer; } .turn { border-left:3px solid var(--line); padding:4px 10px; margin:8px 0; }
