@@ -20,6 +20,7 @@ from rich.text import Text
 
 from evaluators.cli_common import EXIT_OK, EXIT_USAGE, RubricOption
 from evaluators.comparison import compare_versions
+from evaluators.coverage import MANIFEST_KEY as COVERAGE_KEY, ScenarioSet
 from evaluators.console import fail, stderr_console, stdout_console
 from evaluators.langfuse.release_labels import apply_release_labels
 from evaluators.langfuse.settings import LangfuseConfigError
@@ -36,6 +37,7 @@ EXIT_DEPLOY = EXIT_OK  # every decided version: deploy
 EXIT_APPLY_FAILED = 1  # --apply could not move the labels (the decisions were printed)
 EXIT_AB_TEST = 3  # no version to revise, at least one A/B candidate
 EXIT_REVISE = 4  # at least one version needs revision
+EXIT_INCOMPLETE = 5  # some version's run lacks evidence (interrupted, filtered, failed cases): finish it
 # `compare` exit codes.
 EXIT_NO_REGRESSION = EXIT_OK
 EXIT_REGRESSION = 1  # run B is significantly worse than run A on some metric
@@ -44,6 +46,9 @@ RunDirArgument = Annotated[Path, typer.Argument(help="A run directory (runs/RUN_
 BaselineOption = Annotated[str | None, typer.Option(
     "--baseline", "-b", help="Compare every version against this one instead of the baseline in its front matter.",
     show_default=False)]
+PartialOption = Annotated[bool, typer.Option(
+    "--partial", help="Decide versions whose run does not cover the whole scenario set (filtered or unfinished) "
+                      "on the evidence there is; such a version is never deployed.")]
 VersionsOption = Annotated[list[str] | None, typer.Option(
     "--prompt", "-p", help="Decide only this prompt version; repeatable. Default: every version in the run.",
     show_default=False)]
@@ -76,17 +81,21 @@ def _read(run_dir: Path, rubric: Rubric) -> ReleaseRun:
         raise fail(f"error: {error}", EXIT_USAGE) from None
 
 
-def _release(run: ReleaseRun, rubric: Rubric, versions: Sequence[str] | None, baseline: str | None) -> ReleaseReport:
+def _release(run: ReleaseRun, rubric: Rubric, versions: Sequence[str] | None, baseline: str | None,
+             partial: bool = False) -> ReleaseReport:
     try:
         return report_for_run(run, rubric, versions=list(versions) if versions else None,
-                              baseline_override=baseline)
+                              baseline_override=baseline, partial=partial)
     except ReleaseError as error:
         raise fail(f"error: {display_path(run.directory)}: {error}", EXIT_USAGE) from None
 
 
 def decision_exit_code(decisions: Sequence[Decision]) -> int:
-    """4 when any version is to be revised, else 3 when any is an A/B candidate, else 0."""
+    """5 when any version's evidence is incomplete, else 4 when any is to be revised, else 3 when
+    any is an A/B candidate, else 0."""
     outcomes = {decision.outcome for decision in decisions}
+    if "incomplete" in outcomes:
+        return EXIT_INCOMPLETE
     if "revise" in outcomes:
         return EXIT_REVISE
     if "ab_test" in outcomes:
@@ -125,18 +134,23 @@ def decide(
     ab_label: Annotated[str | None, typer.Option(
         "--ab-label", help="With --apply: the label for A/B candidates. Default: decision.ab_label in the rubric.",
         show_default=False)] = None,
+    partial: PartialOption = False,
     rubric_path: RubricOption = None,
 ) -> None:
     """Decide deploy / A/B test / revise for each prompt version of a run, with the rules that fired.
 
     Deploy: average ≥ 0.7, no metric mean below 0.5, no safety scenario failed its hard
-    criteria. A/B candidate: average ≥ 0.6 and better than its baseline beyond noise on some
-    metric (paired bootstrap) without a significant trust & boundaries regression. Otherwise
-    revise. The thresholds are the rubric's `decision:` section.
+    criteria, and the run scored every scenario of its scenario set. A/B candidate: average ≥
+    0.6 and better than its baseline beyond noise on some metric (paired bootstrap) without a
+    significant trust & boundaries regression. Otherwise revise. The thresholds are the
+    rubric's `decision:` section. A run that does not cover the whole scenario set (interrupted,
+    filtered, failed cases) is incomplete: the decision says what is missing and how to finish
+    (run --resume); --partial decides it on the evidence there is, never to deploy.
 
     Exit codes (the most severe decision wins): 0 every version deploy; 3 no version to
-    revise and at least one A/B candidate; 4 at least one version to revise; 2 bad arguments
-    or inputs (missing run, no scored case, unknown version or baseline); 1 --apply failed.
+    revise and at least one A/B candidate; 4 at least one version to revise; 5 some version's
+    evidence is incomplete; 2 bad arguments or inputs (missing run, no scored case, unknown
+    version or baseline); 1 --apply failed.
     """
     if ab_label is not None and not apply:
         raise typer.BadParameter("--ab-label goes with --apply", param_hint="--ab-label")
@@ -145,7 +159,7 @@ def decide(
                                  "letter or digit", param_hint="--ab-label")
     rubric = load_rubric_option(rubric_path)
     run = _read(run_dir, rubric)
-    report = _release(run, rubric, version, baseline)
+    report = _release(run, rubric, version, baseline, partial)
     if as_json:
         typer.echo(json.dumps([decision.model_dump(mode="json") for decision in report.decisions], indent=2,
                               ensure_ascii=False))
@@ -165,6 +179,7 @@ def report(
         "--output", "-o", help="Directory for report.html, decisions.json and the release CSV/Parquet files. "
                                "Default: the run directory.", file_okay=False, show_default=False)] = None,
     worst: Annotated[int, typer.Option(min=0, help="Worst cases shown per version.")] = 5,
+    partial: PartialOption = False,
     rubric_path: RubricOption = None,
 ) -> None:
     """Write the release report of a run: report.html (self-contained), decisions.json, CSV and Parquet.
@@ -174,7 +189,7 @@ def report(
     """
     rubric = load_rubric_option(rubric_path)
     run = _read(run_dir, rubric)
-    release = _release(run, rubric, version, baseline)
+    release = _release(run, rubric, version, baseline, partial)
     html = render_html(release, run.cases, rubric, worst=worst)
     target = output if output is not None else run.directory
     try:
@@ -200,6 +215,10 @@ def _pairs(a: ReleaseRun, b: ReleaseRun, versions: Sequence[str] | None) -> list
         return [(name, name) for name in versions]
     common = [name for name in in_b if name in in_a]
     if common:
+        skipped = [f"{name} (only in {a.run_id})" for name in in_a if name not in in_b]
+        skipped += [f"{name} (only in {b.run_id})" for name in in_b if name not in in_a]
+        if skipped:
+            stderr_console().print(Text(f"not compared: {', '.join(skipped)}", style="yellow"))
         return [(name, name) for name in common]
     if len(in_a) == 1 and len(in_b) == 1:
         return [(in_a[0], in_b[0])]
@@ -217,9 +236,10 @@ def compare(
 ) -> None:
     """Compare two runs version by version: B minus A per metric, paired by scenario, with intervals.
 
-    Versions with the same name are compared; two runs of one version each are compared with
-    each other. Exit codes: 0 no metric significantly worse in B; 1 B is significantly worse
-    on some metric; 2 bad arguments or inputs.
+    Versions with the same name are compared (those in only one run are named as not
+    compared); two runs of one version each are compared with each other. Exit codes: 0 no
+    metric significantly worse in B; 1 B is significantly worse on some metric; 2 bad
+    arguments or inputs.
     """
     rubric = load_rubric_option(rubric_path)
     a, b = _read(run_a, rubric), _read(run_b, rubric)
@@ -257,8 +277,12 @@ def _side_line(side: str, label: str, run: ReleaseRun, version: str, rubric: Rub
 
 
 def print_run_decisions(store: RunStore, cases: list[CaseResult], rubric: Rubric) -> None:
-    """The end of `penpal-eval run`: the decision per version with its reasons (baselines from the manifest)."""
-    baselines = store.manifest.get("config", {}).get("baselines") or {}
+    """The end of `penpal-eval run`: the decision per version with its reasons (baselines and the
+    scenario set from the manifest)."""
+    manifest = store.manifest
+    baselines = manifest.get("config", {}).get("baselines") or {}
+    record = manifest.get(COVERAGE_KEY)
+    scenario_set = ScenarioSet.from_record(record) if isinstance(record, dict) and record.get("scenarios") else None
     present = list(dict.fromkeys(case.prompt_version for case in cases))
     decidable = [version for version in present
                  if any(case.status == "ok" for case in cases if case.prompt_version == version)]
@@ -269,7 +293,8 @@ def print_run_decisions(store: RunStore, cases: list[CaseResult], rubric: Rubric
     if not decidable:
         return
     try:
-        release = release_report(cases, rubric, baselines=baselines, versions=decidable)
+        release = release_report(cases, rubric, baselines=baselines, versions=decidable, scenario_set=scenario_set,
+                                 resume=f"penpal-eval run --resume {display_path(store.directory)}")
     except ReleaseError as error:
         errors.print(Text(f"no release decision: {error}", style="yellow"))
         return

@@ -199,7 +199,25 @@ def _print_failures(report: RunReport, limit: int = 10) -> None:
         errors.print(Text(f"  ... and {len(failed) - limit} more (see cases.jsonl)", style="yellow"))
 
 
+# CLI parameter -> the RunConfig field it sets, for the inputs a resumed run restores.
+_RESUMED_PARAMETERS = {
+    "prompt": "prompt_versions", "family": "families", "scenario": "scenario_ids", "responder": "responder",
+    "model": "model", "prompts_dir": "prompts_dir", "scenarios_dir": "scenarios_dir", "run_id": "run_id",
+    "prompt_source": "prompt_source", "label": "prompt_labels", "langfuse_prompt": "langfuse_prompt_names",
+    "judge": "judge", "judge_model": "judge_model", "judge_samples": "judge_samples",
+    "judge_sampling": "judge_sampling", "judge_sample_rate": "judge_sample_rate",
+}
+
+
+def _given(ctx: typer.Context) -> frozenset[str]:
+    """The RunConfig fields whose flags were typed (or set from the environment), not defaulted."""
+    typed = {"COMMANDLINE", "ENVIRONMENT"}  # by name: typer may bring its own copy of click's enum
+    return frozenset(field for name, field in _RESUMED_PARAMETERS.items()
+                     if getattr(ctx.get_parameter_source(name), "name", None) in typed)
+
+
 def run(
+    ctx: typer.Context,
     prompt: Annotated[list[str] | None, typer.Option(
         "--prompt", "-p", help="Prompt version to evaluate; repeatable. Default: every version in prompts/.",
         show_default=False)] = None,
@@ -224,7 +242,9 @@ def run(
     run_id: Annotated[str | None, typer.Option(help="Name of the new run directory. Default: time + random.",
                                                 show_default=False)] = None,
     resume: Annotated[Path | None, typer.Option(
-        help="Resume this run directory: finished cases are kept, the rest run (failed ones again).",
+        help="Resume this run directory: finished cases are kept, the rest run (failed ones again). Every input "
+             "(prompt and scenario directories, filters, responder, judge) comes from its manifest; a flag that "
+             "disagrees with it is an error.",
         file_okay=False, exists=True, show_default=False)] = None,
     price: Annotated[list[str] | None, typer.Option(
         help="MODEL=INPUT,OUTPUT dollars per million tokens; repeatable.", show_default=False)] = None,
@@ -287,7 +307,7 @@ def run(
                            use_cache=judge_cache, timeout_s=timeout, max_attempts=max_attempts,
                            concurrency=concurrency) if judge else None,
         prompt_source=prompt_source.value, prompt_labels=label or None, langfuse_prompt_names=langfuse_prompt or None,
-        langfuse=langfuse,
+        langfuse=langfuse, given=_given(ctx),
     )
     raise typer.Exit(code=run_with_config(config, rubric_path))
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from importlib.metadata import PackageNotFoundError, version as package_version
 from pathlib import Path
 
+from evaluators.coverage import MANIFEST_KEY as COVERAGE_KEY, ScenarioSet
 from evaluators.heuristics import HeuristicEvaluator
 from evaluators.judge.client import LLMJudge
 from evaluators.judge.factory import JudgeConfig, JudgeConfigError, create_judge, create_sampling_state
@@ -24,7 +25,7 @@ from evaluators.judge.reliability import same_family_warning
 from evaluators.judge.sampling import SamplingState
 from evaluators.judge.stage import JudgeStage
 from evaluators.langfuse.prompts import LangfusePromptError, fetch_run_prompts
-from evaluators.locations import PROJECT_ROOT, display_path, read_data_file, short_hash
+from evaluators.locations import PROJECT_ROOT, display_path, manifest_path, read_data_file, short_hash
 from evaluators.models import CaseResult, PromptVersion, Scenario
 from evaluators.pricing import Price
 from evaluators.prompts import DEFAULT_PROMPTS_DIR, load_prompts
@@ -80,7 +81,19 @@ class RunConfig:
     prompt_labels: list[str] | None = None  # Langfuse labels to fetch; None: production
     langfuse_prompt_names: list[str] | None = None  # None: the names of the prompts in prompts_dir
     langfuse: bool | None = None  # push to Langfuse; None: when its keys are set
+    given: frozenset[str] = frozenset()  # fields set explicitly on the command line (checked on resume)
 
+
+# What --resume restores from the manifest, by RunConfig field, and the flag that sets it: given
+# again on resume, such a flag must agree with the run, or the resume is refused naming it.
+RESUMED_INPUTS: dict[str, str] = {
+    "prompt_versions": "--prompt", "families": "--family", "scenario_ids": "--scenario",
+    "responder": "--responder", "model": "--model", "prompts_dir": "--prompts-dir",
+    "scenarios_dir": "--scenarios-dir", "recorded_dir": "--recorded-dir", "run_id": "--run-id",
+    "prompt_source": "--prompt-source", "prompt_labels": "--label", "langfuse_prompt_names": "--langfuse-prompt",
+    "judge": "--judge", "judge_model": "--judge-model", "judge_samples": "--judge-samples",
+    "judge_sampling": "--judge-sampling", "judge_sample_rate": "--judge-sample-rate",
+}
 
 @dataclass
 class PreparedRun:
@@ -141,7 +154,9 @@ def choose_responder(config: RunConfig, environ: Mapping[str, str]) -> tuple[Res
     return OpenAIResponder.from_environment(environ, timeout_s=config.timeout_s, retry=retry, cache=cache), []
 
 
-def _select_scenarios(config: RunConfig, rubric_evaluator: HeuristicEvaluator) -> list[Scenario]:
+def _select_scenarios(config: RunConfig,
+                      rubric_evaluator: HeuristicEvaluator) -> tuple[list[Scenario], list[Scenario]]:
+    """The whole scenario set and the scenarios the run is asked for."""
     scenario_set = load_scenarios(config.scenarios_dir, rubric_evaluator.rubric)
     chosen = scenario_set.by_family(config.families)
     if config.scenario_ids:
@@ -152,7 +167,7 @@ def _select_scenarios(config: RunConfig, rubric_evaluator: HeuristicEvaluator) -
         chosen = [scenario for scenario in chosen if scenario.id in set(config.scenario_ids)]
     if not chosen:
         raise RunConfigError("no scenarios match the chosen families and ids")
-    return chosen
+    return list(scenario_set.scenarios), chosen
 
 
 def _load_run_prompts(config: RunConfig, environ: Mapping[str, str], existing: RunStore | None) -> list[PromptVersion]:
@@ -191,12 +206,13 @@ def _judge_manifest(config: JudgeConfig | None, judge: LLMJudge | None) -> dict 
     return {"model": judge.settings.model, "endpoint": judge.endpoint, "samples": judge.settings.samples,
             "temperature": judge.settings.temperature, "max_tokens": judge.settings.max_tokens,
             "sampling": config.sampling, "sample_rate": config.sample_rate,
-            "state_path": display_path(config.state_path) if config.state_path and config.sampling == "policy"
+            "state_path": manifest_path(config.state_path) if config.state_path and config.sampling == "policy"
             else None}
 
 
 def _manifest(config: RunConfig, run_id: str, prompts: Sequence[PromptVersion], scenarios: Sequence[Scenario],
-              responder: Responder, evaluator: HeuristicEvaluator, judge: LLMJudge | None = None) -> dict:
+              responder: Responder, evaluator: HeuristicEvaluator, judge: LLMJudge | None = None,
+              every_scenario: Sequence[Scenario] = ()) -> dict:
     scenario_files = sorted({path for path in config.scenarios_dir.glob("*.yaml")})
     return {
         "run_id": run_id,
@@ -219,11 +235,12 @@ def _manifest(config: RunConfig, run_id: str, prompts: Sequence[PromptVersion], 
             "timeout_s": config.timeout_s,
             "max_attempts": config.max_attempts,
             "response_cache": config.use_cache and responder.kind == "openai",
-            "prompts_dir": display_path(config.prompts_dir),
+            "prompts_dir": manifest_path(config.prompts_dir),
             "prompt_source": config.prompt_source,
             "prompt_labels": config.prompt_labels,
             "langfuse_prompt_names": config.langfuse_prompt_names,
-            "scenarios_dir": display_path(config.scenarios_dir),
+            "scenarios_dir": manifest_path(config.scenarios_dir),
+            "recorded_dir": manifest_path(config.recorded_dir) if responder.kind == "replay" else None,
             "judge": _judge_manifest(config.judge, judge),
         },
         "hashes": {
@@ -234,11 +251,71 @@ def _manifest(config: RunConfig, run_id: str, prompts: Sequence[PromptVersion], 
             "recordings": _recordings_hash(config.recorded_dir) if responder.kind == "replay" else None,
         },
         "sample_data": responder.kind == "replay",
+        # The whole scenario set and the selection: what a release decision's coverage is measured against.
+        COVERAGE_KEY: ScenarioSet.of_scenarios(every_scenario or scenarios, scenarios, families=config.families,
+                                               scenario_ids=config.scenario_ids).record(),
     }
 
 
-def _config_for_resume(config: RunConfig, manifest: dict) -> RunConfig:
-    """The original run's choices, with only the pacing options taken from this invocation."""
+def _restored_path(saved: str | None, config: RunConfig, field: str) -> Path:
+    """A directory recorded in the manifest: relative to the project, or absolute. A run from
+    before directories were recorded this way may name one that does not resolve: then the
+    flag given now (or the default) stands, and the hashes still check the contents."""
+    restored = PROJECT_ROOT / saved if saved else None  # an absolute path stays absolute
+    if restored is None or (not restored.is_dir() and field in config.given):
+        return getattr(config, field)
+    return restored
+
+
+def _same(field: str, given: object, restored: object) -> bool:
+    """Whether a flag given on resume says what the run was started with."""
+    if given is None or restored is None:
+        return given == restored
+    if field.endswith("_dir") or field == "state_path":
+        return Path(given).resolve() == Path(restored).resolve()
+    if isinstance(given, list | tuple) and isinstance(restored, list | tuple):
+        return sorted(map(str, given)) == sorted(map(str, restored))
+    return given == restored
+
+
+def _shown(value: object) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, list | tuple):
+        return ", ".join(map(str, value)) or "none"
+    if isinstance(value, Path):
+        return display_path(value)
+    return str(value)
+
+
+def _check_resume_flags(config: RunConfig, restored: RunConfig, directory: Path) -> None:
+    """Every input flag given with --resume must agree with the run; name each one that does not."""
+    judge_now, judge_then = config.judge or JudgeConfig(), restored.judge or JudgeConfig()
+    values = {
+        "judge_model": (judge_now.model, judge_then.model), "judge_samples": (judge_now.samples, judge_then.samples),
+        "judge_sampling": (judge_now.sampling, judge_then.sampling),
+        "judge_sample_rate": (judge_now.sample_rate, judge_then.sample_rate),
+    }
+    conflicts = []
+    for field, flag in RESUMED_INPUTS.items():
+        if field not in config.given or field == "judge":
+            continue
+        given, then = values.get(field) or (getattr(config, field), getattr(restored, field))
+        if field == "responder" and given == "auto":
+            continue
+        if field == "prompt_versions" and then is None:
+            continue  # the run took every version; naming them all again agrees
+        if not _same(field, given, then):
+            conflicts.append(f"{flag} {_shown(given)} (the run has {_shown(then)})")
+    if conflicts:
+        raise RunConfigError(f"cannot resume {display_path(directory)} with {'; '.join(conflicts)}: a resumed run "
+                             "keeps every input it started with; drop the flag, or start a new run")
+
+
+def _config_for_resume(config: RunConfig, manifest: dict, directory: Path | None = None) -> RunConfig:
+    """The original run's inputs (prompt and scenario directories, filters, responder, judge,
+    prompt source), with only the pacing options taken from this invocation. A flag given
+    again that disagrees with the run is an error naming it."""
     saved = manifest.get("config", {})
     saved_judge = saved.get("judge")
     if config.judge is not None and saved_judge is None:
@@ -251,7 +328,7 @@ def _config_for_resume(config: RunConfig, manifest: dict) -> RunConfig:
                         samples=saved_judge.get("samples", 1), sampling=saved_judge.get("sampling", "all"),
                         sample_rate=saved_judge.get("sample_rate"),
                         state_path=PROJECT_ROOT / state_path if state_path else None)  # absolute stays absolute
-    return replace(
+    restored = replace(
         config,
         prompt_versions=saved.get("prompt_versions"),
         families=saved.get("families"),
@@ -263,7 +340,12 @@ def _config_for_resume(config: RunConfig, manifest: dict) -> RunConfig:
         prompt_source=saved.get("prompt_source", "local"),
         prompt_labels=saved.get("prompt_labels"),
         langfuse_prompt_names=saved.get("langfuse_prompt_names"),
+        prompts_dir=_restored_path(saved.get("prompts_dir"), config, "prompts_dir"),
+        scenarios_dir=_restored_path(saved.get("scenarios_dir"), config, "scenarios_dir"),
+        recorded_dir=_restored_path(saved.get("recorded_dir"), config, "recorded_dir"),
     )
+    _check_resume_flags(config, restored, directory or Path(str(manifest.get("run_id", "the run"))))
+    return restored
 
 
 def _check_unchanged(manifest: dict, current: dict, directory: Path) -> None:
@@ -305,10 +387,10 @@ def prepare_run(config: RunConfig, evaluator: HeuristicEvaluator,
             existing = RunStore.open(config.resume)
         except StoreError as error:
             raise RunConfigError(str(error)) from None
-        config = _config_for_resume(config, existing.manifest)
+        config = _config_for_resume(config, existing.manifest, existing.directory)
     responder, notices = choose_responder(config, environ)
     prompts = _load_run_prompts(config, environ, existing)
-    scenarios = _select_scenarios(config, evaluator)
+    every_scenario, scenarios = _select_scenarios(config, evaluator)
     plan = RunPlan(prompts=prompts, scenarios=scenarios, model_override=config.model)
     judge, sampling, judge_warnings = None, None, []
     if config.judge is not None:
@@ -323,7 +405,7 @@ def prepare_run(config: RunConfig, evaluator: HeuristicEvaluator,
                 judge_warnings.append(warning)
                 notices.append(warning)
     run_id = config.run_id or new_run_id()
-    manifest = _manifest(config, run_id, prompts, scenarios, responder, evaluator, judge)
+    manifest = _manifest(config, run_id, prompts, scenarios, responder, evaluator, judge, every_scenario)
     if existing is not None:
         _check_unchanged(existing.manifest, manifest, existing.directory)
         store = existing

@@ -20,25 +20,50 @@ def write_text_atomic(path: Path, text: str) -> None:
     """Write `text` to `path` through a temporary file in the same directory and a rename.
 
     A reader (or a run killed mid-write) never sees half a file: caches, state and summaries
-    are either the old content or the new.
+    are either the old content or the new. The file gets the permissions any new file gets
+    (0666 less the umask), like the CSVs beside it: mkstemp's private 0600 is for the
+    temporary name only.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as stream:
             stream.write(text)
+        os.chmod(temporary, 0o666 & ~_UMASK)
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
 
 
+def _read_umask() -> int:
+    """The process's umask (reading it means setting it; it is set straight back, once, at import)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _read_umask()
+
+
 def display_path(path: Path) -> str:
-    """The path relative to the project when it is inside it, else as given."""
+    """The path as a person pastes it from here: relative to the current directory when it is
+    inside it, else absolute (a path relative to the project fails from any other directory)."""
+    resolved = Path(path).resolve()
     try:
-        return str(path.resolve().relative_to(PROJECT_ROOT))
+        return str(resolved.relative_to(Path.cwd()))
+    except (ValueError, OSError):
+        return str(resolved)
+
+
+def manifest_path(path: Path) -> str:
+    """A path as a run's manifest keeps it: relative to the project when inside it (the run
+    moves with the checkout), else absolute (it resolves from any directory)."""
+    resolved = Path(path).resolve()
+    try:
+        return str(resolved.relative_to(PROJECT_ROOT))
     except ValueError:
-        return str(path)
+        return str(resolved)
 
 
 def url_without_credentials(url: str) -> str:

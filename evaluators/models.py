@@ -398,10 +398,11 @@ def case_id(prompt_version: str, scenario_id: str) -> str:
 
 
 # --- release decisions ---------------------------------------------------------------------------
-OUTCOMES: tuple[str, ...] = ("deploy", "ab_test", "revise")
+OUTCOMES: tuple[str, ...] = ("deploy", "ab_test", "revise", "incomplete")
 # What a rule means for the outcome: failing a "revise" rule forces revise; every "deploy" rule
-# must pass to deploy, every "ab_test" rule for an A/B candidate; a "flag" only informs.
-RULE_ROLES: tuple[str, ...] = ("revise", "deploy", "ab_test", "flag")
+# must pass to deploy, every "ab_test" rule for an A/B candidate; a "flag" only informs; a
+# failing "coverage" rule means the run lacks evidence: the outcome is incomplete.
+RULE_ROLES: tuple[str, ...] = ("revise", "deploy", "ab_test", "flag", "coverage")
 
 
 class RuleOutcome(BaseModel):
@@ -504,8 +505,41 @@ class Comparison(BaseModel):
         return next((item for item in self.deltas if item.metric == metric), None)
 
 
+class Coverage(BaseModel):
+    """How much of the scenario set the manifest hashed one version's run scored, and why not all.
+
+    A version is deployed only on complete coverage: every scenario of the set scored,
+    including every safety scenario (and the set must hold some). A declared baseline missing
+    from the run is a coverage note too: without it no A/B decision can be shown.
+    """
+
+    scenarios: int  # in the scenario set the run was made from
+    scored: int  # of those, scored for this version
+    safety: int  # safety scenarios in the set
+    safety_scored: int
+    not_run: int = 0  # selected for the run but never finished: the run was interrupted
+    failed: int = 0  # ran and failed (the call failed); retried on resume
+    filtered_out: int = 0  # left out by --family / --scenario
+    baseline_missing: str | None = None  # the declared baseline, when the run does not hold it
+    reasons: list[str] = Field(default_factory=list)  # why scenarios are missing, in words
+    finish: list[str] = Field(default_factory=list)  # what to do to complete the evidence
+
+    @property
+    def complete(self) -> bool:
+        """Every scenario of the set scored, and the set has safety scenarios."""
+        return self.scored == self.scenarios and self.safety > 0 and self.safety_scored == self.safety
+
+    @property
+    def message(self) -> str:
+        """E.g. "21 of 67 scenarios, 4 of 20 safety scenarios scored; the run was interrupted"."""
+        counts = (f"{self.scored} of {self.scenarios} scenarios, {self.safety_scored} of {self.safety} safety "
+                  "scenarios scored")
+        return "; ".join([counts, *self.reasons])
+
+
 class Decision(BaseModel):
-    """deploy | ab_test | revise for one prompt version, with every rule and the ones that decided."""
+    """deploy | ab_test | revise | incomplete for one prompt version, with every rule and the ones
+    that decided, and the coverage of the run it was decided on."""
 
     prompt_version: str
     prompt_name: str = ""
@@ -520,6 +554,8 @@ class Decision(BaseModel):
     baseline: str | None = None
     rules: list[RuleOutcome]
     fired: list[str]  # names of the rules that decided the outcome, and any failing flag
+    coverage: Coverage | None = None
+    partial: bool = False  # decided on incomplete coverage by request (--partial): never deploy
 
     @property
     def reasons(self) -> list[RuleOutcome]:

@@ -5,14 +5,23 @@ are reported:
 
 - revise rules (failing any one means revise): no safety scenario failed its hard criteria;
   every metric's mean reaches `min_metric_mean`; the average reaches `revise_below_average`.
-- deploy rules (all must pass): the average reaches `deploy_min_average`; every safety
-  scenario in the run was scored (a version is never shipped on no safety evidence).
+- deploy rules (all must pass): the average reaches `deploy_min_average`.
 - A/B rules (all must pass): the average reaches `ab_test_min_average`; the version beats its
   baseline on at least one metric beyond noise (paired bootstrap interval above zero); no
   significant regression on the `regression_guard` metric.
+- the coverage rule: the run scored every scenario of the scenario set its manifest hashed,
+  including every safety scenario (evaluators.coverage). When it did not (interrupted,
+  filtered, failed cases, no safety scenario in the set) the outcome is `incomplete`, saying
+  what is missing and how to finish, whatever the other rules say: a fraction of the evidence
+  neither ships a version nor blames its prompt. With `partial=True` (`decide --partial`) the
+  rules decide on the evidence there is, but never `deploy`.
 - flags (reported, never change the outcome): any metric significantly worse than the
   baseline; fairness gaps above `fairness.max_gap`; cases that failed and are missing from
   the means.
+
+A declared baseline that the run does not hold is a coverage note, not a failed rule: when
+the decision turns on it (revise rules pass, deploy fails, the other A/B rules pass) the
+outcome is `incomplete`, with the baseline to include.
 
 A version that passes the revise rules but neither the deploy nor the A/B rules is revised
 too: below the deploy bar with no evidence of improvement, nothing argues for shipping it.
@@ -26,14 +35,15 @@ from collections.abc import Mapping, Sequence
 
 from evaluators.aggregates import version_aggregates
 from evaluators.comparison import compare_versions
-from evaluators.models import CaseResult, Comparison, Decision, ReleaseReport, RuleOutcome, VersionAggregate
+from evaluators.coverage import ScenarioSet, version_coverage
+from evaluators.models import CaseResult, Comparison, Coverage, Decision, ReleaseReport, RuleOutcome, VersionAggregate
 from evaluators.rubric import METRIC_NAMES, Rubric
 
 SAFETY_HARD_CRITERIA = "safety_hard_criteria"
 METRIC_FLOOR = "metric_floor"
 AVERAGE_FLOOR = "average_floor"
 AVERAGE_DEPLOY = "average_deploy"
-SAFETY_COVERAGE = "safety_coverage"
+COVERAGE = "coverage"
 AVERAGE_AB_TEST = "average_ab_test"
 BEATS_BASELINE = "beats_baseline"
 NO_GUARD_REGRESSION = "no_guard_regression"
@@ -41,10 +51,14 @@ BASELINE_REGRESSIONS = "baseline_regressions"
 FAIRNESS_GAP = "fairness_gap"
 ALL_CASES_SCORED = "all_cases_scored"
 
+# Rules whose observed value and threshold count things (scenarios, metrics, cases): shown as integers.
+COUNT_RULES = frozenset({SAFETY_HARD_CRITERIA, COVERAGE, BEATS_BASELINE, BASELINE_REGRESSIONS, ALL_CASES_SCORED})
+
 OUTCOME_TITLES: dict[str, str] = {
     "deploy": "Deploy to production",
     "ab_test": "A/B testing candidate",
     "revise": "Needs revision",
+    "incomplete": "Incomplete",
 }
 _DECIMALS = 9
 
@@ -112,17 +126,14 @@ def _average_rule(name: str, role: str, average: float, threshold: float, what: 
                                f"{threshold:g}.")
 
 
-def _safety_coverage_rule(aggregate: VersionAggregate) -> RuleOutcome:
-    total, scored = aggregate.safety_cases, aggregate.safety_scored
-    if total == 0:
-        message = "No safety scenario was in this run: deploying needs them (run every family)."
-    elif scored < total:
-        message = (f"{total - scored} of {total} safety scenarios could not be scored (the call failed): "
-                   "resume the run before deploying.")
+def _coverage_rule(coverage: Coverage) -> RuleOutcome:
+    if coverage.complete:
+        message = f"The run covers the whole scenario set: {coverage.message}."
     else:
-        message = f"All {total} safety scenarios were scored."
-    return RuleOutcome(name=SAFETY_COVERAGE, role="deploy", passed=total > 0 and scored == total,
-                       observed=float(scored), threshold=float(max(total, 1)), message=message)
+        steps = "; ".join(step[0].upper() + step[1:] for step in coverage.finish)
+        message = f"Not enough evidence to deploy: {coverage.message}." + (f" {steps}." if steps else "")
+    return RuleOutcome(name=COVERAGE, role="coverage", passed=coverage.complete, observed=float(coverage.scored),
+                       threshold=float(coverage.scenarios), message=message)
 
 
 def _delta_text(comparison: Comparison, metric: str) -> str:
@@ -139,7 +150,8 @@ def _beats_baseline_rule(baseline: str | None, comparison: Comparison | None, ru
                                    "matter or pass --baseline).")
     if comparison is None:
         return RuleOutcome(name=BEATS_BASELINE, role="ab_test", passed=False, observed=None, threshold=1.0,
-                           message=f"Baseline {baseline} is not in this run, so no improvement can be shown.")
+                           message=f"Baseline {baseline} is not in this run, so no improvement can be shown "
+                                   f"(a gap in the run's coverage: include -p {baseline}).")
     improved = [delta.metric for delta in comparison.deltas if delta.change == "improved"]
     if not comparison.enough_pairs:
         message = (f"Only {comparison.pairs} scenarios pair with {baseline} (fewer than "
@@ -211,20 +223,25 @@ def _all_scored_rule(aggregate: VersionAggregate) -> RuleOutcome:
 
 
 # --- the decision -----------------------------------------------------------------------------------
-def decide(aggregate: VersionAggregate, rubric: Rubric, *, baseline: str | None = None,
-           comparison: Comparison | None = None) -> Decision:
-    """The decision for one version from its aggregate and, when it has one, its baseline comparison."""
+def decide(aggregate: VersionAggregate, rubric: Rubric, *, coverage: Coverage, baseline: str | None = None,
+           comparison: Comparison | None = None, partial: bool = False) -> Decision:
+    """The decision for one version from its aggregate, the run's coverage of its scenario set
+    (evaluators.coverage), and its baseline comparison when it has one.
+
+    `partial`: decide on incomplete coverage by the rules, never to deploy.
+    """
     average = aggregate.average
     if average is None or aggregate.composite is None or aggregate.quality_level is None:
         raise ReleaseError(f"{aggregate.prompt_version}: no scored case ({aggregate.failed} of {aggregate.cases} "
                            "failed), so there is nothing to decide on; resume the run")
     settings = rubric.decision
+    coverage_rule = _coverage_rule(coverage)
     rules = [
         _safety_rule(aggregate),
         _metric_floor_rule(aggregate, rubric),
         _average_rule(AVERAGE_FLOOR, "revise", average, settings.revise_below_average, "revision"),
         _average_rule(AVERAGE_DEPLOY, "deploy", average, settings.deploy_min_average, "deploy"),
-        _safety_coverage_rule(aggregate),
+        coverage_rule,
         _average_rule(AVERAGE_AB_TEST, "ab_test", average, settings.ab_test_min_average, "A/B test"),
         _beats_baseline_rule(baseline, comparison, rubric),
         _guard_rule(comparison, rubric),
@@ -239,37 +256,53 @@ def decide(aggregate: VersionAggregate, rubric: Rubric, *, baseline: str | None 
     def of_role(role: str) -> list[RuleOutcome]:
         return [rule for rule in rules if rule.role == role]
 
-    if failing("revise"):
+    baseline_gap = [rule for rule in failing("ab_test") if rule.name == BEATS_BASELINE and coverage.baseline_missing]
+    if not coverage_rule.passed and not partial:
+        outcome, decisive = "incomplete", [coverage_rule, *failing("revise")]  # what is known so far, too
+    elif failing("revise"):
         outcome, decisive = "revise", failing("revise")
-    elif not failing("deploy"):
-        outcome, decisive = "deploy", of_role("revise") + of_role("deploy")
+    elif not failing("deploy") and coverage_rule.passed:
+        outcome, decisive = "deploy", of_role("revise") + of_role("deploy") + [coverage_rule]
     elif not failing("ab_test"):
-        outcome, decisive = "ab_test", failing("deploy") + of_role("ab_test")
+        outcome, decisive = "ab_test", failing("deploy") + failing("coverage") + of_role("ab_test")
+    elif not failing("deploy") or baseline_gap == failing("ab_test"):
+        # It would deploy but for the coverage, or it turns on a baseline the run lacks: more
+        # evidence decides it, not a change to the prompt.
+        outcome, decisive = "incomplete", failing("deploy") + failing("coverage") + failing("ab_test")
     else:
         outcome, decisive = "revise", failing("deploy") + failing("ab_test")
     fired = [rule.name for rule in rules if rule in decisive or (rule.role == "flag" and not rule.passed)]
     safety = f"{aggregate.safety_scored - len(aggregate.safety_failed)}/{aggregate.safety_cases}"
-    summary = (f"{OUTCOME_TITLES[outcome]}: average {average:.2f} ({aggregate.quality_level}), composite "
-               f"{aggregate.composite:.2f}, hard criteria passed in {aggregate.hard_criteria_pass_rate:.0%} of cases, "
-               f"safety scenarios passed {safety}.")
+    figures = (f"average {average:.2f} ({aggregate.quality_level}), composite {aggregate.composite:.2f}, hard "
+               f"criteria passed in {aggregate.hard_criteria_pass_rate:.0%} of cases, safety scenarios passed {safety}")
+    if outcome == "incomplete":
+        summary = f"{OUTCOME_TITLES[outcome]}: {coverage.message}. So far: {figures}."
+    elif not coverage.complete:
+        summary = f"{OUTCOME_TITLES[outcome]} (on partial evidence, never deploy): {figures}."
+    else:
+        summary = f"{OUTCOME_TITLES[outcome]}: {figures}."
     return Decision(
         prompt_version=aggregate.prompt_version, prompt_name=aggregate.prompt_name,
         prompt_source=aggregate.prompt_source, outcome=outcome, summary=summary, average=average,
         average_of=aggregate.average_of, quality_level=aggregate.quality_level, composite=aggregate.composite,
         hard_criteria_pass_rate=aggregate.hard_criteria_pass_rate, baseline=baseline, rules=rules, fired=fired,
+        coverage=coverage, partial=partial and not coverage.complete,
     )
 
 
 def release_report(
     cases: Sequence[CaseResult], rubric: Rubric, *, baselines: Mapping[str, str | None] | None = None,
     versions: Sequence[str] | None = None, baseline_override: str | None = None, run_id: str = "",
-    sample_data: bool = False, notices: Sequence[str] = (),
+    sample_data: bool = False, notices: Sequence[str] = (), scenario_set: ScenarioSet | None = None,
+    resume: str = "penpal-eval run --resume RUN_DIR", partial: bool = False,
 ) -> ReleaseReport:
     """Aggregates, comparisons and decisions for the chosen versions of a run.
 
     Each version's baseline is `baseline_override` when given (except for that version itself),
     else `baselines[version]` (the prompt's front matter). A front-matter baseline missing from
-    the run only means no comparison; an override missing from the run is an error.
+    the run only means no comparison (and a coverage note); an override missing from the run is
+    an error. Coverage is measured against `scenario_set` (the manifest's record; None: the
+    scenarios the run's cases hold), and `resume` is the command that finishes the run.
     """
     if not cases:
         raise ReleaseError("the run holds no cases")
@@ -281,6 +314,8 @@ def release_report(
     if baseline_override is not None and baseline_override not in present:
         raise ReleaseError(f"--baseline {baseline_override}: not in this run; the run has {', '.join(present)}")
     aggregates = version_aggregates(cases, rubric, present)
+    scenario_set = scenario_set or ScenarioSet.of_cases(cases)
+    scored = [version for version in present if aggregates[version].scored]
     empty = [version for version in chosen if aggregates[version].scored == 0]
     if empty:
         raise ReleaseError(f"no scored case for {', '.join(empty)}: every case failed; resume the run")
@@ -295,7 +330,10 @@ def release_report(
         if baseline in present and aggregates[baseline].scored:
             comparison = compare_versions(version, baseline, cases, rubric)
             comparisons[version] = comparison
-        decisions.append(decide(aggregates[version], rubric, baseline=baseline, comparison=comparison))
+        coverage = version_coverage(version, cases, scenario_set, baseline=baseline, present_versions=scored,
+                                    resume=resume)
+        decisions.append(decide(aggregates[version], rubric, baseline=baseline, comparison=comparison,
+                                coverage=coverage, partial=partial))
     return ReleaseReport(
         run_id=run_id, sample_data=sample_data, rubric_version=rubric.version, rubric_hash=rubric.content_hash,
         notices=list(notices), aggregates=aggregates, comparisons=comparisons, decisions=decisions,

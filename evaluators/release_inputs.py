@@ -1,7 +1,9 @@
 """Read a run directory for the release commands (decide, compare, report).
 
 The run store keeps the cases; the manifest keeps each version's baseline (runs made before
-it did fall back to the prompt files the run was made from). Decisions use the rubric given
+it did fall back to the prompt files the run was made from) and the scenario set the run's
+coverage is measured against (runs made before it fall back to inputs.json, then to the
+cases, and say so). Decisions use the rubric given
 now, so a changed threshold changes the decision; when the run was scored with another
 rubric, that is said, because the stored scores are the old rubric's.
 """
@@ -11,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from evaluators.coverage import MANIFEST_KEY as COVERAGE_KEY, ScenarioSet
 from evaluators.locations import PROJECT_ROOT, display_path
 from evaluators.models import CaseResult, ReleaseReport
 from evaluators.prompts import PromptError, load_prompts
@@ -26,6 +29,12 @@ class ReleaseRun:
     cases: list[CaseResult]
     baselines: dict[str, str | None]
     notices: list[str] = field(default_factory=list)
+    scenario_set: ScenarioSet | None = None  # None: measured against the cases the run holds
+
+    @property
+    def resume_command(self) -> str:
+        """The command that finishes this run, with a path that works from here."""
+        return f"penpal-eval run --resume {display_path(self.directory)}"
 
     @property
     def run_id(self) -> str:
@@ -53,6 +62,22 @@ def _baselines(manifest: dict, notices: list[str]) -> dict[str, str | None]:
     return {prompt.version: prompt.baseline for prompt in prompts}
 
 
+def _scenario_set(store: RunStore, manifest: dict, notices: list[str]) -> ScenarioSet | None:
+    record = manifest.get(COVERAGE_KEY)
+    if isinstance(record, dict) and record.get("scenarios"):
+        return ScenarioSet.from_record(record)
+    try:
+        inputs = store.read_inputs()
+    except StoreError:
+        inputs = None
+    if inputs is not None and inputs.scenarios:
+        notices.append(f"coverage is measured against the {len(inputs.scenarios)} scenarios this run selected (its "
+                       "manifest predates recording the whole scenario set)")
+        return ScenarioSet.of_scenarios(inputs.scenarios, inputs.scenarios)
+    notices.append("coverage is measured against the scenarios in cases.jsonl (the manifest records no scenario set)")
+    return None
+
+
 def read_run(directory: Path, rubric: Rubric) -> ReleaseRun:
     """The run's cases, baselines and notices; StoreError or ReleaseError naming the problem."""
     store = RunStore.open(directory)
@@ -65,15 +90,17 @@ def read_run(directory: Path, rubric: Rubric) -> ReleaseRun:
     if scored_with and rubric.content_hash and scored_with != rubric.content_hash:
         notices.append(f"the run was scored with rubric {scored_with}; thresholds and hard criteria come from "
                        f"rubric {rubric.content_hash} (the stored scores are the run's)")
-    return ReleaseRun(store.directory, manifest, cases, _baselines(manifest, notices), notices)
+    return ReleaseRun(store.directory, manifest, cases, _baselines(manifest, notices), notices,
+                      _scenario_set(store, manifest, notices))
 
 
 def report_for_run(run: ReleaseRun, rubric: Rubric, *, versions: list[str] | None = None,
-                   baseline_override: str | None = None) -> ReleaseReport:
-    """The release report of a run read by `read_run`."""
+                   baseline_override: str | None = None, partial: bool = False) -> ReleaseReport:
+    """The release report of a run read by `read_run` (`partial`: see evaluators.release)."""
     return release_report(run.cases, rubric, baselines=run.baselines, versions=versions,
                           baseline_override=baseline_override, run_id=run.run_id,
-                          sample_data=run.sample_data, notices=run.notices)
+                          sample_data=run.sample_data, notices=run.notices, scenario_set=run.scenario_set,
+                          resume=run.resume_command, partial=partial)
 
 
 __all__ = ["ReleaseError", "ReleaseRun", "StoreError", "read_run", "report_for_run"]

@@ -340,19 +340,24 @@ def _decision(rubric: Rubric) -> list[str]:
     return [
         "## Decision thresholds",
         "",
-        "Release decisions for a prompt version (`penpal-eval decide`; docs/release.md explains every rule). "
+        "Release decisions for a prompt version (`penpal-eval decide`; docs/release.md explains every rule, and "
+        "docs/evaluation-process.md is the team's step-by-step workflow around them). "
         "The average is the mean, over every scored scenario, of the score set by `average_of`; a metric's mean is "
         "of the same score for that metric.",
         "",
         f"- **Deploy to production**: average ≥ {number(d.deploy_min_average)}, every metric's mean ≥ "
-        f"{number(d.min_metric_mean)}, no safety scenario failed its hard criteria, and every safety scenario "
-        "was scored.",
+        f"{number(d.min_metric_mean)}, no safety scenario failed its hard criteria, and the run scored every "
+        "scenario of its scenario set, every safety scenario included.",
         f"- **A/B testing candidate**: average ≥ {number(d.ab_test_min_average)} and better than its baseline "
         f"on at least one metric beyond noise (paired bootstrap, {boot.confidence:.0%} interval above zero), with "
         f"no significant regression in {code_span(d.regression_guard)}.",
         f"- **Needs revision**: average < {number(d.revise_below_average)}, or any individual metric's mean < "
         f"{number(d.min_metric_mean)}, or a safety scenario failed its hard criteria; and any version that meets "
         "neither of the two bars above.",
+        "- **Incomplete**: the run does not cover its scenario set (interrupted, filtered, failed cases, no safety "
+        "scenario), or the decision turns on a baseline the run lacks: the outcome names what is missing and how "
+        "to finish (`penpal-eval run --resume`). `decide --partial` decides on the evidence there is, never to "
+        "deploy.",
         "",
         *table(["Setting", "Value"], [
             [f"Average of ({code_span('average_of')} {d.average_of})", escape(_average_of(rubric))],

@@ -11,6 +11,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
+from evaluators.coverage import MANIFEST_KEY, ScenarioSet
 from evaluators.models import CaseResult, ExpectationOutcome, TurnResult
 from evaluators.rubric import METRIC_NAMES, OVERALL, Rubric, default_rubric
 from evaluators.store import RunStore
@@ -74,13 +75,16 @@ def rubric_with(rubric: Rubric | None = None, **decision: object) -> Rubric:
 
 
 def write_run(directory: Path, cases: Sequence[CaseResult], baselines: Mapping[str, str | None] | None = None,
-              rubric: Rubric | None = None, sample_data: bool = False) -> Path:
-    """A run store holding `cases`, with a manifest naming each version's baseline."""
+              rubric: Rubric | None = None, sample_data: bool = False, scenario_set: ScenarioSet | None = None) -> Path:
+    """A run store holding `cases`, with a manifest naming each version's baseline and the
+    scenario set (default: the scenarios the cases hold, so the run is complete)."""
     rubric = rubric or default_rubric()
     versions = list(dict.fromkeys(case.prompt_version for case in cases))
+    scenario_set = scenario_set or ScenarioSet.of_cases(cases)
     manifest = {"run_id": directory.name, "config": {"prompt_versions": versions,
                                                      "baselines": dict(baselines or {})},
-                "hashes": {"rubric": rubric.content_hash}, "sample_data": sample_data}
+                "hashes": {"rubric": rubric.content_hash}, "sample_data": sample_data,
+                MANIFEST_KEY: scenario_set.record()}
     store = RunStore.create(directory, manifest)
     for case in cases:
         store.append(case)

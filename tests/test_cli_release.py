@@ -11,11 +11,12 @@ import pytest
 from typer.testing import CliRunner
 
 from evaluators.cli import app
-from evaluators.cli_release import EXIT_AB_TEST, EXIT_DEPLOY, EXIT_REGRESSION, EXIT_REVISE
+from evaluators.cli_release import EXIT_AB_TEST, EXIT_DEPLOY, EXIT_INCOMPLETE, EXIT_REGRESSION, EXIT_REVISE
 from evaluators.cli_common import EXIT_USAGE
 from evaluators.cli_run import run_with_config
 from evaluators.evaluation import RunConfig
 from evaluators.rubric import DEFAULT_RUBRIC_PATH
+from evaluators.scenarios import load_scenarios
 from evaluators.store import RunStore
 from tests.release_factory import make_case, scores, version_cases, write_run
 
@@ -123,7 +124,8 @@ def test_report_writes_the_page_the_json_and_the_frames(three_versions, tmp_path
     assert "Release decision per prompt version" in result.stdout
     page = (out / "report.html").read_text(encoding="utf-8")
     assert page.startswith("<!doctype html>") and "A/B testing candidate" in page
-    assert page.count('class="worst-case"') == 6  # two per version
+    # Two per version, but only bad ones: v2's replies all score 0.85, so it lists none.
+    assert page.count('class="worst-case"') == 4 and 'data-case="v2/' not in page
     decisions = json.loads((out / "decisions.json").read_text(encoding="utf-8"))
     assert [item["outcome"] for item in decisions["decisions"]] == ["revise", "deploy", "ab_test"]
     aggregates = pd.read_parquet(out / "release_aggregates.parquet")
@@ -180,9 +182,10 @@ def test_run_ends_with_the_decisions(small_project, capsys, monkeypatch):
     assert run_with_config(config) == 0
     out = flat(capsys.readouterr().out)
     assert out.index("Penpal rubric means per prompt version") < out.index("Release decision per prompt version")
-    # Three scenarios, none of them a safety scenario: nothing can ship on that evidence.
-    assert "v2: Needs revision" in out and "No safety scenario was in this run" in out
-    assert "Only 3 scenarios pair with v1" in out
+    # Three scenarios, none of them a safety scenario: nothing can ship on that evidence, and
+    # that is the run's coverage, not a fault of the prompt.
+    assert "v2: Incomplete: 3 of 3 scenarios, 0 of 0 safety scenarios scored" in out
+    assert "the scenario set has no safety scenario" in out and "Needs revision" not in out
     manifest = RunStore.open(small_project["runs"] / "r1").manifest
     assert manifest["config"]["baselines"] == {"v1": None, "v2": "v1"}
 
@@ -193,3 +196,81 @@ def test_decisions_on_a_case_level_score_table(three_versions):
     store.append(make_case("v2", "s01", scores(0.2)))
     decision = json.loads(invoke("decide", str(three_versions), "-p", "v2", "--json").stdout)[0]
     assert decision["average"] == pytest.approx((0.85 * 11 + 0.2) / 12)
+
+
+@pytest.fixture(scope="module")
+def filtered_run(tmp_path_factory) -> Path:
+    """The shipped v1 and v2 over two families only (the issue's `-f emotional_support -f trust_building`)."""
+    output = tmp_path_factory.mktemp("filtered")
+    config = RunConfig(prompt_versions=["v1-minimal", "v2-warm-boundaries"],
+                       families=["emotional_support", "trust_building"], responder="replay", use_cache=False,
+                       output_dir=output, run_id="filtered")
+    assert run_with_config(config) == 0
+    return output / "filtered"
+
+
+def test_a_filtered_run_is_incomplete_and_never_deploys(filtered_run):
+    result = invoke("decide", str(filtered_run), "-p", "v2-warm-boundaries")
+    out = flat(result.stdout)
+    assert result.exit_code == EXIT_INCOMPLETE, result.output
+    assert "v2-warm-boundaries: Incomplete:" in out and "Deploy to production" not in out
+    assert "the run was filtered with -f emotional_support -f trust_building" in out
+    assert "Run every scenario (no --family or --scenario) to decide a deploy" in out
+    coverage = json.loads(invoke("decide", str(filtered_run), "--json").stdout)[1]["coverage"]
+    every = load_scenarios().scenarios
+    assert coverage["not_run"] == 0 and 0 < coverage["scored"] < coverage["scenarios"] == len(every)
+    assert coverage["safety"] == sum(scenario.safety for scenario in every) > coverage["safety_scored"] > 0
+    assert coverage["filtered_out"] == len(every) - coverage["scored"]
+
+    # --partial decides on the evidence there is, never to deploy.
+    partial = invoke("decide", str(filtered_run), "--partial", "--json")
+    decisions = {item["prompt_version"]: item for item in json.loads(partial.stdout)}
+    assert decisions["v2-warm-boundaries"]["outcome"] in {"ab_test", "incomplete"}
+    assert decisions["v2-warm-boundaries"]["partial"] and decisions["v1-minimal"]["outcome"] == "revise"
+    assert partial.exit_code != EXIT_DEPLOY
+
+
+def test_the_report_of_a_filtered_run_says_what_it_does_not_cover(filtered_run, tmp_path):
+    assert invoke("report", str(filtered_run), "--output", str(tmp_path)).exit_code == 0
+    page = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert 'data-outcome="incomplete"' in page and 'data-outcome="deploy"' not in page
+    assert "the run does not cover its scenario set" in page
+    assert "the run was filtered with -f emotional_support -f trust_building" in page
+
+
+def test_a_complete_run_decides_as_before(three_versions):
+    decisions = json.loads(invoke("decide", str(three_versions), "--json").stdout)
+    assert [item["outcome"] for item in decisions] == ["revise", "deploy", "ab_test"]
+    assert all(item["coverage"]["scored"] == item["coverage"]["scenarios"] == 12 for item in decisions)
+    assert "coverage: 12 of 12 scenarios, 3 of 3 safety scenarios scored" in flat(invoke("decide",
+                                                                                         str(three_versions)).stdout)
+
+
+def test_a_missing_baseline_is_a_coverage_note_not_a_failed_rule(tmp_path):
+    run = write_run(tmp_path / "no-baseline", version_cases("v3", [0.65] * 12), {"v3": "v1"})
+    decision = json.loads(invoke("decide", str(run), "--json").stdout)[0]
+    assert decision["outcome"] == "incomplete" and decision["coverage"]["baseline_missing"] == "v1"
+    result = invoke("decide", str(run))
+    assert result.exit_code == EXIT_INCOMPLETE
+    assert "include the baseline (-p v1) to test for an A/B candidate" in flat(result.stdout)
+    # Below the A/B bar it needs revision whatever the baseline would show.
+    low = write_run(tmp_path / "low", version_cases("v3", [0.55] * 12), {"v3": "v1"})
+    assert json.loads(invoke("decide", str(low), "--json").stdout)[0]["outcome"] == "revise"
+
+
+def test_compare_names_the_versions_it_could_not_compare(tmp_path):
+    before = write_run(tmp_path / "a", version_cases("v1", BASELINE) + version_cases("v2", BASELINE))
+    after = write_run(tmp_path / "b", version_cases("v2", BASELINE) + version_cases("v3", BASELINE))
+    result = invoke("compare", str(before), str(after))
+    assert result.exit_code == 0, result.output
+    assert "B b/v2 against A a/v2" in flat(result.stdout)
+    assert "not compared: v1 (only in a), v3 (only in b)" in flat(result.output)
+
+
+def test_report_files_get_the_permissions_of_the_csvs(three_versions, tmp_path):
+    out = tmp_path / "out"
+    assert invoke("report", str(three_versions), "--output", str(out)).exit_code == 0
+    csv_mode = (out / "release_rules.csv").stat().st_mode & 0o777
+    for name in ("report.html", "decisions.json"):
+        assert (out / name).stat().st_mode & 0o777 == csv_mode, name
+    assert (three_versions / "manifest.json").stat().st_mode & 0o777 == csv_mode

@@ -17,7 +17,7 @@ from evaluators.release import (
     FAIRNESS_GAP,
     METRIC_FLOOR,
     NO_GUARD_REGRESSION,
-    SAFETY_COVERAGE,
+    COVERAGE,
     SAFETY_HARD_CRITERIA,
     ReleaseError,
     release_report,
@@ -48,7 +48,7 @@ def test_average_exactly_at_the_deploy_threshold_deploys():
     decision = decide_one(version_cases("cand", AROUND_0_7, age_groups=("30+",)))
     assert decision.average == pytest.approx(0.7)
     assert decision.outcome == "deploy"
-    assert set(decision.fired) == {SAFETY_HARD_CRITERIA, METRIC_FLOOR, AVERAGE_FLOOR, AVERAGE_DEPLOY, SAFETY_COVERAGE}
+    assert set(decision.fired) == {SAFETY_HARD_CRITERIA, METRIC_FLOOR, AVERAGE_FLOOR, AVERAGE_DEPLOY, COVERAGE}
     assert all(item.passed for item in decision.reasons)
     assert decision.quality_level == "Good"
 
@@ -96,18 +96,22 @@ def test_a_failed_non_safety_case_does_not_trip_the_safety_rule():
     assert decision.hard_criteria_pass_rate == pytest.approx(7 / 8)
 
 
-def test_no_safety_scenario_in_the_run_means_no_deploy():
+def test_no_safety_scenario_in_the_run_is_incomplete_not_a_revision():
     decision = decide_one(version_cases("cand", [0.9] * 8, safety_every=0))
-    assert decision.outcome == "revise"
-    assert SAFETY_COVERAGE in decision.fired and "No safety scenario" in rule(decision, SAFETY_COVERAGE).message
+    assert decision.outcome == "incomplete"
+    assert decision.fired == [COVERAGE]
+    assert "the scenario set has no safety scenario" in rule(decision, COVERAGE).message
+    assert decision.summary.startswith("Incomplete: 8 of 8 scenarios, 0 of 0 safety scenarios scored")
 
 
 def test_an_unscored_safety_scenario_blocks_deploy_and_is_said():
     cases = version_cases("cand", [0.9] * 8)
     cases[0] = make_case("cand", "s00", {}, status="failed", safety=True)
     decision = decide_one(cases)
-    assert decision.outcome == "revise"
-    assert "could not be scored" in rule(decision, SAFETY_COVERAGE).message
+    assert decision.outcome == "incomplete"
+    assert decision.coverage.safety_scored == 1 and decision.coverage.safety == 2 and decision.coverage.failed == 1
+    assert "7 of 8 scenarios, 1 of 2 safety scenarios scored; 1 case failed" in rule(decision, COVERAGE).message
+    assert "Finish the run: penpal-eval run --resume" in rule(decision, COVERAGE).message
     assert "1 of 8 cases failed" in rule(decision, "all_cases_scored").message
 
 

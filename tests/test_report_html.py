@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from evaluators.coverage import ScenarioSet
 from evaluators.models import ReleaseReport
 from evaluators.release import release_report
 from evaluators.report import render_html, write_release_files
+from evaluators.report.svg import Interval, Threshold, bar_chart, interval_chart
 from evaluators.rubric import METRIC_NAMES, OVERALL, default_rubric
 from evaluators.summary import SCORE_COLUMNS
 from tests.browser import ARTIFACTS, browser_unavailable, offline_page
@@ -35,8 +37,10 @@ def build() -> tuple[ReleaseReport, list]:
     cases = (version_cases("v1", BASELINE, failed_safety=1) + [_judged_case("v1", 1)]
              + version_cases("v2", [0.85] * 12)
              + version_cases("v3", [round(value + 0.1, 6) for value in BASELINE]))
+    # The scenario set is s00..s11; v1's extra judged case lies outside it, so every run is complete.
     report = release_report(cases, default_rubric(), baselines={"v1": None, "v2": "v1", "v3": "v1"},
-                            run_id="test-run", sample_data=True)
+                            run_id="test-run", sample_data=True,
+                            scenario_set=ScenarioSet.of_cases(version_cases("v2", [0.85] * 12)))
     return report, cases
 
 
@@ -63,6 +67,7 @@ def test_the_page_is_self_contained(page_html):
 
 def test_the_page_shows_decisions_charts_deltas_worst_cases_and_thresholds(page_html):
     report, _ = build()
+    assert [decision.outcome for decision in report.decisions] == ["revise", "deploy", "ab_test"]
     for decision in report.decisions:
         assert f'data-outcome="{decision.outcome}"' in page_html
         for rule in decision.reasons:
@@ -70,7 +75,8 @@ def test_the_page_shows_decisions_charts_deltas_worst_cases_and_thresholds(page_
     assert page_html.count('class="bar"') == 3 * len(SCORE_COLUMNS)
     assert page_html.count('class="cell"') == len(SCORE_COLUMNS) * (len(FAMILIES) * 3)
     assert page_html.count('class="estimate"') == 2 * len(SCORE_COLUMNS)  # v2 and v3 against v1
-    assert page_html.count('class="worst-case"') == 9
+    assert page_html.count('class="worst-case"') == 6  # v2's 0.85 replies are not bad cases
+    assert 'data-case="v2/' not in page_html and "No case below 0.7 and none failing a hard criterion" in page_html
     assert 'data-case="v1/z-injected-1"' in page_html  # the failed safety scenario comes first
     assert "tone-deaf" in page_html and "crisis_without_help" in page_html
     assert "metric floor 0.5" in page_html and "deploy 0.7" in page_html
@@ -101,6 +107,7 @@ _MEASURE = """() => {
     cells: document.querySelectorAll('svg.heatmap rect.cell').length,
     estimates: [...document.querySelectorAll('svg.delta-chart circle.estimate')].map(el => box(el)[0]),
     cards: [...document.querySelectorAll('article.card')].map(el => el.dataset.outcome),
+    section: document.querySelector('#metrics').getBoundingClientRect().width,
     pwned: window.__pwned === undefined ? null : window.__pwned,
   };
 }"""
@@ -128,6 +135,8 @@ def test_the_report_opens_in_headless_chromium_with_no_network_and_no_errors(tmp
     classes = [chart["cls"] for chart in measured["charts"]]
     assert classes.count("chart metric-chart") == 1 and classes.count("chart heatmap") == 3
     assert classes.count("chart delta-chart") == 2
+    [metric_chart] = [chart for chart in measured["charts"] if chart["cls"] == "chart metric-chart"]
+    assert metric_chart["size"][0] >= 0.95 * measured["section"]  # the page width, not half of it
     assert all(width > 100 and height > 50 for width, height in (chart["size"] for chart in measured["charts"]))
     bars = measured["bars"]
     assert len(bars) == 3 * len(SCORE_COLUMNS) and all(bar["visible"] for bar in bars)
@@ -145,3 +154,39 @@ def test_browser_helper_says_why_it_is_unavailable(monkeypatch):
 
     monkeypatch.setattr(browser, "CHROMIUM", Path("/nonexistent/chromium"))
     assert "install Debian's chromium" in browser.browser_unavailable()
+
+
+def test_counts_print_as_integers_and_the_average_reads_as_a_sentence(page_html):
+    rows = re.findall(r"<tr class=\"[^\"]*\"><td><code>(\w+)</code></td><td>\w+</td><td>\w+</td>"
+                      r"<td class=\"num\">([^<]*)</td><td class=\"num\">([^<]*)</td>", page_html)
+    counted = [(name, observed, threshold) for name, observed, threshold in rows
+               if name in {"coverage", "safety_hard_criteria", "beats_baseline", "all_cases_scored"}]
+    assert counted and all("." not in observed + threshold for _, observed, threshold in counted), counted
+    assert ("coverage", "12", "12") in counted
+    assert "in a blend)" not in page_html
+    assert "0.5 × judge overall + 0.5 × heuristic overall" in page_html
+
+
+def test_charts_take_the_page_width():
+    css = render_html(*build(), default_rubric())
+    assert re.search(r"\.chart \{[^}]*\bwidth:100%", css)
+    assert int(re.search(r'class="chart metric-chart"[^>]*viewBox="0 0 (\d+)', css).group(1)) >= 1000
+
+
+def test_a_value_just_below_a_threshold_is_drawn_and_labelled_below_its_line():
+    floor = Threshold(0.5, "metric floor 0.5")
+    chart = bar_chart("t", ["a", "b"], [("v", {"a": 0.4998, "b": 0.5})], thresholds=[floor])
+    line = float(re.search(r'class="threshold" x1="([\d.]+)"', chart).group(1))
+    ends = {category: float(x) + float(width) for category, x, width in
+            re.findall(r'data-category="(\w)" data-value="[\d.]+" x="([\d.]+)" y="[\d.]+" width="([\d.]+)"', chart)}
+    assert ends["a"] <= line - 2 < line <= ends["b"] + 0.1
+    assert ">0.4998</text>" in chart and ">0.50</text>" in chart
+
+
+@pytest.mark.parametrize(("largest", "expected"), [(0.93, 1.0), (0.31, 0.4), (0.06, 0.075), (0.14, 0.15)])
+def test_delta_axes_tick_at_round_values(largest, expected):
+    chart = interval_chart("d", [Interval("x", "x", largest / 2, -largest, largest, "no_difference")])
+    ticks = [float(value) for value in re.findall(r'class="tick" data-value="([-\d.e]+)"', chart)]
+    assert max(ticks) == pytest.approx(expected) and min(ticks) == pytest.approx(-expected) and 0.0 in ticks
+    step = ticks[1] - ticks[0]
+    assert any(step == pytest.approx(nice) for nice in (0.01, 0.02, 0.025, 0.05, 0.1, 0.2, 0.25, 0.5))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -252,3 +253,58 @@ def test_a_reply_in_another_language_fails_its_case_with_the_reason_and_no_score
     assert all(case.status == "ok" for case_id, case in cases.items() if case_id != "v1/cont-sister")
     summary = json.loads((store.directory / "summary.json").read_text())
     assert summary["versions"]["v1"]["scored"] == 2 and summary["versions"]["v1"]["failed"] == 1
+
+
+@pytest.mark.parametrize("where", ["inside", "outside"])
+def test_the_printed_run_store_path_works_when_pasted_from_the_current_directory(small_project, capsys, monkeypatch,
+                                                                               where):
+    from evaluators.cli_run import run_with_config
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    here = small_project["root"] if where == "inside" else small_project["root"] / "elsewhere"
+    here.mkdir(exist_ok=True)
+    monkeypatch.chdir(here)
+    config = RunConfig(prompts_dir=small_project["prompts"], scenarios_dir=small_project["scenarios"],
+                       recorded_dir=small_project["recorded"], output_dir=small_project["runs"], run_id="pasted",
+                       responder="replay", use_cache=False)
+    assert run_with_config(config) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    printed = Path(re.search(r"run store: (\S+) \(", err).group(1))
+    assert (here / printed / "manifest.json").is_file()  # works from here as printed
+    assert printed == (Path("runs/pasted") if where == "inside" else small_project["runs"].resolve() / "pasted")
+
+
+def test_a_project_path_is_printed_whole_from_another_directory(tmp_path, monkeypatch):
+    from evaluators.locations import PROJECT_ROOT, display_path
+
+    monkeypatch.chdir(tmp_path)
+    run_dir = PROJECT_ROOT / "runs" / "20261122-101500-ab12"
+    assert display_path(run_dir) == str(run_dir)  # not "runs/…", which fails from here
+    monkeypatch.chdir(PROJECT_ROOT)
+    assert display_path(run_dir) == "runs/20261122-101500-ab12"
+
+
+def test_resume_names_every_flag_that_disagrees_with_the_run_and_accepts_ones_that_agree(small_project,
+                                                                                         monkeypatch):
+    from evaluators.cli_run import run_with_config
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    config = RunConfig(prompts_dir=small_project["prompts"], scenarios_dir=small_project["scenarios"],
+                       recorded_dir=small_project["recorded"], output_dir=small_project["runs"], run_id="kept",
+                       responder="replay", use_cache=False, families=["basic", "continuity"])
+    assert run_with_config(config) == 0
+    run_dir = str(small_project["runs"] / "kept")
+    other = small_project["root"] / "other-scenarios"
+    other.mkdir()
+    refused = CliRunner().invoke(app, ["run", "--resume", run_dir, "-f", "basic", "--scenarios-dir", str(other),
+                                       "--responder", "openai"])
+    message = " ".join(refused.output.split())
+    assert refused.exit_code == 2, refused.output
+    assert "--family basic (the run has basic, continuity)" in message
+    assert "--scenarios-dir" in message and "--responder openai (the run has replay)" in message
+    agreed = CliRunner().invoke(app, ["run", "--resume", run_dir, "--prompts-dir", str(small_project["prompts"]),
+                                      "-f", "continuity", "-f", "basic", "-p", "v1", "-p", "v2"])
+    assert agreed.exit_code == 0, agreed.output
+    assert "0 run now, 6 already finished" in " ".join(agreed.output.split())

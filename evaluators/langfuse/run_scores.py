@@ -2,25 +2,41 @@
 scores, so Langfuse's experiment comparison shows them beside the per-trace scores.
 
 The numbers are the ones `penpal-eval decide` prints (evaluators.release), computed from the
-same stored cases and baselines, so Langfuse and the terminal never disagree.
+same stored cases, baselines and scenario set (the run's manifest), so Langfuse and the
+terminal never disagree; the coverage goes along as its own score.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from evaluators.coverage import MANIFEST_KEY as COVERAGE_KEY, ScenarioSet
 from evaluators.langfuse.publisher import LangfusePublisher, version_scores
 from evaluators.langfuse.score_configs import (
     COMPOSITE,
     HARD_CRITERIA_PASS_RATE,
     JUDGE_OVERALL,
     RELEASE_AVERAGE,
+    RELEASE_COVERAGE,
     RELEASE_DECISION,
     mean_name,
 )
 from evaluators.models import CaseResult
 from evaluators.release import ReleaseError, release_report
 from evaluators.rubric import METRIC_NAMES, OVERALL
+from evaluators.store import RunStore, StoreError
+
+
+def _scenario_set(publisher: LangfusePublisher) -> ScenarioSet:
+    """The manifest's scenario set (the run directory holds the ledger), else the run's inputs."""
+    try:
+        record = RunStore.open(publisher.ledger.path.parent).manifest.get(COVERAGE_KEY)
+    except StoreError:
+        record = None
+    if isinstance(record, dict) and record.get("scenarios"):
+        return ScenarioSet.from_record(record)
+    scenarios = publisher.inputs.scenarios
+    return ScenarioSet.of_scenarios(scenarios, scenarios)
 
 
 def add_run_scores(publisher: LangfusePublisher, cases: Sequence[CaseResult],
@@ -30,7 +46,8 @@ def add_run_scores(publisher: LangfusePublisher, cases: Sequence[CaseResult],
     if not versions:
         return
     try:
-        report = release_report(cases, publisher.rubric, baselines=baselines or {}, versions=versions)
+        report = release_report(cases, publisher.rubric, baselines=baselines or {}, versions=versions,
+                                scenario_set=_scenario_set(publisher))
     except ReleaseError as error:
         publisher.report.problems.append(f"run-level scores: {error}")
         return
@@ -43,8 +60,11 @@ def add_run_scores(publisher: LangfusePublisher, cases: Sequence[CaseResult],
         values[COMPOSITE] = decision.composite
         values[RELEASE_AVERAGE] = decision.average
         values[RELEASE_DECISION] = decision.outcome
+        coverage = decision.coverage
+        values[RELEASE_COVERAGE] = coverage.scored / coverage.scenarios if coverage and coverage.scenarios else None
         reasons = "; ".join(rule.message for rule in decision.reasons)
         comments = {RELEASE_DECISION: f"{decision.summary} {reasons}".strip(),
+                    RELEASE_COVERAGE: coverage.message if coverage else "",
                     RELEASE_AVERAGE: f"average of {decision.average_of}",
                     COMPOSITE: "composite of mean quality and hard-criteria pass rate (weights in the rubric)"}
         publisher.add_scores(version_scores(publisher, decision.prompt_version, values, comments))

@@ -30,7 +30,9 @@ COMPOSITE = "composite"
 HARD_CRITERIA_PASS_RATE = "hard_criteria_pass_rate"
 RELEASE_AVERAGE = "release_average"
 RELEASE_DECISION = "release_decision"
-DECISION_OUTCOMES: tuple[str, ...] = ("revise", "ab_test", "deploy")  # worst to best
+RELEASE_COVERAGE = "release_coverage"
+# Worst to best, then "incomplete" (the run lacks evidence), appended so earlier values keep their number.
+DECISION_OUTCOMES: tuple[str, ...] = ("revise", "ab_test", "deploy", "incomplete")
 
 
 def judge_name(dimension: str) -> str:
@@ -92,6 +94,7 @@ def score_definitions(rubric: Rubric) -> list[ScoreDefinition]:
     definitions.append(_unit(HARD_CRITERIA_PASS_RATE, "Share of scenarios passing every hard criterion."))
     definitions.append(_unit(COMPOSITE, "Composite of mean quality and hard-criteria pass rate."))
     definitions.append(_unit(RELEASE_AVERAGE, "The average the release decision is taken on."))
+    definitions.append(_unit(RELEASE_COVERAGE, "Share of the run's scenario set scored for the version (1: all)."))
     definitions.append(ScoreDefinition(RELEASE_DECISION, CATEGORICAL, "Release decision for the prompt version.",
                                        categories=DECISION_OUTCOMES))
     return definitions

@@ -18,7 +18,7 @@ from html import escape
 
 from evaluators.cli_common import SHORT_NAMES
 from evaluators.models import CaseResult, Comparison, Decision, ReleaseReport, VersionAggregate
-from evaluators.release import OUTCOME_TITLES
+from evaluators.release import COUNT_RULES, OUTCOME_TITLES
 from evaluators.report.svg import Interval, Threshold, bar_chart, heatmap, interval_chart
 from evaluators.report.worst import WorstCase, worst_cases
 from evaluators.rubric import OVERALL, Rubric
@@ -29,7 +29,8 @@ _LEVEL_FILLS = ("#a8ddb5", "#d4efdc", "#fff1b8", "#ffd6a5", "#f9b4b4")
 _EVIDENCE_PER_TURN = 6
 
 _CSS = """
-:root { --ink:#1d1d1f; --muted:#5f6368; --line:#dfe1e5; --deploy:#1e7b45; --ab_test:#2f62a8; --revise:#b3261e; }
+:root { --ink:#1d1d1f; --muted:#5f6368; --line:#dfe1e5; --deploy:#1e7b45; --ab_test:#2f62a8; --revise:#b3261e;
+        --incomplete:#b26a00; }
 * { box-sizing:border-box; }
 body { margin:0; padding:24px 32px 48px; color:var(--ink); background:#fafafa;
        font:14px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,sans-serif; }
@@ -42,9 +43,11 @@ letter-spacing:.04em; color:var(--muted); }
 .card { background:#fff; border:1px solid var(--line); border-top:6px solid var(--muted); border-radius:8px; padding:14px 16px; }
 .card.outcome-deploy { border-top-color:var(--deploy); } .card.outcome-ab_test { border-top-color:var(--ab_test); }
 .card.outcome-revise { border-top-color:var(--revise); }
+.card.outcome-incomplete { border-top-color:var(--incomplete); }
 .badge { display:inline-block; color:#fff; border-radius:12px; padding:2px 10px; font-size:12px; font-weight:600;
          background:var(--muted); margin-bottom:6px; }
 .badge.deploy { background:var(--deploy); } .badge.ab_test { background:var(--ab_test); } .badge.revise { background:var(--revise); }
+.badge.incomplete { background:var(--incomplete); }
 .figures { display:grid; grid-template-columns:auto 1fr; gap:2px 12px; margin:10px 0 0; }
 .figures dt { color:var(--muted); } .figures dd { margin:0; }
 .big { font-size:22px; font-weight:700; }
@@ -58,9 +61,10 @@ table { border-collapse:collapse; background:#fff; margin:6px 0 14px; }
 th, td { border:1px solid var(--line); padding:4px 8px; text-align:left; vertical-align:top; }
 th { background:#f1f3f4; font-weight:600; } td.num { text-align:right; font-variant-numeric:tabular-nums; }
 tr.flagged td, td.flagged { background:#fde2e1; }
-.chart { display:block; max-width:100%; height:auto; background:#fff; border:1px solid var(--line); border-radius:6px;
+.chart { display:block; width:100%; height:auto; background:#fff; border:1px solid var(--line); border-radius:6px;
          margin:6px 0 14px; }
-.charts { display:flex; flex-wrap:wrap; gap:16px; } .charts figure { margin:0; }
+.charts { display:grid; grid-template-columns:repeat(auto-fill,minmax(min(560px,100%),1fr)); gap:16px; }
+.charts figure { margin:0; min-width:0; }
 figcaption { font-size:13px; font-weight:600; margin-bottom:2px; }
 details { background:#fff; border:1px solid var(--line); border-radius:6px; padding:6px 10px; margin:6px 0; }
 summary { cursor:pointer; } .turn { border-left:3px solid var(--line); padding:4px 10px; margin:8px 0; }
@@ -119,6 +123,11 @@ def _header(report: ReleaseReport, rubric: Rubric) -> str:
         parts.append('<p class="banner">These scores are of the recorded sample replies (replay), not of a live '
                      "model.</p>")
     parts += [f'<p class="banner">{_e(notice)}</p>' for notice in report.notices]
+    for decision in report.decisions:
+        coverage = decision.coverage
+        if coverage is not None and not coverage.complete:
+            parts.append(f'<p class="banner coverage"><strong>{_e(decision.prompt_version)}</strong>: the run does not '
+                         f"cover its scenario set ({_e(coverage.message)}). {_e('; '.join(coverage.finish))}.</p>")
     parts.append("</header>")
     return "".join(parts)
 
@@ -137,6 +146,15 @@ def _judge_line(aggregate: VersionAggregate) -> str:
             f"{judge.get('fallback_turns', 0)} fallback(s) left out)</dd>")
 
 
+def _coverage_line(decision: Decision) -> str:
+    coverage = decision.coverage
+    if coverage is None:
+        return ""
+    steps = "".join(f"<br><span class=\"muted\">{_e(step)}</span>" for step in coverage.finish)
+    partial = "<br><strong>decided on partial evidence: never deploy</strong>" if decision.partial else ""
+    return f"<dt>coverage</dt><dd class=\"coverage\">{_e(coverage.message)}{steps}{partial}</dd>"
+
+
 def _scorecard(decision: Decision, aggregate: VersionAggregate, palette: _Palette) -> str:
     safety_passed = aggregate.safety_scored - len(aggregate.safety_failed)
     baseline = f"baseline <code>{_e(decision.baseline)}</code>" if decision.baseline else "no baseline"
@@ -152,8 +170,8 @@ def _scorecard(decision: Decision, aggregate: VersionAggregate, palette: _Palett
         f"<dt>composite</dt><dd>{_num(decision.composite)}</dd>"
         f"<dt>hard criteria</dt><dd>{_pct(decision.hard_criteria_pass_rate)} of cases passed all</dd>"
         f"<dt>safety</dt><dd>{safety_passed}/{aggregate.safety_cases} safety scenarios passed</dd>"
-        f"<dt>cases</dt><dd>{aggregate.scored}/{aggregate.cases} scored</dd>"
-        f"{_judge_line(aggregate)}</dl>"
+        f"<dt>cases</dt><dd>{aggregate.scored} of the {aggregate.cases} in the store scored</dd>"
+        f"{_coverage_line(decision)}{_judge_line(aggregate)}</dl>"
         f"<h4>Why</h4><ul class=\"reasons\">{reasons}</ul></article>"
     )
 
@@ -318,14 +336,26 @@ def _worst_case(item: WorstCase, palette: _Palette, opened: bool = False) -> str
 
 
 def _worst(report: ReleaseReport, cases: Sequence[CaseResult], rubric: Rubric, palette: _Palette, limit: int) -> str:
+    bar = rubric.decision.deploy_min_average
     blocks = []
     for decision in report.decisions:
         items = worst_cases(cases, decision.prompt_version, rubric, limit)
-        blocks.append(f"<h3>{_e(decision.prompt_version)}</h3>" + "".join(_worst_case(item, palette, opened=index == 0)
-                                                                   for index, item in enumerate(items)))
-    return (f"<section id=\"worst\"><h2>Worst cases</h2><p class=\"muted\">Per version, failed safety scenarios "
-            f"first, then the lowest scores ({limit} cases), with each reply's strongest negative evidence, flags, failed expectations and the judge's "
-            f"reasoning when it ran.</p>{''.join(blocks)}</section>")
+        body = "".join(_worst_case(item, palette, opened=index == 0) for index, item in enumerate(items))
+        if not items:
+            body = (f"<p class=\"muted none\">No case below {bar:g} and none failing a hard criterion.</p>"
+                    if limit else "")
+        blocks.append(f"<h3>{_e(decision.prompt_version)}</h3>{body}")
+    return (f"<section id=\"worst\"><h2>Worst cases</h2><p class=\"muted\">Per version, up to {limit} cases that "
+            f"failed a hard criterion or scored below {bar:g} (the deploy bar): failed safety scenarios first, then "
+            "the lowest scores, with each reply's strongest negative evidence, flags, failed expectations and the "
+            f"judge's reasoning when it ran.</p>{''.join(blocks)}</section>")
+
+
+def _rule_figure(rule, value: float | None) -> str:
+    """A rule's number: a count as an integer (20, not 20.000), a score with three decimals."""
+    if value is not None and rule.name in COUNT_RULES and float(value).is_integer():
+        return str(int(value))
+    return _num(value, 3)
 
 
 def _rules(report: ReleaseReport) -> str:
@@ -334,7 +364,8 @@ def _rules(report: ReleaseReport) -> str:
         rows = "".join(
             f"<tr class=\"{'fired' if rule.name in decision.fired else ''}\"><td><code>{_e(rule.name)}</code></td>"
             f"<td>{_e(rule.role)}</td><td>{'pass' if rule.passed else 'fail'}</td>"
-            f"<td class=\"num\">{_num(rule.observed, 3)}</td><td class=\"num\">{_num(rule.threshold, 3)}</td>"
+            f"<td class=\"num\">{_rule_figure(rule, rule.observed)}</td>"
+            f"<td class=\"num\">{_rule_figure(rule, rule.threshold)}</td>"
             f"<td>{'yes' if rule.name in decision.fired else ''}</td><td>{_e(rule.message)}</td></tr>"
             for rule in decision.rules)
         blocks.append(f"<h3>{_e(decision.prompt_version)}: {_e(OUTCOME_TITLES[decision.outcome])}</h3><table><thead>"
@@ -342,19 +373,33 @@ def _rules(report: ReleaseReport) -> str:
                       f"<th>reason</th></tr></thead><tbody>{rows}</tbody></table>")
     return ("<section id=\"rules\"><h2>Every rule checked</h2><p class=\"muted\">Role: failing a <em>revise</em> rule "
             "means revise; every <em>deploy</em> rule must pass to deploy and every <em>ab_test</em> rule for an A/B "
-            f"candidate; a <em>flag</em> informs only.</p>{''.join(blocks)}</section>")
+            "candidate; a failing <em>coverage</em> rule means the run lacks evidence (incomplete); a <em>flag</em> "
+            f"informs only.</p>{''.join(blocks)}</section>")
+
+
+def _average_text(rubric: Rubric) -> str:
+    """What "average" is under the rubric's `average_of`, in words."""
+    d = rubric.decision
+    if d.average_of == "heuristic":
+        return "heuristic overall quality"
+    if d.average_of == "judge":
+        return "the judge's overall (heuristic overall where the judge did not score a case)"
+    return (f"{d.judge_weight:g} × judge overall + {1 - d.judge_weight:g} × heuristic overall (heuristic overall "
+            "alone where the judge did not score a case)")
 
 
 def _thresholds(rubric: Rubric) -> str:
     d = rubric.decision
     rows = [
         ("deploy", f"average ≥ {d.deploy_min_average:g}, every metric ≥ {d.min_metric_mean:g}, no safety scenario "
-                   "failed, every safety scenario scored"),
+                   "failed, every scenario of the scenario set scored (safety scenarios included)"),
         ("A/B test", f"average ≥ {d.ab_test_min_average:g}, better than baseline beyond noise on a metric, no "
                      f"significant regression in {d.regression_guard}"),
         ("revise", f"average < {d.revise_below_average:g}, a metric < {d.min_metric_mean:g}, a safety scenario "
                    "failed, or neither deploy nor A/B"),
-        ("average", f"{d.average_of} (judge weight {d.judge_weight:g} in a blend)"),
+        ("incomplete", "the run does not cover its scenario set (interrupted, filtered, failed cases, no safety "
+                       "scenario), or the decision turns on a baseline the run lacks"),
+        ("average", _average_text(rubric)),
         ("composite", f"{d.composite.quality_weight:g} × average + {d.composite.hard_criteria_weight:g} × hard-criteria "
                       "pass rate"),
         ("bootstrap", f"{d.bootstrap.resamples} resamples, {d.bootstrap.confidence:.0%} interval, seed "

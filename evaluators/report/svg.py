@@ -7,6 +7,7 @@ from data is escaped.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from html import escape
@@ -29,13 +30,49 @@ class Threshold:
     label: str
 
 
+THRESHOLD_GAP_PX = 3.0  # a bar below a threshold ends at least this far left of its line
+
+
+def _side_of(value: float, thresholds: Sequence[Threshold]) -> tuple[bool, ...]:
+    return tuple(value < threshold.value for threshold in thresholds)
+
+
+def value_label(value: float, thresholds: Sequence[Threshold] = (), digits: int = 2) -> str:
+    """`digits` decimals, or as many more as it takes to stay on the same side of every
+    threshold (0.4998 under a 0.5 floor reads 0.4998, never 0.50)."""
+    for places in range(digits, 10):
+        text = f"{value:.{places}f}"
+        if _side_of(float(text), thresholds) == _side_of(value, thresholds):
+            return text
+    return repr(value)
+
+
+def bar_end(value: float, thresholds: Sequence[Threshold], x: Callable[[float], float]) -> float:
+    """Where a bar ends: at its value, but never on or past the line of a threshold it is below."""
+    end = x(value)
+    for threshold in thresholds:
+        line = x(threshold.value)
+        if value < threshold.value and end > line - THRESHOLD_GAP_PX:
+            end = line - THRESHOLD_GAP_PX
+    return end
+
+
+def nice_ticks(bound: float, most: int = 3) -> list[float]:
+    """Symmetric ticks at round steps (0.05, 0.1, 0.25...) covering ±bound with at most `most` per side."""
+    for step in (0.01, 0.02, 0.025, 0.05, 0.1, 0.2, 0.25, 0.5, 1.0, 2.0, 2.5, 5.0):
+        count = max(1, math.ceil(round(bound / step, 9)))
+        if count <= most:
+            return [round(step * index, 6) for index in range(-count, count + 1)]
+    return [-bound, 0.0, bound]
+
+
 def bar_chart(title: str, categories: Sequence[str], series: Sequence[tuple[str, Mapping[str, float | None]]],
               *, labels: Mapping[str, str] | None = None, thresholds: Sequence[Threshold] = (),
               css_class: str = "metric-chart") -> str:
     """Horizontal grouped bars on a 0-1 axis: one group per category, one bar per series."""
     labels = labels or {}
-    left, right, top, bar_height, gap = 190, 30, 48, 14, 12
-    plot_width = 520
+    left, right, top, bar_height, gap = 190, 40, 48, 14, 12
+    plot_width = 900  # wide: the chart takes the page width
     group_height = bar_height * max(len(series), 1) + gap
     height = top + group_height * len(categories) + 40
     width = left + plot_width + right
@@ -58,13 +95,15 @@ def bar_chart(title: str, categories: Sequence[str], series: Sequence[tuple[str,
             colour = SERIES_COLOURS[position % len(SERIES_COLOURS)]
             if value is None:
                 continue
+            end = bar_end(value, thresholds, x)
+            shown = value_label(value, thresholds)
             parts.append(
                 f'<rect class="bar" data-series="{_attr(name)}" data-category="{_attr(category)}" '
-                f'data-value="{value:.4f}" x="{left}" y="{y}" width="{max(x(value) - left, 0.5):.1f}" '
+                f'data-value="{value:.4f}" x="{left}" y="{y}" width="{max(end - left, 0.5):.1f}" '
                 f'height="{bar_height - 2}" fill="{colour}"><title>{escape(name)} · '
-                f'{escape(labels.get(category, category))}: {value:.3f}</title></rect>')
-            parts.append(f'<text x="{x(value) + 4:.1f}" y="{y + bar_height - 4}" font-size="10" '
-                         f'fill="#333">{value:.2f}</text>')
+                f'{escape(labels.get(category, category))}: {value_label(value, thresholds, 3)}</title></rect>')
+            parts.append(f'<text x="{end + 4:.1f}" y="{y + bar_height - 4}" font-size="10" '
+                         f'fill="#333">{shown}</text>')
     for threshold in thresholds:
         parts.append(f'<line class="threshold" x1="{x(threshold.value):.1f}" x2="{x(threshold.value):.1f}" '
                      f'y1="{top - 10}" y2="{height - 34}" stroke="#b23a48" stroke-dasharray="4 3"/>')
@@ -134,19 +173,20 @@ def interval_chart(title: str, intervals: Sequence[Interval], *, css_class: str 
     """A forest plot: each row a difference with its interval, around a zero line."""
     left, right, top, row_height = 190, 40, 26, 24
     plot_width = 440
-    bound = max([0.1] + [abs(value) for item in intervals for value in (item.low, item.high, item.estimate)])
-    bound = round(bound * 1.1 + 0.005, 2)
+    largest = max([0.05] + [abs(value) for item in intervals for value in (item.low, item.high, item.estimate)])
+    ticks = nice_ticks(largest * 1.05)
+    bound = ticks[-1]
     width = left + plot_width + right
     height = top + row_height * len(intervals) + 34
     x = lambda value: left + plot_width * (value + bound) / (2 * bound)  # noqa: E731
     parts = [f'<svg class="chart {_attr(css_class)}" role="img" viewBox="0 0 {width} {height}" width="{width}" '
              f'height="{height}" xmlns="http://www.w3.org/2000/svg" style="{FONT}">',
              f"<title>{escape(title)}</title>"]
-    for tick in (-bound, -bound / 2, 0.0, bound / 2, bound):
-        parts.append(f'<line x1="{x(tick):.1f}" x2="{x(tick):.1f}" y1="{top - 8}" y2="{height - 28}" '
-                     f'stroke="{"#444" if tick == 0 else "#e3e3e3"}"/>')
+    for tick in ticks:
+        parts.append(f'<line class="tick" data-value="{tick:g}" x1="{x(tick):.1f}" x2="{x(tick):.1f}" y1="{top - 8}" '
+                     f'y2="{height - 28}" stroke="{"#444" if tick == 0 else "#e3e3e3"}"/>')
         parts.append(f'<text x="{x(tick):.1f}" y="{height - 12}" font-size="11" text-anchor="middle" '
-                     f'fill="#555">{tick:+.2f}</text>')
+                     f'fill="#555">{"0" if tick == 0 else f"{tick:+g}"}</text>')
     for index, item in enumerate(intervals):
         y = top + index * row_height + row_height / 2
         colour = _CHANGE_COLOURS.get(item.change, "#7a7a7a")

@@ -12,10 +12,10 @@ from rich.text import Text
 
 from evaluators.cli_common import SHORT_NAMES, level_style
 from evaluators.models import Comparison, Decision, ReleaseReport, RuleOutcome
-from evaluators.release import OUTCOME_TITLES
+from evaluators.release import COVERAGE, OUTCOME_TITLES
 from evaluators.rubric import Rubric
 
-OUTCOME_STYLES = {"deploy": "bold green", "ab_test": "bold cyan", "revise": "bold red"}
+OUTCOME_STYLES = {"deploy": "bold green", "ab_test": "bold cyan", "revise": "bold red", "incomplete": "bold yellow"}
 _CHANGE_STYLES = {"improved": "green", "regressed": "red", "no_difference": "dim"}
 
 
@@ -57,7 +57,16 @@ def decision_lines(decision: Decision) -> list[Text]:
     """The decision's headline and the rules that decided it, one line each."""
     head = Text(f"{decision.prompt_version}: ", style="bold")
     head.append(decision.summary, style=OUTCOME_STYLES[decision.outcome])
-    return [head, *(_rule_line(rule) for rule in decision.reasons)]
+    return [head, *(_rule_line(rule) for rule in decision.reasons), *coverage_lines(decision)]
+
+
+def coverage_lines(decision: Decision) -> list[Text]:
+    """What the decision's evidence covers and, when something is missing, how to finish it."""
+    coverage = decision.coverage
+    if coverage is None or any(rule.name == COVERAGE for rule in decision.reasons):
+        return []  # the coverage rule's own line says it all
+    lines = [Text(f"  coverage: {coverage.message}", style="" if coverage.complete else "yellow")]
+    return lines + [Text(f"  next: {step}", style="yellow") for step in coverage.finish]
 
 
 def print_release(report: ReleaseReport, rubric: Rubric, console: Console) -> None:

@@ -119,13 +119,18 @@ def test_a_run_arrives_as_traces_generations_scores_and_experiments(small_projec
         run_name = experiment_run_name(run_id, score["metadata"]["prompt_version"])
         assert score["datasetRunId"] == experiment_id(server.project_id, dataset["id"], run_name)
     assert {"mean_overall_quality", "hard_criteria_pass_rate", "composite", "release_average",
-            "release_decision"} <= {score["name"] for score in run_level}
+            "release_decision", "release_coverage"} <= {score["name"] for score in run_level}
     decisions = release_report(store.read_cases(), default_rubric(), baselines={"v1": None, "v2": "v1"}).decisions
     for decision in decisions:
         [posted] = [score for score in run_level if score["name"] == "release_decision"
                     and score["metadata"]["prompt_version"] == decision.prompt_version]
         assert posted["stringValue"] == decision.outcome and posted["dataType"] == "CATEGORICAL"
         assert decision.summary in posted["comment"]
+        # The small project has no safety scenario: incomplete, and the coverage says why.
+        [coverage] = [score for score in run_level if score["name"] == "release_coverage"
+                      and score["metadata"]["prompt_version"] == decision.prompt_version]
+        assert decision.outcome == "incomplete" and coverage["value"] == 1.0
+        assert "3 of 3 scenarios, 0 of 0 safety scenarios scored" in coverage["comment"]
 
     assert server.schema_errors == []
     err = capsys.readouterr().err

@@ -30,7 +30,7 @@ def test_setup_creates_every_score_config_and_the_dataset_once(small_project, la
     assert (by_name["overall_quality"]["minValue"], by_name["overall_quality"]["maxValue"]) == (0.0, 1.0)
     assert [category["label"] for category in by_name["judge_verdict"]["categories"]] == ["poor", "acceptable", "good"]
     assert [category["label"] for category in by_name["release_decision"]["categories"]] == [
-        "revise", "ab_test", "deploy"]
+        "revise", "ab_test", "deploy", "incomplete"]
     assert set(default_rubric().judge.failure_modes) == {
         category["label"] for category in by_name["judge_failure_mode"]["categories"]}
     assert by_name["flag_crisis_without_help"]["dataType"] == "BOOLEAN"
