@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from evaluators.cli_lazy import LazyCommand, lazy_group
 from evaluators.console import stderr_console, stdout_console
 from evaluators.models import FAMILIES, PromptVersion
 from evaluators.prompts import DEFAULT_PROMPTS_DIR, PromptError, load_prompts
@@ -29,9 +30,15 @@ PromptsDir = Annotated[
     Path, typer.Argument(help="Directory of prompt Markdown files.", file_okay=False, show_default="prompts/")
 ]
 
-scenarios_app = typer.Typer(help="Check and list the scenario sets.", no_args_is_help=True, add_completion=False)
-prompts_app = typer.Typer(help="Check and list the companion prompt versions.", no_args_is_help=True,
-                          add_completion=False)
+scenarios_app = typer.Typer(help="Check and list the scenario sets.", no_args_is_help=True, add_completion=False,
+                            rich_markup_mode="markdown")
+prompts_app = typer.Typer(
+    help="Check and list the companion prompt versions.", no_args_is_help=True, add_completion=False,
+    rich_markup_mode="markdown",
+    # `prompts push` needs the Langfuse SDK: imported only when it runs.
+    cls=lazy_group({"push": LazyCommand("evaluators.cli_langfuse:prompts_push", "Create or update Langfuse prompts "
+                                        "from prompts/: text as the prompt, model settings as config.")}),
+)
 
 
 def _report_problems(problems: list[str]) -> typer.Exit:

@@ -43,7 +43,7 @@ from evaluators.store import RunStore, StoreError
 EXIT_UNDELIVERED = 1
 
 langfuse_app = typer.Typer(help="Set up Langfuse for the suite: score configs and the scenario dataset.",
-                           no_args_is_help=True, add_completion=False)
+                           no_args_is_help=True, add_completion=False, rich_markup_mode="markdown")
 
 
 def _settings_or_exit() -> LangfuseSettings:

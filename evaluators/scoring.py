@@ -9,12 +9,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from evaluators.heuristics import HeuristicEvaluator
 from evaluators.models import HeuristicResult, ReplyCase, validate_json_record
 from evaluators.rubric import METRIC_NAMES, OVERALL
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 METRIC_COLUMNS: tuple[str, ...] = (*METRIC_NAMES, OVERALL)
 
@@ -90,6 +92,8 @@ def score_records(
 
 def _without_missing(record: dict) -> dict:
     """Drop the cells pandas fills in for absent values (NaN, None, NA), so field defaults apply."""
+    import pandas as pd
+
     return {key: value for key, value in record.items()
             if not (pd.api.types.is_scalar(value) and pd.isna(value))}
 
@@ -112,6 +116,8 @@ def score_frame(frame: pd.DataFrame, *, evaluator: HeuristicEvaluator | None = N
         else:
             record = outcome.to_record()
             rows.append({**record, "flags": [flag["name"] for flag in record["flags"]], "error": None})
+    import pandas as pd  # here, not at the top: scoring one reply needs no pandas
+
     result = pd.DataFrame(rows, columns=["id", *METRIC_COLUMNS, "quality_level", "flags", "evidence", "error"])
     # Object dtype keeps None as None; pandas 3 would infer a string column and turn it to NaN.
     result["error"] = pd.Series([row["error"] for row in rows], index=result.index, dtype=object)
