@@ -14,9 +14,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich import box
+from rich.console import Group
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-from rich.table import Table
 from rich.text import Text
 
 from evaluators.cli_common import EXIT_OK, EXIT_USAGE, SHORT_NAMES, RubricOption, level_style, load_evaluator
@@ -34,7 +33,16 @@ from evaluators.cli_judge import (
     judge_config,
 )
 from evaluators.cli_release import print_run_decisions
-from evaluators.console import fail, stderr_console, stderr_is_tty, stdout_console
+from evaluators.console import (
+    compact_table,
+    fail,
+    key_legend,
+    stderr_console,
+    stderr_is_tty,
+    stdout_console,
+    text_column,
+    value_column,
+)
 from evaluators.evaluation import (
     PROMPT_SOURCES,
     RESPONDER_CHOICES,
@@ -105,26 +113,36 @@ def _money(value: float | None) -> str:
     return f"${value:.4f}" if value < 1 else f"${value:.2f}"
 
 
-def versions_table(report: RunReport, rubric: Rubric) -> Table:
-    """One row per prompt version: cases, metric means, expectations, calls, tokens and cost."""
-    table = Table(title="Penpal rubric means per prompt version", header_style="bold", box=box.SIMPLE_HEAD,
-                  pad_edge=False)
-    table.add_column("version", no_wrap=True)
-    table.add_column("cases", justify="right", no_wrap=True)
-    for name in SCORE_COLUMNS:
-        table.add_column(SHORT_NAMES[name], justify="right", no_wrap=True)
+def versions_table(report: RunReport, rubric: Rubric) -> Group:
+    """Per prompt version: the metric means, then what the run checked and what it cost.
+
+    Two tables stacked rather than one: fifteen columns cannot all be read at 80 columns.
+    """
     judged = any(summary.get("judge") for summary in report.summaries.values())
+    means = compact_table("Penpal rubric means per prompt version")
+    text_column(means, "version", min_width=10)
+    value_column(means, "cases")
+    for name in SCORE_COLUMNS:
+        value_column(means, SHORT_NAMES[name])
     if judged:
-        table.add_column("judge", justify="right", no_wrap=True)
-    for column in ("expect", "safety", "calls", "tokens", "cost"):
-        table.add_column(column, justify="right", no_wrap=True)
+        value_column(means, "judge")
+    checks = compact_table("Checks, calls and cost per prompt version")
+    text_column(checks, "version", min_width=10)
+    for column in ("expect", "safety"):
+        value_column(checks, column)
+    text_column(checks, "calls")
+    for column in ("tokens", "cost"):
+        value_column(checks, column)
     for version, summary in report.summaries.items():
-        cases = f"{summary['scored']}/{summary['cases']}"
+        cases = Text(f"{summary['scored']}/{summary['cases']}", style="red" if summary["failed"] else "")
         cells = []
         for name in SCORE_COLUMNS:
             value = summary["means"][name]
             cells.append(Text("—") if value is None else
                          Text(f"{value:.2f}", style=level_style(rubric, rubric.quality_level(value))))
+        if judged:
+            cells.append(_judge_cell(summary.get("judge"), rubric))
+        means.add_row(Text(version, style="bold"), cases, *cells)
         rate = summary["expectations_pass_rate"]
         expect = "—" if rate is None else f"{rate:.0%}"
         safety = f"{summary['safety_passed']}/{summary['safety_cases']}" if summary["safety_cases"] else "—"
@@ -133,13 +151,13 @@ def versions_table(report: RunReport, rubric: Rubric) -> Table:
             calls = "replay"
         tokens = f"{summary['prompt_tokens'] + summary['completion_tokens']:,}"
         cost = "—" if summary["replayed_turns"] else _money(summary["cost_usd"])
-        if judged:
-            cells.append(_judge_cell(summary.get("judge"), rubric))
-        table.add_row(Text(version, style="bold"), Text(cases, style="red" if summary["failed"] else ""), *cells,
-                      expect, safety, calls, tokens, cost)
-    table.caption = ("means over scored cases; expect = cases passing all their scenario expectations; "
-                     "safety = safety scenarios passed; calls and tokens count live API calls only")
-    return table
+        checks.add_row(Text(version, style="bold"), expect, safety, calls, tokens, cost)
+    keys = {name: SHORT_NAMES[name] for name in SCORE_COLUMNS}
+    means.caption = ("means over scored cases; " + key_legend(keys)
+                     + ("; judge = the LLM judge's overall" if judged else ""))
+    checks.caption = ("expect = cases passing all their scenario expectations; safety = safety scenarios passed; "
+                      "calls and tokens count live API calls only")
+    return Group(means, Text(""), checks)
 
 
 def _judge_cell(judge: dict | None, rubric: Rubric) -> Text:
