@@ -9,7 +9,7 @@ from typing import IO, TYPE_CHECKING, Annotated, BinaryIO
 
 import typer
 
-from evaluators.console import fail
+from evaluators.console import fail, fail_all
 from evaluators.rubric import Rubric, RubricError, load_rubric
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ def load_evaluator(rubric_path: Path | None) -> HeuristicEvaluator:
     try:
         return HeuristicEvaluator(rubric=load_rubric(rubric_path))
     except RubricError as error:
-        raise fail(f"error: {error}", EXIT_USAGE) from None
+        raise fail_all(error.problems, EXIT_USAGE) from None
 
 
 _LEVEL_STYLES = ("bold green", "green", "yellow", "dark_orange", "red")

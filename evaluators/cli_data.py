@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.text import Text
 
 from evaluators.cli_lazy import LazyCommand, lazy_group
-from evaluators.console import compact_table, stderr_console, stdout_console, text_column, value_column
+from evaluators.console import compact_table, fail_all, stdout_console, text_column, value_column
 from evaluators.models import FAMILIES, PromptVersion
 from evaluators.prompts import DEFAULT_PROMPTS_DIR, PromptError, load_prompts
 from evaluators.scenarios import DEFAULT_SCENARIOS_DIR, ScenarioError, ScenarioSet, load_scenarios
@@ -40,11 +40,7 @@ prompts_app = typer.Typer(
 
 
 def _report_problems(problems: list[str]) -> typer.Exit:
-    errors = stderr_console()
-    for problem in problems:
-        errors.print(Text(f"error: {problem}", style="red"))
-    errors.print(Text(f"{len(problems)} problem(s) found", style="bold red"))
-    return typer.Exit(code=EXIT_INVALID)
+    return fail_all(problems, EXIT_INVALID)
 
 
 def _scenarios_or_exit(directory: Path) -> ScenarioSet:

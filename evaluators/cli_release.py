@@ -20,7 +20,7 @@ from rich.text import Text
 
 from evaluators.cli_common import EXIT_OK, EXIT_USAGE, RubricOption
 from evaluators.comparison import compare_versions
-from evaluators.console import fail, stderr_console, stdout_console
+from evaluators.console import fail, fail_all, stderr_console, stdout_console
 from evaluators.langfuse.release_labels import apply_release_labels
 from evaluators.langfuse.settings import LangfuseConfigError
 from evaluators.locations import display_path
@@ -64,7 +64,7 @@ def load_rubric_option(rubric_path: Path | None) -> Rubric:
     try:
         return load_rubric(rubric_path)
     except RubricError as error:
-        raise fail(f"error: {error}", EXIT_USAGE) from None
+        raise fail_all(error.problems, EXIT_USAGE) from None
 
 
 def _read(run_dir: Path, rubric: Rubric) -> ReleaseRun:

@@ -29,7 +29,7 @@ from evaluators.cli_common import (
     open_input,
     open_output,
 )
-from evaluators.console import fail, stderr_console, stderr_is_tty, stdout_console
+from evaluators.console import fail, fail_all, stderr_console, stderr_is_tty, stdout_console
 from evaluators.jsonl import JsonLine, read_json_lines
 from evaluators.rubric import METRIC_NAMES, OVERALL, Rubric, RubricError, default_rubric, load_rubric
 
@@ -308,7 +308,7 @@ def rubric(
 
             check_signals(loaded)
         except RubricError as error:
-            raise fail(f"error: {error}", EXIT_USAGE) from None
+            raise fail_all(error.problems, EXIT_USAGE) from None
         stdout_console().print(Text(f"✓ {check}: valid rubric", style="green"))
     stdout_console().print(rubric_summary(loaded))
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import typer
 from rich import box
@@ -30,6 +30,15 @@ def stderr_console() -> Console:
 def fail(message: str, code: int) -> typer.Exit:
     """Print `message` in red on stderr and return the Exit to raise."""
     stderr_console().print(Text(message, style="red"))
+    return typer.Exit(code=code)
+
+
+def fail_all(problems: Sequence[str], code: int) -> typer.Exit:
+    """Every problem on its own line, then how many: a file's mistakes are all shown in one pass."""
+    errors = stderr_console()
+    for problem in problems:
+        errors.print(Text(f"error: {problem}", style="red"))
+    errors.print(Text(f"{plural(len(problems), 'problem')} found", style="bold red"))
     return typer.Exit(code=code)
 
 
@@ -66,3 +75,8 @@ def text_column(table: Table, header: str, min_width: int | None = None) -> None
 def key_legend(keys: Mapping[str, str]) -> str:
     """`appr = appropriateness, conv = conversational quality, …` for the short keys a table uses."""
     return ", ".join(f"{key} = {name.replace('_', ' ')}" for name, key in keys.items() if key != name)
+
+
+def plural(count: int, noun: str, plural_form: str | None = None) -> str:
+    """`1 case`, `3 cases`: counts a person reads, never `1 cases`."""
+    return f"{count} {noun if count == 1 else plural_form or noun + 's'}"
