@@ -249,7 +249,7 @@ def score(
     quality_level, evidence and flags. A line that is not valid JSON or not a valid record is
     reported on stderr as 'line N: reason' and written as {"id", "line", "error"}; the other
     lines are still scored. Blank lines are skipped; a record without an id gets its line
-    number.
+    number. Ids are always text ("7" for an id of 7); --response --json has none (null).
 
     Exit codes: 0 every record scored; 1 some record could not be scored; 2 bad arguments or
     an invalid --rubric file.
@@ -285,7 +285,8 @@ def _score_one(evaluator: HeuristicEvaluator, user: str, response: str, history:
     except ValueError as error:
         raise fail(f"error: {error}", EXIT_RECORD_ERRORS) from None
     if as_json:
-        typer.echo(json.dumps(result.to_record()))
+        # The same shape as a FILE line; a single reply has no id (null), not a made-up "0".
+        typer.echo(json.dumps({**result.to_record(), "id": None}))
         return
     card = render_card(result, evaluator.rubric, user_message=user, response=response, history=history)
     stdout_console().print(card)

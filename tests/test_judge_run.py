@@ -111,7 +111,8 @@ def test_the_run_command_prints_the_judge_column_and_the_fallback_warning(openai
                                  "--responder", "replay", "--output", str(tmp_path / "runs"), "--judge",
                                  "--judge-model", "judge-model"])
     assert result.exit_code == 0, result.output
-    assert "judge" in result.stdout.splitlines()[2]  # the table header
+    header = next(line for line in result.stdout.splitlines() if line.startswith("version"))
+    assert header.split()[-1] == "judge"  # the means table's last column
     assert "WARNING" in result.stderr and "fell back to 0.5" in result.stderr
     assert "verbosity bias" in result.stderr
     assert JUDGE_SECRET not in result.output
