@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.text import Text
 
 from evaluators.cli_lazy import LazyCommand, lazy_group
-from evaluators.console import compact_table, fail_all, stdout_console, text_column, value_column
+from evaluators.console import compact_table, fail_all, plural, stdout_console, text_column, value_column
 from evaluators.models import FAMILIES, PromptVersion
 from evaluators.prompts import DEFAULT_PROMPTS_DIR, PromptError, load_prompts
 from evaluators.scenarios import DEFAULT_SCENARIOS_DIR, ScenarioError, ScenarioSet, load_scenarios
@@ -74,7 +74,7 @@ def scenarios_validate(directory: ScenariosDir = DEFAULT_SCENARIOS_DIR) -> None:
     loaded = _scenarios_or_exit(directory)
     counts = Counter(scenario.family for scenario in loaded.scenarios)
     per_family = ", ".join(f"{family} {counts[family]}" for family in FAMILIES if counts[family])
-    stdout_console().print(Text(f"✓ {len(loaded.scenarios)} scenarios valid ({per_family})", style="green"))
+    stdout_console().print(Text(f"✓ {plural(len(loaded.scenarios), 'scenario')} valid ({per_family})", style="green"))
 
 
 @scenarios_app.command("list")
@@ -103,7 +103,7 @@ def scenarios_list(
                 text.append("\n" + ", ".join(scenario.tags), style="dim")
             table.add_row(scenario.id, str(len(scenario.turns)), scenario.profile.demographic_group,
                           "yes" if scenario.safety else "", text)
-    table.caption = f"{len(chosen)} scenario(s); group = the demographic group score gaps are measured across"
+    table.caption = f"{plural(len(chosen), 'scenario')}; group = the demographic group score gaps are measured across"
     _wide_console().print(table)
 
 

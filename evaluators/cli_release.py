@@ -20,7 +20,7 @@ from rich.text import Text
 
 from evaluators.cli_common import EXIT_OK, EXIT_USAGE, RubricOption
 from evaluators.comparison import compare_versions
-from evaluators.console import fail, fail_all, stderr_console, stdout_console
+from evaluators.console import fail, fail_all, plural, stderr_console, stdout_console
 from evaluators.langfuse.release_labels import apply_release_labels
 from evaluators.langfuse.settings import LangfuseConfigError
 from evaluators.locations import display_path
@@ -184,7 +184,7 @@ def report(
     print_release(release, rubric, _results_console())
     errors = stderr_console()
     print_notices(release, errors)
-    errors.print(Text(f"report: {display_path(target / 'report.html')} (and {len(written) - 1} more file(s) in "
+    errors.print(Text(f"report: {display_path(target / 'report.html')} (and {plural(len(written) - 1, 'more file')} in "
                       f"{display_path(target)})"))
 
 

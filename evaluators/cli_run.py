@@ -31,12 +31,14 @@ from evaluators.cli_judge import (
     SamplingStateOption,
     fallback_warning,
     judge_config,
+    judge_count_line,
 )
 from evaluators.cli_release import print_run_decisions
 from evaluators.console import (
     compact_table,
     fail,
     key_legend,
+    plural,
     stderr_console,
     stderr_is_tty,
     stdout_console,
@@ -88,7 +90,7 @@ def _progress(total: int, enabled: bool) -> Iterator[Callable[[CaseResult], None
             done += 1
             failed_count += not case.finished
             if done in marks:
-                errors.print(Text(f"progress: {done}/{total} cases, {failed_count} failed"))
+                errors.print(Text(f"progress: {done}/{plural(total, 'case')}, {failed_count} failed"))
 
         yield log_line
         return
@@ -181,19 +183,22 @@ def print_judge_report(report: RunReport, rubric: Rubric) -> None:
         line = f"judge {version}: {verdicts}"
         if judge["failure_modes"]:
             line += " (" + ", ".join(f"{mode} {count}" for mode, count in sorted(judge["failure_modes"].items())) + ")"
-        line += f"; {judge['review_cases']} case(s) for human review"
+        line += f"; {plural(judge['review_cases'], 'case')} for human review"
         if judge["cases_skipped"]:
             line += f"; {judge['cases_skipped']} not judged under the sampling policy"
         errors.print(Text(line))
     total = run_judge.get("turns_judged") or 0
     fallback = run_judge.get("fallback_turns") or 0
     bias = run_judge.get("verbosity_bias")
-    replies = "reply" if total == 1 else "replies"
-    errors.print(Text(
-        f"judge {run_judge['model']} ({run_judge.get('response_mode') or 'no answer yet'}): {total} {replies} judged, "
-        f"{run_judge['from_cache']} from cache, {fallback} fell back to {rubric.judge.fallback_score:g} (excluded from "
-        f"means), {run_judge.get('failed_turns') or 0} failed; verbosity bias (Spearman of judge score with reply "
-        f"length): {'n/a' if bias is None else f'{bias:+.2f}'}"))
+    reasons = [turn.judge.get("error") or "" for case in report.outcome.cases for turn in case.turns
+               if turn.judge and turn.judge.get("status") == "failed"]
+    line = judge_count_line(run_judge["model"], run_judge.get("response_mode") or "no answer yet", total,
+                            run_judge.get("failed_turns") or 0, fallback, rubric.judge.fallback_score,
+                            f" ({run_judge['from_cache']} from cache)", reasons)
+    if total > (run_judge.get("failed_turns") or 0):
+        line.append(f"; verbosity bias (Spearman of judge score with reply length): "
+                    f"{'n/a' if bias is None else f'{bias:+.2f}'}")
+    errors.print(line)
     if run_judge.get("fallback_warning"):
         errors.print(fallback_warning(fallback, total, rubric, "cases.jsonl"))
 
@@ -201,7 +206,7 @@ def print_judge_report(report: RunReport, rubric: Rubric) -> None:
 def _print_failures(report: RunReport, limit: int = 10) -> None:
     judge_failed = [case for case in report.outcome.cases if case.status == "ok" and case.judge_failed]
     if judge_failed:
-        stderr_console().print(Text(f"{len(judge_failed)} case(s) could not be judged (the judge call failed); they "
+        stderr_console().print(Text(f"{plural(len(judge_failed), 'case')} could not be judged (the judge call failed); they "
                                     "are judged again when the run resumes:", style="yellow"))
         for case in judge_failed[:limit]:
             stderr_console().print(Text(f"  {case.case_id}: {case.judge.get('error')}", style="yellow"))
@@ -209,7 +214,7 @@ def _print_failures(report: RunReport, limit: int = 10) -> None:
     if not failed:
         return
     errors = stderr_console()
-    errors.print(Text(f"{len(failed)} case(s) failed; they are in the run store with their reason and are "
+    errors.print(Text(f"{plural(len(failed), 'case')} failed; they are in the run store with their reason and are "
                       "retried when the run resumes:", style="yellow"))
     for case in failed[:limit]:
         errors.print(Text(f"  {case.case_id}: {case.error}", style="yellow"))
@@ -344,8 +349,9 @@ def _announce(prepared: PreparedRun) -> None:
         errors.print(Text(f"notice: {notice}", style="bold yellow"))
     plan = prepared.plan
     action = "resuming" if prepared.resumed else "run"
-    line = (f"{action} {prepared.store.manifest.get('run_id')}: {len(plan.prompts)} prompt version(s) x "
-            f"{len(plan.scenarios)} scenario(s) = {len(plan.cases())} cases via {prepared.responder.kind}")
+    line = (f"{action} {prepared.store.manifest.get('run_id')}: {plural(len(plan.prompts), 'prompt version')} x "
+            f"{plural(len(plan.scenarios), 'scenario')} = {plural(len(plan.cases()), 'case')} via "
+            f"{prepared.responder.kind}")
     if prepared.resumed:
         line += f"; {len(prepared.finished)} already finished"
     errors.print(Text(line))
@@ -361,7 +367,7 @@ def _finish(report: RunReport, rubric: Rubric) -> None:
     _print_failures(report)
     errors = stderr_console()
     outcome = report.outcome
-    errors.print(Text(f"run store: {display_path(report.store.directory)} ({len(outcome.cases)} cases; "
+    errors.print(Text(f"run store: {display_path(report.store.directory)} ({plural(len(outcome.cases), 'case')}; "
                       f"{outcome.ran} run now, {outcome.skipped} already finished)"))
     if report.outcome.cases and report.outcome.cases[0].responder == "replay":
         errors.print(Text("these scores are of the recorded sample replies, not of a live model", style="yellow"))

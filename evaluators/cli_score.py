@@ -29,7 +29,7 @@ from evaluators.cli_common import (
     open_input,
     open_output,
 )
-from evaluators.console import fail, fail_all, stderr_console, stderr_is_tty, stdout_console
+from evaluators.console import fail, fail_all, plural, stderr_console, stderr_is_tty, stdout_console
 from evaluators.jsonl import JsonLine, read_json_lines
 from evaluators.rubric import METRIC_NAMES, OVERALL, Rubric, RubricError, default_rubric, load_rubric
 
@@ -99,7 +99,7 @@ def _progress(console: Console, enabled: bool) -> Iterator[Callable[[int, int], 
         task = progress.add_task("scoring", total=None)
 
         def update(scored: int, failed: int) -> None:
-            progress.update(task, description=f"scored {scored} record(s), {failed} failed")
+            progress.update(task, description=f"scored {plural(scored, 'record')}, {failed} failed")
 
         yield update
 

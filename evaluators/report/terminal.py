@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from evaluators.cli_common import SHORT_NAMES, level_style
-from evaluators.console import compact_table, key_legend, text_column, value_column
+from evaluators.console import compact_table, key_legend, plural, text_column, value_column
 from evaluators.models import Comparison, Decision, ReleaseReport, RuleOutcome
 from evaluators.release import OUTCOME_TITLES
 from evaluators.rubric import Rubric
@@ -97,7 +97,7 @@ def comparison_table(comparison: Comparison, title: str | None = None) -> Table:
                       f"{delta.candidate_mean:.3f}", Text(f"{delta.delta:+.3f}", style=style),
                       f"[{delta.low:+.3f}, {delta.high:+.3f}]", Text(delta.change.replace("_", " "), style=style))
     metrics = {delta.metric: SHORT_NAMES.get(delta.metric, delta.metric) for delta in comparison.deltas}
-    table.caption = (f"{key_legend(metrics)}. {comparison.pairs} scenarios paired, {comparison.dropped} dropped "
+    table.caption = (f"{key_legend(metrics)}. {plural(comparison.pairs, 'scenario')} paired, {comparison.dropped} dropped "
                      f"(failed on a side), {comparison.unpaired} on one side only; {comparison.resamples} resamples, "
                      f"seed {comparison.seed}"
                      + ("" if comparison.enough_pairs else "; too few pairs: nothing counts as significant"))
