@@ -43,6 +43,12 @@ def test_scenarios_list_imports_no_nlp_and_no_sdk():
     assert "basic-hello-how-are-you" in output
 
 
+def test_a_score_card_loads_spacy_and_nothing_else_heavy():
+    imported, output = modules_after("score", "-r", "That sounds hard. What would help right now?")
+    assert imported == {"spacy"}
+    assert "overall_quality" in output
+
+
 @pytest.mark.parametrize("name", list(LAZY_COMMANDS))
 def test_each_summary_is_the_first_line_of_the_commands_own_help(name):
     command = LAZY_COMMANDS[name].load(name, "markdown")
