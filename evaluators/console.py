@@ -8,7 +8,6 @@ ending in an ellipsis, and short column keys come with a legend (`key_legend`).
 from __future__ import annotations
 
 import sys
-
 from collections.abc import Mapping, Sequence
 
 import typer
@@ -50,7 +49,7 @@ def stderr_is_tty() -> bool:
 
 
 def compact_table(title: str | None = None) -> Table:
-    """A table for the terminal: a rule under the header, no side borders, one space between columns.
+    """A table for the terminal: a rule under the header, no side borders, narrow gaps between columns.
 
     Columns added with `value_column` never shrink; `text_column` ones wrap to make room.
     """
