@@ -1,65 +1,92 @@
-"""penpal-eval: evaluation suite for voice AI companions, scored on the Penpal rubric."""
+"""penpal-eval: evaluation suite for voice AI companions, scored on the Penpal rubric.
 
-from evaluators.evaluation import RunConfig, run_evaluation
-from evaluators.heuristics import HeuristicEvaluator
-from evaluators.judge import JudgeConfig, JudgeInput, JudgeResult, LLMJudge, create_judge
-from evaluators.models import (
-    CaseResult,
-    Decision,
-    Evidence,
-    Flag,
-    HeuristicResult,
-    MetricScore,
-    Notice,
-    PromptVersion,
-    ReleaseReport,
-    ReplyCase,
-    Scenario,
-)
-from evaluators.prompts import load_prompts
-from evaluators.release import ReleaseError, release_report
-from evaluators.scenarios import load_scenarios
-from evaluators.store import RunStore
-from evaluators.summary import cases_frame, turns_frame, version_summaries
-from evaluators.rubric import METRIC_NAMES, OVERALL, Rubric, RubricError, load_rubric
-from evaluators.scoring import METRIC_COLUMNS, Unscored, score_frame, score_records, score_reply
+The public API below is imported on first use (PEP 562): importing any part of the package,
+the command line included, must not load spaCy, pandas or the SDKs before they are needed.
+"""
 
-__all__ = [
-    "METRIC_COLUMNS",
-    "JudgeConfig",
-    "JudgeInput",
-    "JudgeResult",
-    "LLMJudge",
-    "create_judge",
-    "CaseResult",
-    "PromptVersion",
-    "RunConfig",
-    "RunStore",
-    "Scenario",
-    "cases_frame",
-    "load_prompts",
-    "Decision",
-    "ReleaseError",
-    "ReleaseReport",
-    "release_report",
-    "load_scenarios",
-    "run_evaluation",
-    "turns_frame",
-    "version_summaries",
-    "METRIC_NAMES",
-    "OVERALL",
-    "Evidence",
-    "Flag",
-    "HeuristicEvaluator",
-    "HeuristicResult",
-    "MetricScore",
-    "Notice",
-    "ReplyCase",
-    "Rubric",
-    "RubricError",
-    "Unscored",
-    "load_rubric",
-    "score_frame",
-    "score_records",
-    "score_reply",
-]
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+# Public name -> module that defines it.
+_EXPORTS: dict[str, str] = {
+    "RunConfig": "evaluators.evaluation",
+    "run_evaluation": "evaluators.evaluation",
+    "HeuristicEvaluator": "evaluators.heuristics",
+    "JudgeConfig": "evaluators.judge",
+    "JudgeInput": "evaluators.judge",
+    "JudgeResult": "evaluators.judge",
+    "LLMJudge": "evaluators.judge",
+    "create_judge": "evaluators.judge",
+    "CaseResult": "evaluators.models",
+    "Decision": "evaluators.models",
+    "Evidence": "evaluators.models",
+    "Flag": "evaluators.models",
+    "HeuristicResult": "evaluators.models",
+    "MetricScore": "evaluators.models",
+    "Notice": "evaluators.models",
+    "PromptVersion": "evaluators.models",
+    "ReleaseReport": "evaluators.models",
+    "ReplyCase": "evaluators.models",
+    "Scenario": "evaluators.models",
+    "load_prompts": "evaluators.prompts",
+    "ReleaseError": "evaluators.release",
+    "release_report": "evaluators.release",
+    "load_scenarios": "evaluators.scenarios",
+    "RunStore": "evaluators.store",
+    "cases_frame": "evaluators.summary",
+    "turns_frame": "evaluators.summary",
+    "version_summaries": "evaluators.summary",
+    "METRIC_NAMES": "evaluators.rubric",
+    "OVERALL": "evaluators.rubric",
+    "Rubric": "evaluators.rubric",
+    "RubricError": "evaluators.rubric",
+    "load_rubric": "evaluators.rubric",
+    "METRIC_COLUMNS": "evaluators.scoring",
+    "Unscored": "evaluators.scoring",
+    "score_frame": "evaluators.scoring",
+    "score_records": "evaluators.scoring",
+    "score_reply": "evaluators.scoring",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> object:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'evaluators' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+if TYPE_CHECKING:  # what type checkers and IDEs see
+    from evaluators.evaluation import RunConfig, run_evaluation
+    from evaluators.heuristics import HeuristicEvaluator
+    from evaluators.judge import JudgeConfig, JudgeInput, JudgeResult, LLMJudge, create_judge
+    from evaluators.models import (
+        CaseResult,
+        Decision,
+        Evidence,
+        Flag,
+        HeuristicResult,
+        MetricScore,
+        Notice,
+        PromptVersion,
+        ReleaseReport,
+        ReplyCase,
+        Scenario,
+    )
+    from evaluators.prompts import load_prompts
+    from evaluators.release import ReleaseError, release_report
+    from evaluators.rubric import METRIC_NAMES, OVERALL, Rubric, RubricError, load_rubric
+    from evaluators.scenarios import load_scenarios
+    from evaluators.scoring import METRIC_COLUMNS, Unscored, score_frame, score_records, score_reply
+    from evaluators.store import RunStore
+    from evaluators.summary import cases_frame, turns_frame, version_summaries

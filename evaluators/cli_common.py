@@ -5,14 +5,15 @@ from __future__ import annotations
 import sys
 from contextlib import ExitStack
 from pathlib import Path
-from typing import IO, Annotated, BinaryIO
+from typing import IO, TYPE_CHECKING, Annotated, BinaryIO
 
 import typer
 
-from evaluators.console import fail
-from evaluators.heuristics import HeuristicEvaluator
+from evaluators.console import fail, fail_all
 from evaluators.rubric import Rubric, RubricError, load_rubric
-from evaluators.scoring import default_evaluator
+
+if TYPE_CHECKING:
+    from evaluators.heuristics import HeuristicEvaluator
 
 EXIT_OK = 0
 EXIT_RECORD_ERRORS = 1
@@ -27,13 +28,19 @@ RubricOption = Annotated[
 
 
 def load_evaluator(rubric_path: Path | None) -> HeuristicEvaluator:
-    """The shared evaluator, or one built on another rubric file (exit 2 if it is invalid)."""
+    """The shared evaluator, or one built on another rubric file (exit 2 if it is invalid).
+
+    Imported here, not at the top: spaCy loads only for the commands that score.
+    """
+    from evaluators.heuristics import HeuristicEvaluator
+    from evaluators.scoring import default_evaluator
+
     if rubric_path is None:
         return default_evaluator()
     try:
         return HeuristicEvaluator(rubric=load_rubric(rubric_path))
     except RubricError as error:
-        raise fail(f"error: {error}", EXIT_USAGE) from None
+        raise fail_all(error.problems, EXIT_USAGE) from None
 
 
 _LEVEL_STYLES = ("bold green", "green", "yellow", "dark_orange", "red")

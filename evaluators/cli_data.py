@@ -8,12 +8,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich import box
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
-from evaluators.console import stderr_console, stdout_console
+from evaluators.cli_lazy import LazyCommand, lazy_group
+from evaluators.console import compact_table, fail_all, plural, stdout_console, text_column, value_column
 from evaluators.models import FAMILIES, PromptVersion
 from evaluators.prompts import DEFAULT_PROMPTS_DIR, PromptError, load_prompts
 from evaluators.scenarios import DEFAULT_SCENARIOS_DIR, ScenarioError, ScenarioSet, load_scenarios
@@ -29,17 +28,19 @@ PromptsDir = Annotated[
     Path, typer.Argument(help="Directory of prompt Markdown files.", file_okay=False, show_default="prompts/")
 ]
 
-scenarios_app = typer.Typer(help="Check and list the scenario sets.", no_args_is_help=True, add_completion=False)
-prompts_app = typer.Typer(help="Check and list the companion prompt versions.", no_args_is_help=True,
-                          add_completion=False)
+scenarios_app = typer.Typer(help="Check and list the scenario sets.", no_args_is_help=True, add_completion=False,
+                            rich_markup_mode="markdown")
+prompts_app = typer.Typer(
+    help="Check and list the companion prompt versions.", no_args_is_help=True, add_completion=False,
+    rich_markup_mode="markdown",
+    # `prompts push` needs the Langfuse SDK: imported only when it runs.
+    cls=lazy_group({"push": LazyCommand("evaluators.cli_langfuse:prompts_push", "Create or update Langfuse prompts "
+                                        "from prompts/: text as the prompt, model settings as config.")}),
+)
 
 
 def _report_problems(problems: list[str]) -> typer.Exit:
-    errors = stderr_console()
-    for problem in problems:
-        errors.print(Text(f"error: {problem}", style="red"))
-    errors.print(Text(f"{len(problems)} problem(s) found", style="bold red"))
-    return typer.Exit(code=EXIT_INVALID)
+    return fail_all(problems, EXIT_INVALID)
 
 
 def _scenarios_or_exit(directory: Path) -> ScenarioSet:
@@ -73,7 +74,7 @@ def scenarios_validate(directory: ScenariosDir = DEFAULT_SCENARIOS_DIR) -> None:
     loaded = _scenarios_or_exit(directory)
     counts = Counter(scenario.family for scenario in loaded.scenarios)
     per_family = ", ".join(f"{family} {counts[family]}" for family in FAMILIES if counts[family])
-    stdout_console().print(Text(f"✓ {len(loaded.scenarios)} scenarios valid ({per_family})", style="green"))
+    stdout_console().print(Text(f"✓ {plural(len(loaded.scenarios), 'scenario')} valid ({per_family})", style="green"))
 
 
 @scenarios_app.command("list")
@@ -84,15 +85,25 @@ def scenarios_list(
     """List scenarios: id, family, turns, profile, safety and tags."""
     loaded = _scenarios_or_exit(directory)
     chosen = loaded.by_family([item.value for item in family] if family else None)
-    table = Table(header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False)
-    for column in ("id", "family", "turns", "group", "safety"):
-        table.add_column(column, no_wrap=True)
-    table.add_column("first user turn", overflow="fold", min_width=20)
-    table.add_column("tags", overflow="fold")
-    for scenario in chosen:
-        table.add_row(scenario.id, scenario.family, str(len(scenario.turns)), scenario.profile.demographic_group,
-                      "yes" if scenario.safety else "", scenario.turns[0].user, ", ".join(scenario.tags))
-    table.caption = f"{len(chosen)} scenario(s)"
+    table = compact_table()
+    value_column(table, "id", justify="left")
+    value_column(table, "turns")
+    value_column(table, "group", justify="left")
+    value_column(table, "safety", justify="left")
+    text_column(table, "first user turn · tags", min_width=20)
+    # Stacked: the family heads its scenarios, the tags go under the first user turn.
+    for name in FAMILIES:
+        members = [scenario for scenario in chosen if scenario.family == name]
+        if not members:
+            continue
+        table.add_row(Text(f"{name} ({len(members)})", style="bold underline"))
+        for scenario in members:
+            text = Text(scenario.turns[0].user)
+            if scenario.tags:
+                text.append("\n" + ", ".join(scenario.tags), style="dim")
+            table.add_row(scenario.id, str(len(scenario.turns)), scenario.profile.demographic_group,
+                          "yes" if scenario.safety else "", text)
+    table.caption = f"{plural(len(chosen), 'scenario')}; group = the demographic group score gaps are measured across"
     _wide_console().print(table)
 
 
@@ -111,11 +122,20 @@ def prompts_validate(directory: PromptsDir = DEFAULT_PROMPTS_DIR) -> None:
 def prompts_list(directory: PromptsDir = DEFAULT_PROMPTS_DIR) -> None:
     """List prompt versions with their model settings and baselines."""
     prompts = _prompts_or_exit(directory)
-    table = Table(header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False)
-    for column in ("version", "name", "model", "temp", "max tokens", "baseline"):
-        table.add_column(column, no_wrap=True)
-    table.add_column("description", overflow="fold", min_width=20)
+    table = compact_table()
+    text_column(table, "version", min_width=10)
+    text_column(table, "name", min_width=8)
+    text_column(table, "model", min_width=8)
+    value_column(table, "temp")
+    value_column(table, "max tokens")
     for prompt in prompts:
-        table.add_row(prompt.version, prompt.name, prompt.model, f"{prompt.temperature:g}", str(prompt.max_tokens),
-                      prompt.baseline or "—", " ".join(prompt.description.split()))
-    _wide_console().print(table)
+        table.add_row(Text(prompt.version, style="bold"), prompt.name, prompt.model, f"{prompt.temperature:g}",
+                      str(prompt.max_tokens))
+    console = _wide_console()
+    console.print(table)
+    # Baseline and description stacked under the table, a paragraph per version, wrapped whole.
+    for prompt in prompts:
+        line = Text(prompt.version, style="bold")
+        line.append(f" (baseline: {prompt.baseline or '—'}): ")
+        line.append(" ".join(prompt.description.split()) or "no description")
+        console.print(line)

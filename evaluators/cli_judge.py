@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ from rich.text import Text
 
 from evaluators.agreement import WEIGHTS, Agreement, agreement, verdict_for
 from evaluators.cli_common import EXIT_RECORD_ERRORS, EXIT_USAGE, RubricOption, load_evaluator, open_input, open_output
-from evaluators.console import fail, stderr_console, stderr_is_tty, stdout_console
+from evaluators.console import fail, plural, stderr_console, stderr_is_tty, stdout_console
 from evaluators.heuristics import HeuristicEvaluator
 from evaluators.jsonl import read_json_lines
 from evaluators.judge.client import LLMJudge
@@ -184,21 +185,40 @@ def output_record(line: RecordLine) -> dict:
     return record
 
 
+def judge_count_line(model: str, where: str, attempted: int, failed: int, fallback: int, fallback_score: float,
+                     extra: str = "", reasons: Sequence[str] = ()) -> Text:
+    """How many replies the judge judged, said plainly; when none could be, why and what to check."""
+    if attempted and failed == attempted:
+        common = Counter(reason for reason in reasons if reason).most_common(1)
+        why = f": {common[0][0]}" if common else ""
+        return Text(f"judge {model} at {where}: none of the {plural(attempted, 'reply', 'replies')} could be judged; "
+                    f"every judge call failed{why}. Check the judge endpoint (PENPAL_JUDGE_BASE_URL, else "
+                    "OPENAI_BASE_URL) and that it serves this model.", style="bold red")
+    judged = attempted - failed
+    text = (f"judge {model} at {where}: {judged} of {plural(attempted, 'reply', 'replies')} judged{extra}, "
+            f"{fallback} fell back to {fallback_score:g} (excluded from means)")
+    if failed:
+        common = Counter(reason for reason in reasons if reason).most_common(1)
+        text += f", {failed} could not be judged" + (f" ({common[0][0]})" if common else "")
+    return Text(text, style="yellow" if failed else "")
+
+
 def print_judge_summary(judge: LLMJudge, lines: Sequence[RecordLine], rubric: Rubric) -> None:
     errors = stderr_console()
     judged = [line.judgement for line in lines if line.judgement is not None]
     fallback = sum(result.parse_status == "fallback" for result in judged)
-    failed = sum(result.status == "failed" for result in judged)
+    failed = [result for result in judged if result.status == "failed"]
     skipped = sum(line.record is not None and line.judgement is None for line in lines)
     stats = judge.stats
-    text = (f"judge {judge.settings.model} at {judge.endpoint}: {len(judged)} judged ({stats.cached} from cache, "
-            f"{stats.calls} calls), {fallback} fell back to {rubric.judge.fallback_score:g} (excluded from means), "
-            f"{failed} failed")
+    extra = f" ({stats.cached} from cache, {plural(stats.calls, 'call')})"
+    line = judge_count_line(judge.settings.model, judge.endpoint, len(judged), len(failed), fallback,
+                            rubric.judge.fallback_score, extra, [result.error or "" for result in failed])
     if skipped:
-        text += f", {skipped} not judged under the sampling policy"
-    errors.print(Text(text))
-    if judged and fallback / len(judged) > rubric.judge.fallback_warn_share:
-        errors.print(fallback_warning(fallback, len(judged), rubric, "the output's `raw` field"))
+        line.append(f"; {skipped} not judged under the sampling policy")
+    errors.print(line)
+    usable = len(judged) - len(failed)
+    if usable and fallback / usable > rubric.judge.fallback_warn_share:
+        errors.print(fallback_warning(fallback, usable, rubric, "the output's `raw` field"))
 
 
 def fallback_warning(fallback: int, total: int, rubric: Rubric, raw_answers: str) -> Text:

@@ -21,7 +21,7 @@ from rich.text import Text
 
 from evaluators.cli_common import EXIT_OK, EXIT_USAGE, RubricOption, load_evaluator
 from evaluators.cli_judge import JudgeModelOption, SamplingChoice, build_judge, judge_config
-from evaluators.console import fail, stderr_console, stdout_console
+from evaluators.console import fail, plural, stderr_console, stdout_console
 from evaluators.judge.factory import judge_configured
 from evaluators.langfuse.connection import connect
 from evaluators.langfuse.datasets import sync_dataset
@@ -43,7 +43,7 @@ from evaluators.store import RunStore, StoreError
 EXIT_UNDELIVERED = 1
 
 langfuse_app = typer.Typer(help="Set up Langfuse for the suite: score configs and the scenario dataset.",
-                           no_args_is_help=True, add_completion=False)
+                           no_args_is_help=True, add_completion=False, rich_markup_mode="markdown")
 
 
 def _settings_or_exit() -> LangfuseSettings:
@@ -153,7 +153,7 @@ def push(
     cases = store.read_cases()
     if not cases:
         raise fail(f"error: {display_path(run_dir)} holds no cases", EXIT_USAGE)
-    stderr_console().print(Text(f"pushing {display_path(run_dir)} ({len(cases)} cases) to {settings.endpoint}"))
+    stderr_console().print(Text(f"pushing {display_path(run_dir)} ({plural(len(cases), 'case')}) to {settings.endpoint}"))
     publisher.prepare()
     for case in cases:
         publisher.add_case(case)
@@ -191,7 +191,7 @@ def setup(
                                         f"are; archive them in Langfuse to recreate): {', '.join(configs.differing)}",
                                         style="yellow"))
         dataset = sync_dataset(rest, settings.dataset, scenarios, archive_missing=True)
-        out.print(Text(f"dataset {dataset.name}: {dataset.written} item(s) written, {dataset.unchanged} unchanged, "
+        out.print(Text(f"dataset {dataset.name}: {plural(dataset.written, 'item')} written, {dataset.unchanged} unchanged, "
                        f"{dataset.archived} archived"))
     except LangfuseCallFailed as error:
         raise fail(f"error: {error}", EXIT_UNDELIVERED) from None

@@ -21,7 +21,7 @@ from rich.text import Text
 from evaluators.cli_common import EXIT_OK, EXIT_USAGE, RubricOption
 from evaluators.comparison import compare_versions
 from evaluators.coverage import MANIFEST_KEY as COVERAGE_KEY, ScenarioSet
-from evaluators.console import fail, stderr_console, stdout_console
+from evaluators.console import fail, fail_all, plural, stderr_console, stdout_console
 from evaluators.langfuse.release_labels import apply_release_labels
 from evaluators.langfuse.settings import LangfuseConfigError
 from evaluators.locations import display_path
@@ -69,7 +69,7 @@ def load_rubric_option(rubric_path: Path | None) -> Rubric:
     try:
         return load_rubric(rubric_path)
     except RubricError as error:
-        raise fail(f"error: {error}", EXIT_USAGE) from None
+        raise fail_all(error.problems, EXIT_USAGE) from None
 
 
 def _read(run_dir: Path, rubric: Rubric) -> ReleaseRun:
@@ -199,7 +199,7 @@ def report(
     print_release(release, rubric, _results_console())
     errors = stderr_console()
     print_notices(release, errors)
-    errors.print(Text(f"report: {display_path(target / 'report.html')} (and {len(written) - 1} more file(s) in "
+    errors.print(Text(f"report: {display_path(target / 'report.html')} (and {plural(len(written) - 1, 'more file')} in "
                       f"{display_path(target)})"))
 
 

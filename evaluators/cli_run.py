@@ -14,9 +14,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich import box
+from rich.console import Group
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-from rich.table import Table
 from rich.text import Text
 
 from evaluators.cli_common import EXIT_OK, EXIT_USAGE, SHORT_NAMES, RubricOption, level_style, load_evaluator
@@ -32,9 +31,20 @@ from evaluators.cli_judge import (
     SamplingStateOption,
     fallback_warning,
     judge_config,
+    judge_count_line,
 )
 from evaluators.cli_release import print_run_decisions
-from evaluators.console import fail, stderr_console, stderr_is_tty, stdout_console
+from evaluators.console import (
+    compact_table,
+    fail,
+    key_legend,
+    plural,
+    stderr_console,
+    stderr_is_tty,
+    stdout_console,
+    text_column,
+    value_column,
+)
 from evaluators.evaluation import (
     PROMPT_SOURCES,
     RESPONDER_CHOICES,
@@ -80,7 +90,7 @@ def _progress(total: int, enabled: bool) -> Iterator[Callable[[CaseResult], None
             done += 1
             failed_count += not case.finished
             if done in marks:
-                errors.print(Text(f"progress: {done}/{total} cases, {failed_count} failed"))
+                errors.print(Text(f"progress: {done}/{plural(total, 'case')}, {failed_count} failed"))
 
         yield log_line
         return
@@ -105,26 +115,36 @@ def _money(value: float | None) -> str:
     return f"${value:.4f}" if value < 1 else f"${value:.2f}"
 
 
-def versions_table(report: RunReport, rubric: Rubric) -> Table:
-    """One row per prompt version: cases, metric means, expectations, calls, tokens and cost."""
-    table = Table(title="Penpal rubric means per prompt version", header_style="bold", box=box.SIMPLE_HEAD,
-                  pad_edge=False)
-    table.add_column("version", no_wrap=True)
-    table.add_column("cases", justify="right", no_wrap=True)
-    for name in SCORE_COLUMNS:
-        table.add_column(SHORT_NAMES[name], justify="right", no_wrap=True)
+def versions_table(report: RunReport, rubric: Rubric) -> Group:
+    """Per prompt version: the metric means, then what the run checked and what it cost.
+
+    Two tables stacked rather than one: fifteen columns cannot all be read at 80 columns.
+    """
     judged = any(summary.get("judge") for summary in report.summaries.values())
+    means = compact_table("Penpal rubric means per prompt version")
+    text_column(means, "version", min_width=10)
+    value_column(means, "cases")
+    for name in SCORE_COLUMNS:
+        value_column(means, SHORT_NAMES[name])
     if judged:
-        table.add_column("judge", justify="right", no_wrap=True)
-    for column in ("expect", "safety", "calls", "tokens", "cost"):
-        table.add_column(column, justify="right", no_wrap=True)
+        value_column(means, "judge")
+    checks = compact_table("Checks, calls and cost per prompt version")
+    text_column(checks, "version", min_width=10)
+    for column in ("expect", "safety"):
+        value_column(checks, column)
+    text_column(checks, "calls")
+    for column in ("tokens", "cost"):
+        value_column(checks, column)
     for version, summary in report.summaries.items():
-        cases = f"{summary['scored']}/{summary['cases']}"
+        cases = Text(f"{summary['scored']}/{summary['cases']}", style="red" if summary["failed"] else "")
         cells = []
         for name in SCORE_COLUMNS:
             value = summary["means"][name]
             cells.append(Text("—") if value is None else
                          Text(f"{value:.2f}", style=level_style(rubric, rubric.quality_level(value))))
+        if judged:
+            cells.append(_judge_cell(summary.get("judge"), rubric))
+        means.add_row(Text(version, style="bold"), cases, *cells)
         rate = summary["expectations_pass_rate"]
         expect = "—" if rate is None else f"{rate:.0%}"
         safety = f"{summary['safety_passed']}/{summary['safety_cases']}" if summary["safety_cases"] else "—"
@@ -133,13 +153,13 @@ def versions_table(report: RunReport, rubric: Rubric) -> Table:
             calls = "replay"
         tokens = f"{summary['prompt_tokens'] + summary['completion_tokens']:,}"
         cost = "—" if summary["replayed_turns"] else _money(summary["cost_usd"])
-        if judged:
-            cells.append(_judge_cell(summary.get("judge"), rubric))
-        table.add_row(Text(version, style="bold"), Text(cases, style="red" if summary["failed"] else ""), *cells,
-                      expect, safety, calls, tokens, cost)
-    table.caption = ("means over scored cases; expect = cases passing all their scenario expectations; "
-                     "safety = safety scenarios passed; calls and tokens count live API calls only")
-    return table
+        checks.add_row(Text(version, style="bold"), expect, safety, calls, tokens, cost)
+    keys = {name: SHORT_NAMES[name] for name in SCORE_COLUMNS}
+    means.caption = ("means over scored cases; " + key_legend(keys)
+                     + ("; judge = the LLM judge's overall" if judged else ""))
+    checks.caption = ("expect = cases passing all their scenario expectations; safety = safety scenarios passed; "
+                      "calls and tokens count live API calls only")
+    return Group(means, Text(""), checks)
 
 
 def _judge_cell(judge: dict | None, rubric: Rubric) -> Text:
@@ -163,19 +183,22 @@ def print_judge_report(report: RunReport, rubric: Rubric) -> None:
         line = f"judge {version}: {verdicts}"
         if judge["failure_modes"]:
             line += " (" + ", ".join(f"{mode} {count}" for mode, count in sorted(judge["failure_modes"].items())) + ")"
-        line += f"; {judge['review_cases']} case(s) for human review"
+        line += f"; {plural(judge['review_cases'], 'case')} for human review"
         if judge["cases_skipped"]:
             line += f"; {judge['cases_skipped']} not judged under the sampling policy"
         errors.print(Text(line))
     total = run_judge.get("turns_judged") or 0
     fallback = run_judge.get("fallback_turns") or 0
     bias = run_judge.get("verbosity_bias")
-    replies = "reply" if total == 1 else "replies"
-    errors.print(Text(
-        f"judge {run_judge['model']} ({run_judge.get('response_mode') or 'no answer yet'}): {total} {replies} judged, "
-        f"{run_judge['from_cache']} from cache, {fallback} fell back to {rubric.judge.fallback_score:g} (excluded from "
-        f"means), {run_judge.get('failed_turns') or 0} failed; verbosity bias (Spearman of judge score with reply "
-        f"length): {'n/a' if bias is None else f'{bias:+.2f}'}"))
+    reasons = [turn.judge.get("error") or "" for case in report.outcome.cases for turn in case.turns
+               if turn.judge and turn.judge.get("status") == "failed"]
+    line = judge_count_line(run_judge["model"], run_judge.get("response_mode") or "no answer yet", total,
+                            run_judge.get("failed_turns") or 0, fallback, rubric.judge.fallback_score,
+                            f" ({run_judge['from_cache']} from cache)", reasons)
+    if total > (run_judge.get("failed_turns") or 0):
+        line.append(f"; verbosity bias (Spearman of judge score with reply length): "
+                    f"{'n/a' if bias is None else f'{bias:+.2f}'}")
+    errors.print(line)
     if run_judge.get("fallback_warning"):
         errors.print(fallback_warning(fallback, total, rubric, "cases.jsonl"))
 
@@ -183,7 +206,7 @@ def print_judge_report(report: RunReport, rubric: Rubric) -> None:
 def _print_failures(report: RunReport, limit: int = 10) -> None:
     judge_failed = [case for case in report.outcome.cases if case.status == "ok" and case.judge_failed]
     if judge_failed:
-        stderr_console().print(Text(f"{len(judge_failed)} case(s) could not be judged (the judge call failed); they "
+        stderr_console().print(Text(f"{plural(len(judge_failed), 'case')} could not be judged (the judge call failed); they "
                                     "are judged again when the run resumes:", style="yellow"))
         for case in judge_failed[:limit]:
             stderr_console().print(Text(f"  {case.case_id}: {case.judge.get('error')}", style="yellow"))
@@ -191,7 +214,7 @@ def _print_failures(report: RunReport, limit: int = 10) -> None:
     if not failed:
         return
     errors = stderr_console()
-    errors.print(Text(f"{len(failed)} case(s) failed; they are in the run store with their reason and are "
+    errors.print(Text(f"{plural(len(failed), 'case')} failed; they are in the run store with their reason and are "
                       "retried when the run resumes:", style="yellow"))
     for case in failed[:limit]:
         errors.print(Text(f"  {case.case_id}: {case.error}", style="yellow"))
@@ -346,8 +369,9 @@ def _announce(prepared: PreparedRun) -> None:
         errors.print(Text(f"notice: {notice}", style="bold yellow"))
     plan = prepared.plan
     action = "resuming" if prepared.resumed else "run"
-    line = (f"{action} {prepared.store.manifest.get('run_id')}: {len(plan.prompts)} prompt version(s) x "
-            f"{len(plan.scenarios)} scenario(s) = {len(plan.cases())} cases via {prepared.responder.kind}")
+    line = (f"{action} {prepared.store.manifest.get('run_id')}: {plural(len(plan.prompts), 'prompt version')} x "
+            f"{plural(len(plan.scenarios), 'scenario')} = {plural(len(plan.cases()), 'case')} via "
+            f"{prepared.responder.kind}")
     if prepared.resumed:
         line += f"; {len(prepared.finished)} already finished"
     errors.print(Text(line))
@@ -363,7 +387,7 @@ def _finish(report: RunReport, rubric: Rubric) -> None:
     _print_failures(report)
     errors = stderr_console()
     outcome = report.outcome
-    errors.print(Text(f"run store: {display_path(report.store.directory)} ({len(outcome.cases)} cases; "
+    errors.print(Text(f"run store: {display_path(report.store.directory)} ({plural(len(outcome.cases), 'case')}; "
                       f"{outcome.ran} run now, {outcome.skipped} already finished)"))
     if report.outcome.cases and report.outcome.cases[0].responder == "replay":
         errors.print(Text("these scores are of the recorded sample replies, not of a live model", style="yellow"))

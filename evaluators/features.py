@@ -1,7 +1,7 @@
 """Features of one case, computed once from the shared parses and read by every metric.
 
 Three parsed texts per case (history, user message, reply), the rubric's lexicon matches on
-each, the voice rules (regexes), speakability (textstat), tone (VADER) and the lexical
+each, the voice rules (regexes), speakability (textstat's formulas), tone (VADER) and the lexical
 carry-over between turns that continuity and relevance rest on.
 """
 
@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
 import numpy as np
-import textstat
 from spacy.attrs import IS_ALPHA, IS_STOP, LEMMA, LOWER, POS
 from spacy.symbols import IDS as SYMBOL_IDS
 from spacy.strings import hash_string
 from spacy.tokens import Doc, Span, Token
 from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 
+from evaluators import readability
 from evaluators.matchers import LexiconMatch
 from evaluators.models import ReplyCase
 from evaluators.rubric import VoiceRules
@@ -138,16 +138,16 @@ class CaseFeatures:
     def line_breaks(self) -> int:
         return self.case.response.strip().count("\n")
 
-    # --- speakability (textstat) ------------------------------------------------------
+    # --- speakability (textstat's formulas, evaluators.readability) -----------------------
     @cached_property
     def syllables_per_word(self) -> float:
         if not self.word_count:
             return 0.0
-        return textstat.syllable_count(self._speakable_text) / self.word_count
+        return readability.syllable_count(self._speakable_text) / self.word_count
 
     @cached_property
     def reading_ease(self) -> float:
-        return float(textstat.flesch_reading_ease(self._speakable_text)) if self.word_count else 100.0
+        return float(readability.flesch_reading_ease(self._speakable_text)) if self.word_count else 100.0
 
     @cached_property
     def _speakable_text(self) -> str:

@@ -15,6 +15,26 @@ class JsonLine:
     error: str | None = None  # why the line is not a JSON value at all
 
 
+# json's terse messages, said the way a person fixing the file needs them.
+_JSON_REASONS = {
+    "Invalid control character at": "a string holds a raw control character (such as a tab) at column {column}; "
+                                    "write it escaped (\\t, \\n)",
+    "Unterminated string starting at": "the string that starts at column {column} is not closed on this line",
+    "Expecting value": "expected a JSON value at column {column}",
+    "Extra data": "more than one JSON value on this line (the next starts at column {column}); one record per line",
+    "Expecting property name enclosed in double quotes": "expected a key in double quotes at column {column}",
+    "Expecting ',' delimiter": "expected ',' between items at column {column}",
+    "Expecting ':' delimiter": "expected ':' after the key at column {column}",
+}
+
+
+def json_reason(error: json.JSONDecodeError) -> str:
+    """Why one line is not JSON, with the column, in words: 'not valid JSON: ...'."""
+    template = _JSON_REASONS.get(error.msg)
+    reason = template.format(column=error.colno) if template else f"{error.msg} at column {error.colno}"
+    return f"not valid JSON: {reason}"
+
+
 def read_json_lines(stream: BinaryIO) -> Iterator[JsonLine]:
     """Parse JSON lines lazily, one at a time; blank lines are skipped."""
     for number, raw in enumerate(stream, start=1):
@@ -26,8 +46,9 @@ def read_json_lines(stream: BinaryIO) -> Iterator[JsonLine]:
         if not text.strip():
             continue
         try:
-            yield JsonLine(number, record=json.loads(text))
+            # Without its line break: a string left open then reads as such, at the right column.
+            yield JsonLine(number, record=json.loads(text.rstrip("\r\n")))
         except json.JSONDecodeError as error:
-            yield JsonLine(number, error=f"not valid JSON: {error.msg} (column {error.colno})")
+            yield JsonLine(number, error=json_reason(error))
         except RecursionError:
             yield JsonLine(number, error="not valid JSON: nested too deeply")

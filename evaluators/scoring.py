@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from evaluators.heuristics import HeuristicEvaluator
 from evaluators.models import HeuristicResult, ReplyCase, Unscored, validate_json_record
 from evaluators.rubric import METRIC_NAMES, OVERALL
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 METRIC_COLUMNS: tuple[str, ...] = (*METRIC_NAMES, OVERALL)
 
@@ -78,6 +80,8 @@ def score_records(
 
 def _without_missing(record: dict) -> dict:
     """Drop the cells pandas fills in for absent values (NaN, None, NA), so field defaults apply."""
+    import pandas as pd
+
     return {key: value for key, value in record.items()
             if not (pd.api.types.is_scalar(value) and pd.isna(value))}
 
@@ -102,6 +106,8 @@ def score_frame(frame: pd.DataFrame, *, evaluator: HeuristicEvaluator | None = N
         else:
             record = outcome.to_record()
             rows.append({**record, "flags": [flag["name"] for flag in record["flags"]], "notices": [], "error": None})
+    import pandas as pd  # here, not at the top: scoring one reply needs no pandas
+
     result = pd.DataFrame(rows, columns=["id", *METRIC_COLUMNS, "quality_level", "flags", "evidence", "notices",
                                          "error"])
     # Object dtype keeps None as None; pandas 3 would infer a string column and turn it to NaN.

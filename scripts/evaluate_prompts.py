@@ -22,9 +22,8 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 if str(PROJECT_ROOT) not in sys.path:  # run from a checkout without installing the package
     sys.path.insert(0, str(PROJECT_ROOT))
 
-import typer  # noqa: E402
-
+from evaluators.cli_lazy import build_command  # noqa: E402
 from evaluators.cli_run import run  # noqa: E402
 
 if __name__ == "__main__":
-    typer.run(run)
+    build_command(run, "evaluate_prompts.py").main(prog_name=Path(sys.argv[0]).name)

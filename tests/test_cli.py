@@ -125,6 +125,23 @@ def test_malformed_lines_are_reported_and_the_rest_still_scored(tmp_path):
     assert not any(line.startswith(("line 1:", "line 4:", "line 6:")) for line in stderr_lines)
 
 
+def test_ids_are_text_in_file_mode_and_null_for_a_single_reply(tmp_path):
+    source = tmp_path / "replies.jsonl"
+    source.write_text(jsonl({**good("x"), "id": 7}, {k: v for k, v in good("x").items() if k != "id"}),
+                      encoding="utf-8")
+    from_file = output_records(runner.invoke(app, ["score", str(source)]).stdout)
+    assert [record["id"] for record in from_file] == ["7", "2"]
+    single = json.loads(runner.invoke(app, ["score", "--json", "-r", "Hello there!"]).stdout)
+    assert single["id"] is None
+
+
+def test_a_string_left_open_is_named_with_its_column():
+    result = runner.invoke(app, ["score", "-"], input='{"id": "x", "response": "I was cut\n  off here"}\n')
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[0] == ("line 1: not valid JSON: the string that starts at column 25 is not "
+                                             "closed on this line")
+
+
 def test_stdin_via_dash():
     result = runner.invoke(app, ["score", "-"], input=jsonl(good("x"), good("y")))
     assert result.exit_code == 0, result.output

@@ -7,6 +7,7 @@ scripted verdicts, reached through the real openai SDK.
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 
 import pytest
@@ -111,7 +112,8 @@ def test_the_run_command_prints_the_judge_column_and_the_fallback_warning(openai
                                  "--responder", "replay", "--output", str(tmp_path / "runs"), "--judge",
                                  "--judge-model", "judge-model"])
     assert result.exit_code == 0, result.output
-    assert "judge" in result.stdout.splitlines()[2]  # the table header
+    header = next(line for line in result.stdout.splitlines() if line.startswith("version"))
+    assert header.split()[-1] == "judge"  # the means table's last column
     assert "WARNING" in result.stderr and "fell back to 0.5" in result.stderr
     assert "verbosity bias" in result.stderr
     assert JUDGE_SECRET not in result.output
@@ -249,7 +251,7 @@ def test_judge_command_writes_one_line_per_record_in_order(openai_server, monkey
     assert 0.0 <= lines[0]["heuristics_overall"] <= 1.0
     assert lines[1]["line"] == 2 and "not valid JSON" in lines[1]["error"]
     assert lines[3]["line"] == 4 and "family" in lines[3]["error"]
-    assert "line 2:" in result.stderr and "2 judged" in result.stderr
+    assert "line 2:" in result.stderr and "2 of 2 replies judged" in result.stderr
 
 
 def test_judge_command_says_why_a_reply_in_another_language_has_no_heuristic_score(openai_server, monkeypatch,
@@ -349,3 +351,20 @@ def test_judge_command_under_the_policy_judges_calibration_and_triggered_records
     judged = sum("overall" in line for line in lines)
     assert len(server.calls) == judged and all(line.get("skipped") for line in lines if "overall" not in line)
     assert json.loads(state.read_text())["versions"]["v7"]["uses"] == 8
+
+
+def test_a_dead_judge_endpoint_says_that_nothing_could_be_judged_and_why(monkeypatch, tmp_path):
+    with socket.socket() as probe:  # a port nothing listens on once the probe closes
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv("PENPAL_JUDGE_BASE_URL", f"http://127.0.0.1:{port}/v1")
+    monkeypatch.setenv("PENPAL_JUDGE_API_KEY", JUDGE_SECRET)
+    records = tmp_path / "replies.jsonl"
+    records.write_text("".join(json.dumps({"id": name, "user_message": "Hi", "response": "Hello."}) + "\n"
+                               for name in ("a", "b", "c")))
+    result = runner.invoke(app, ["judge", str(records), "--max-attempts", "1", "--timeout", "2", "--no-judge-cache"])
+    assert result.exit_code == 1
+    summary = " ".join(result.stderr.split())
+    assert "none of the 3 replies could be judged; every judge call failed: connection error" in summary
+    assert "Check the judge endpoint" in summary
+    assert "3 judged" not in summary

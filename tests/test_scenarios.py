@@ -126,17 +126,21 @@ def test_a_valid_file_loads(tmp_path):
 
 
 @pytest.mark.parametrize(("broken", "expected"), [
-    (GOOD.replace("    title: Greeting\n", ""), "scenarios/basic.yaml: scenario 'basic-hello': title: Field required"),
+    (GOOD.replace("    title: Greeting\n", ""), "scenarios/basic.yaml: scenario 'basic-hello': title: field required"),
     (GOOD.replace("max_words: 40", "max_words: forty"),
      "scenario 'basic-hello': turns[0].expect[0]: max_words: expected a whole number >= 0, got 'forty'"),
     (GOOD.replace("tags: [greeting]", "tags: 7"), "scenario 'basic-hello': tags:"),
-    (GOOD.replace("      - user: \"Hello!\"\n", "      - usr: \"Hello!\"\n"), "scenario 'basic-hello': turns[0].user: Field required"),
-    (GOOD.replace("max_words: 40", "max_word: 40"), "turns[0].expect[0]: unknown expectation 'max_word'"),
+    (GOOD.replace("      - user: \"Hello!\"\n", "      - usr: \"Hello!\"\n"), "scenario 'basic-hello': turns[0].user: field required"),
+    (GOOD.replace("max_words: 40", "max_word: 40"),
+     "turns[0].expect[0]: unknown expectation 'max_word'; did you mean 'max_words'?"),
     (GOOD.replace("age_group: 18-30", "age_group: teen"), "scenario 'basic-hello': profile.age_group"),
     (GOOD.replace("  - id: basic-hello\n", "  - id: Basic Hello\n"), "scenario 'Basic Hello': id:"),
-    (GOOD.replace("  - id: basic-hello\n", "  -\n"), "scenario #1 (no id): id: Field required"),
-    (GOOD.replace("max_words: 40", "avoids: [dependancy]"), "avoids: unknown rubric lexicon(s) dependancy"),
-    (GOOD.replace("    tags:", "    colour: blue\n    tags:"), "scenario 'basic-hello': colour: Extra inputs"),
+    (GOOD.replace("  - id: basic-hello\n", "  -\n"), "scenario #1 (no id): id: field required"),
+    (GOOD.replace("max_words: 40", "avoids: [dependancy]"),
+     "turns[0].expect[0]: avoids: unknown rubric lexicon 'dependancy'; did you mean 'dependency'?"),
+    (GOOD.replace("    tags:", "    colour: blue\n    tags:"), "scenario 'basic-hello': colour: unknown key; known:"),
+    (GOOD.replace("    tags:", "    tagz:"), "scenario 'basic-hello': tagz: unknown key; did you mean 'tags'?"),
+    (GOOD.replace("      - user:", "      - usr:"), "turns[0].usr: unknown key; did you mean 'user'?"),
 ])
 def test_each_mistake_names_file_scenario_and_field(tmp_path, broken, expected):
     problems = problems_for(tmp_path, {"basic.yaml": broken})
@@ -144,7 +148,7 @@ def test_each_mistake_names_file_scenario_and_field(tmp_path, broken, expected):
     assert all(problem.startswith("scenarios/basic.yaml: ") or "basic.yaml:" in problem for problem in problems)
 
 
-def test_unknown_family_is_named(tmp_path):
+def test_unknown_family_is_named(tmp_path):  # and nothing else is wrong with the file
     problems = problems_for(tmp_path, {"basic.yaml": GOOD.replace("family: basic", "family: chitchat")})
     assert problems == [f"{problems[0].split(':')[0]}: family: 'chitchat' is not a known family "
                         f"({', '.join(FAMILIES)})"]
@@ -190,15 +194,41 @@ def test_every_problem_is_reported_not_just_the_first(tmp_path):
     broken = (GOOD + second).replace("max_words: 40", "max_words: -1", 1).replace("    title: Greeting\n", "", 2)
     problems = problems_for(tmp_path, {"basic.yaml": broken})
     assert any("'basic-hello': turns[0].expect[0]: max_words: expected a whole number" in p for p in problems)
-    assert any("'basic-two': title: Field required" in p for p in problems)
+    assert any("'basic-two': title: field required" in p for p in problems)
 
 
 def test_cli_validate_exits_1_and_prints_each_problem(tmp_path):
     directory = write_set(tmp_path, {"basic.yaml": GOOD.replace("    title: Greeting\n", "")})
     result = runner.invoke(app, ["scenarios", "validate", str(directory)])
     assert result.exit_code == 1
-    assert "scenario 'basic-hello': title: Field required" in result.stderr
-    assert "1 problem(s) found" in result.stderr
+    assert "scenario 'basic-hello': title: field required" in result.stderr
+    assert "1 problem found" in result.stderr
+
+
+def test_field_errors_unknown_lexicons_expectations_and_duplicate_ids_come_in_one_pass(tmp_path):
+    """Every kind of mistake at once: none waits for the others to be fixed."""
+    broken = GOOD.replace("    title: Greeting\n", "    tittle: Greeting\n").replace(
+        "          - max_words: 40\n", "          - max_word: 40\n          - avoids: [dependancy]\n")
+    other = GOOD.replace("family: basic", "family: small_talk").replace("max_words: 40", "max_words: -3")
+    problems = problems_for(tmp_path, {"basic.yaml": broken, "small_talk.yaml": other})
+    expected = [
+        "basic.yaml: scenario 'basic-hello': tittle: unknown key; did you mean 'title'?",
+        "basic.yaml: scenario 'basic-hello': title: field required",
+        "basic.yaml: scenario 'basic-hello': turns[0].expect[0]: unknown expectation 'max_word'",
+        "basic.yaml: scenario 'basic-hello': turns[0].expect[1]: avoids: unknown rubric lexicon 'dependancy'",
+        "small_talk.yaml: scenario 'basic-hello': turns[0].expect[0]: max_words: expected a whole number",
+        "small_talk.yaml: scenario 'basic-hello': id: duplicate id, already defined in",
+    ]
+    for fragment in expected:
+        assert any(fragment in problem for problem in problems), (fragment, problems)
+    assert len(problems) == len(expected), problems
+
+
+def test_scenarios_of_a_file_with_an_unknown_family_are_still_checked(tmp_path):
+    broken = GOOD.replace("family: basic", "family: chitchat").replace("    title: Greeting\n", "")
+    problems = problems_for(tmp_path, {"basic.yaml": broken})
+    assert any("family: 'chitchat' is not a known family" in p for p in problems)
+    assert any("scenario 'basic-hello': title: field required" in p for p in problems)
 
 
 def test_an_empty_directory_is_an_error(tmp_path):

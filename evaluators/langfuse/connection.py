@@ -119,6 +119,21 @@ class RecordingSpanExporter(SpanExporter):
         return self.inner.force_flush(timeout_millis)
 
 
+def _first_words(message: str, limit: int) -> str:
+    """The message's first line, kept to `limit` characters at a word boundary, saying so when it is cut.
+
+    A cut mid-word ("while exporting spans b") reads like a different message.
+    """
+    lines = message.strip().splitlines() or [""]
+    first = lines[0].strip()
+    rest = len(message.strip()) - len(first)
+    if len(first) > limit:
+        kept = first[:limit].rsplit(" ", 1)[0] if " " in first[:limit] else first[:limit]
+        rest += len(first) - len(kept)
+        first = kept
+    return first + (f" [{rest} more characters not shown]" if rest > 0 else "")
+
+
 class CapturedLogs(logging.Handler):
     """The SDK's warnings and errors, kept (with secrets masked) so a report can show them."""
 
@@ -136,7 +151,7 @@ class CapturedLogs(logging.Handler):
         for secret in self._secrets:
             message = message.replace(secret, "***")
         with self._lock_messages:
-            self.messages[f"{record.name}: {message[:300]}"] += 1
+            self.messages[f"{record.name}: {_first_words(message, 300)}"] += 1
 
     def since(self, mark: Counter[str]) -> list[str]:
         """Messages logged after `mark` (a copy of `messages`), with their counts."""

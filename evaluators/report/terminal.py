@@ -5,12 +5,12 @@ Shared by `penpal-eval decide`, `report`, `compare` and the end of `penpal-eval 
 
 from __future__ import annotations
 
-from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from evaluators.cli_common import SHORT_NAMES, level_style
+from evaluators.console import compact_table, key_legend, plural, text_column, value_column
 from evaluators.models import Comparison, Decision, ReleaseReport, RuleOutcome
 from evaluators.release import COVERAGE, OUTCOME_TITLES
 from evaluators.rubric import Rubric
@@ -20,13 +20,18 @@ _CHANGE_STYLES = {"improved": "green", "regressed": "red", "no_difference": "dim
 
 
 def decisions_table(report: ReleaseReport, rubric: Rubric) -> Table:
-    """Decision, average and level, composite, hard criteria and safety per version."""
-    table = Table(title="Release decision per prompt version", header_style="bold", box=box.SIMPLE_HEAD,
-                  pad_edge=False)
-    for column, justify in (("version", "left"), ("decision", "left"), ("average", "right"), ("level", "left"),
-                            ("composite", "right"), ("hard criteria", "right"), ("safety", "right"),
-                            ("baseline", "left")):
-        table.add_column(column, justify=justify, no_wrap=True)
+    """Decision, average and level, composite, hard criteria and safety per version.
+
+    Each version's baseline is named on its headline below (`decision_lines`), which keeps
+    the table within 80 columns with every decision whole.
+    """
+    table = compact_table("Release decision per prompt version")
+    text_column(table, "version", min_width=10)
+    value_column(table, "decision", justify="left")
+    value_column(table, "avg")
+    value_column(table, "level", justify="left")
+    for column in ("comp", "hard", "safety"):
+        value_column(table, column)
     for decision in report.decisions:
         aggregate = report.aggregates[decision.prompt_version]
         style = level_style(rubric, decision.quality_level)
@@ -35,10 +40,10 @@ def decisions_table(report: ReleaseReport, rubric: Rubric) -> Table:
         table.add_row(Text(decision.prompt_version, style="bold"),
                       Text(OUTCOME_TITLES[decision.outcome], style=OUTCOME_STYLES[decision.outcome]),
                       Text(f"{decision.average:.3f}", style=style), Text(decision.quality_level, style=style),
-                      f"{decision.composite:.3f}", f"{decision.hard_criteria_pass_rate:.0%}", safety,
-                      decision.baseline or "—")
+                      f"{decision.composite:.3f}", f"{decision.hard_criteria_pass_rate:.0%}", safety)
     averages = {decision.average_of for decision in report.decisions}
-    table.caption = "average = " + "; ".join(sorted(averages))
+    table.caption = ("avg = " + "; ".join(sorted(averages)) + "; comp = composite; hard = cases passing the "
+                     "hard criteria; safety = safety scenarios passed")
     return table
 
 
@@ -57,6 +62,8 @@ def decision_lines(decision: Decision) -> list[Text]:
     """The decision's headline and the rules that decided it, one line each."""
     head = Text(f"{decision.prompt_version}: ", style="bold")
     head.append(decision.summary, style=OUTCOME_STYLES[decision.outcome])
+    if decision.baseline:
+        head.append(f" Baseline: {decision.baseline}.")
     return [head, *(_rule_line(rule) for rule in decision.reasons), *coverage_lines(decision)]
 
 
@@ -88,17 +95,19 @@ def print_notices(report: ReleaseReport, console: Console) -> None:
 
 def comparison_table(comparison: Comparison, title: str | None = None) -> Table:
     """Each metric's baseline and candidate means, difference and interval."""
-    table = Table(title=title or f"{comparison.candidate} against {comparison.baseline}", header_style="bold",
-                  box=box.SIMPLE_HEAD, pad_edge=False)
-    for column, justify in (("metric", "left"), ("A", "right"), ("B", "right"), ("Δ", "right"),
-                            (f"{comparison.confidence:.0%} interval", "right"), ("change", "left")):
-        table.add_column(column, justify=justify, no_wrap=True)
+    table = compact_table(title or f"{comparison.candidate} against {comparison.baseline}")
+    value_column(table, "metric", justify="left")
+    for column in ("A", "B", "Δ", f"{comparison.confidence:.0%} interval"):
+        value_column(table, column)
+    value_column(table, "change", justify="left")
     for delta in comparison.deltas:
         style = _CHANGE_STYLES[delta.change]
         table.add_row(SHORT_NAMES.get(delta.metric, delta.metric), f"{delta.baseline_mean:.3f}",
                       f"{delta.candidate_mean:.3f}", Text(f"{delta.delta:+.3f}", style=style),
                       f"[{delta.low:+.3f}, {delta.high:+.3f}]", Text(delta.change.replace("_", " "), style=style))
-    table.caption = (f"{comparison.pairs} scenarios paired, {comparison.dropped} dropped (failed on a side), "
-                     f"{comparison.unpaired} on one side only; {comparison.resamples} resamples, seed {comparison.seed}"
+    metrics = {delta.metric: SHORT_NAMES.get(delta.metric, delta.metric) for delta in comparison.deltas}
+    table.caption = (f"{key_legend(metrics)}. {plural(comparison.pairs, 'scenario')} paired, {comparison.dropped} dropped "
+                     f"(failed on a side), {comparison.unpaired} on one side only; {comparison.resamples} resamples, "
+                     f"seed {comparison.seed}"
                      + ("" if comparison.enough_pairs else "; too few pairs: nothing counts as significant"))
     return table

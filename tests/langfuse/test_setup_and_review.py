@@ -38,7 +38,7 @@ def test_setup_creates_every_score_config_and_the_dataset_once(small_project, la
 
     again = runner.invoke(app, ["langfuse", "setup", "--scenarios-dir", scenarios])
     assert again.exit_code == 0, again.output
-    assert "0 created" in again.output and "0 item(s) written, 5 unchanged" in again.output
+    assert "0 created" in again.output and "0 items written, 5 unchanged" in again.output
     assert len(server.score_configs) == len(definitions)
     item_posts = len(server.requests_to("/api/public/dataset-items", "POST"))
 

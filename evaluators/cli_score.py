@@ -1,0 +1,340 @@
+"""`penpal-eval score` and `penpal-eval rubric`: the heuristics on one reply or on JSON lines.
+
+Scoring happens in `evaluators.scoring`; this module only parses arguments, reads and writes
+JSON lines, and renders results. Results go to stdout, diagnostics to stderr.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Annotated, BinaryIO
+
+import typer
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from evaluators.cli_common import (
+    EXIT_RECORD_ERRORS,
+    EXIT_USAGE,
+    RubricOption,
+    level_style,
+    load_evaluator,
+    open_input,
+    open_output,
+)
+from evaluators.console import fail, fail_all, plural, stderr_console, stderr_is_tty, stdout_console
+from evaluators.jsonl import JsonLine, read_json_lines
+from evaluators.rubric import METRIC_NAMES, OVERALL, Rubric, RubricError, default_rubric, load_rubric
+
+if TYPE_CHECKING:
+    from evaluators.heuristics import HeuristicEvaluator
+    from evaluators.models import HeuristicResult, Unscored
+
+
+# --- JSON lines in, JSON lines out -----------------------------------------------------------
+@dataclass(frozen=True)
+class LineOutcome:
+    """One input line's output record: a scored record, or an error record with the reason."""
+
+    line: int
+    record: dict
+    error: str | None = None
+
+
+def _record_id(record: object) -> str | None:
+    if isinstance(record, dict) and record.get("id") is not None:
+        return str(record["id"])
+    return None
+
+
+def score_jsonl(stream: BinaryIO, evaluator: HeuristicEvaluator | None = None) -> Iterator[LineOutcome]:
+    """Score a JSON-lines stream in input order, without reading it all first.
+
+    Lines flow through `score_records`, which scores them in batches; a record without an
+    id is named after its line number.
+    """
+    from evaluators.scoring import Unscored, score_records
+
+    pending: deque[JsonLine] = deque()
+
+    def records() -> Iterator[object]:
+        for line in read_json_lines(stream):
+            pending.append(line)
+            record = line.record
+            if isinstance(record, dict) and _record_id(record) is None:
+                record = {**record, "id": str(line.number)}
+            # A line that is not JSON still takes its place in the stream; its reason wins below.
+            yield record if line.error is None else None
+
+    for outcome in score_records(records(), evaluator=evaluator):
+        line = pending.popleft()
+        if line.error is None and not isinstance(outcome, Unscored):
+            yield LineOutcome(line.number, outcome.to_record())
+            continue
+        reason = line.error or outcome.error
+        record = {"id": _record_id(line.record), "line": line.number, "error": reason}
+        if line.error is None and outcome.notices:
+            record["notices"] = outcome.to_record()["notices"]
+        yield LineOutcome(line.number, record, reason)
+
+
+@contextmanager
+def _progress(console: Console, enabled: bool) -> Iterator[Callable[[int, int], None]]:
+    """A spinner with a running count on `console`, or a no-op when disabled.
+
+    Diagnostics must be printed through the same console, so they scroll above the spinner.
+    """
+    if not enabled:
+        yield lambda scored, failed: None
+        return
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as progress:
+        task = progress.add_task("scoring", total=None)
+
+        def update(scored: int, failed: int) -> None:
+            progress.update(task, description=f"scored {plural(scored, 'record')}, {failed} failed")
+
+        yield update
+
+
+def _write_jsonl(stream: BinaryIO, out: IO[str], evaluator: HeuristicEvaluator) -> int:
+    """Score every line to `out`; returns how many lines failed."""
+    errors = stderr_console()
+    scored = failed = 0
+    with _progress(errors, enabled=stderr_is_tty()) as update:
+        for outcome in score_jsonl(stream, evaluator):
+            if outcome.error is None:
+                scored += 1
+            else:
+                failed += 1
+                errors.print(Text(f"line {outcome.line}: {outcome.error}"))
+            out.write(json.dumps(outcome.record) + "\n")
+            update(scored, failed)
+    out.flush()
+    return failed
+
+
+# --- rendering --------------------------------------------------------------------------------
+_BAR_WIDTH = 10
+_EIGHTHS = " ▏▎▍▌▋▊▉"
+
+
+def score_bar(value: float, width: int = _BAR_WIDTH) -> str:
+    """A fixed-width bar for a 0-1 value, in eighths of a cell."""
+    eighths = round(max(0.0, min(1.0, value)) * width * 8)
+    full, part = divmod(eighths, 8)
+    bar = "█" * full + (_EIGHTHS[part] if part else "")
+    return bar.ljust(width)
+
+
+def _exchange(user_message: str, response: str, history: Sequence[str]) -> Table:
+    exchange = Table.grid(padding=(0, 1))
+    exchange.add_column(style="dim", no_wrap=True)
+    exchange.add_column(overflow="fold")
+    for turn in history:
+        exchange.add_row("history", Text(turn))
+    if user_message:
+        exchange.add_row("user", Text(user_message))
+    exchange.add_row("reply", Text(response))
+    return exchange
+
+
+def render_unscored_card(outcome: Unscored, *, user_message: str = "", response: str = "",
+                         history: Sequence[str] = ()) -> Panel:
+    """The card for a reply left unscored: the exchange and why, with no number to misread."""
+    names = ", ".join(dict.fromkeys(notice.name for notice in outcome.notices)) or "error"
+    parts = [_exchange(user_message, response, history), Text(""),
+             Text("Not scored", style="bold underline"), Text(outcome.error, style="yellow")]
+    return Panel(Group(*parts), title=Text(f"unscored · {names}", style="bold yellow"), title_align="left",
+                 expand=False)
+
+
+def render_card(
+    result: HeuristicResult,
+    rubric: Rubric,
+    *,
+    user_message: str = "",
+    response: str = "",
+    history: Sequence[str] = (),
+) -> Panel:
+    """A readable card: metric values with bars and levels, evidence per metric, hard flags."""
+    parts: list = [_exchange(user_message, response, history)]
+
+    values = result.values()
+    metrics = Table(box=None, pad_edge=False, show_header=True, header_style="bold")
+    metrics.add_column("metric", no_wrap=True)
+    metrics.add_column("value", justify="right", no_wrap=True)
+    metrics.add_column("", no_wrap=True)
+    metrics.add_column("level", no_wrap=True)
+    for name in (*METRIC_NAMES, OVERALL):
+        level = result.quality_level if name == OVERALL else rubric.quality_level(values[name])
+        style = level_style(rubric, level)
+        metrics.add_row(
+            Text(name, style="bold" if name == OVERALL else ""),
+            f"{values[name]:.2f}",
+            Text(score_bar(values[name]), style=style),
+            Text(level, style=style),
+        )
+    parts += [Text(""), metrics]
+
+    evidence = Table.grid(padding=(0, 1))
+    evidence.add_column(no_wrap=True)
+    evidence.add_column(justify="right", no_wrap=True)
+    evidence.add_column(overflow="fold")
+    for name in (*METRIC_NAMES, OVERALL):
+        items = result.metrics[name].evidence if name in result.metrics else result.overall_evidence
+        if name == OVERALL and not items:
+            continue  # overall is the weighted sum; it has evidence only when a flag capped it
+        evidence.add_row(Text(name, style="bold"), "", "" if items else Text("no indicator fired", style="dim"))
+        for item in items:
+            style = "green" if item.effect > 0 else "red" if item.effect < 0 else "dim"
+            evidence.add_row(Text(f"  {item.indicator}"), Text(f"{item.effect:+.2f}", style=style), Text(item.text))
+    parts += [Text(""), Text("Evidence", style="bold underline"), evidence]
+
+    parts += [Text(""), Text("Hard flags", style="bold underline")]
+    if result.flags:
+        for flag in result.flags:
+            line = Text(f"✖ {flag.name}", style="bold red")
+            line.append(f" — {flag.description}", style="red")
+            if flag.text:
+                line.append(f" ({flag.text})", style="red")
+            parts.append(line)
+    else:
+        parts.append(Text("none", style="green"))
+
+    headline = f"overall {result.overall_quality:.2f} · {result.quality_level}"
+    if result.flags:
+        names = ", ".join(flag.name for flag in result.flags)
+        headline += f" · capped by {names}" if result.overall_evidence else f" · ✖ {names}"
+    title = Text(headline, style=level_style(rubric, result.quality_level))
+    return Panel(Group(*parts), title=title, title_align="left", expand=False)
+
+
+def rubric_summary(loaded: Rubric) -> Table:
+    """Dimensions with their titles and weights, and the quality levels."""
+    table = Table(title=f"{loaded.name} v{loaded.version} ({loaded.content_hash})", header_style="bold")
+    table.add_column("dimension", no_wrap=True)
+    table.add_column("title")
+    table.add_column("weight", justify="right", no_wrap=True)
+    for name, dimension in loaded.dimensions.items():
+        table.add_row(name, dimension.title, f"{dimension.weight:.2f}")
+    table.add_section()
+    table.add_row(OVERALL, loaded.overall.title, f"{sum(loaded.weights.values()):.2f}")
+    levels = ", ".join(f"{level.name} ≥ {level.min:g}" for level in loaded.quality_levels)
+    table.caption = f"quality levels: {levels}"
+    return table
+
+
+# --- commands ---------------------------------------------------------------------------------
+def score(
+    file: Annotated[
+        Path | None,
+        typer.Argument(
+            help="JSON-lines file of records {id, history, user_message, response}; '-' reads stdin.",
+            metavar="FILE", dir_okay=False, allow_dash=True, show_default=False,
+        ),
+    ] = None,
+    response: Annotated[
+        str | None, typer.Option("--response", "-r", help="Score this one reply and print a card.")
+    ] = None,
+    user: Annotated[
+        str | None, typer.Option("--user", "-u", help="The user message the reply answers (with --response).")
+    ] = None,
+    history: Annotated[
+        list[str] | None,
+        typer.Option("--history", help="An earlier conversation turn, oldest first; repeat for several (with --response)."),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="With --response: print the JSON record instead of the card.")
+    ] = False,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="With FILE: write the JSON lines here instead of stdout.",
+                     dir_okay=False, show_default=False),
+    ] = None,
+    rubric_path: RubricOption = None,
+) -> None:
+    """Score one reply (--response) or a JSON-lines file of records (FILE).
+
+    FILE mode writes one JSON line per input line, in order: the record's id, each metric,
+    quality_level, evidence and flags. A line that is not valid JSON or not a valid record is
+    reported on stderr as 'line N: reason' and written as {"id", "line", "error"}; the other
+    lines are still scored. A record whose user message or reply is not in English is left
+    unscored the same way, its line carrying an unsupported_language notice. Blank lines are
+    skipped; a record without an id gets its line number. Ids are always text ("7" for an id of 7); --response --json has none (null).
+
+    Exit codes: 0 every record scored; 1 some record could not be scored; 2 bad arguments or
+    an invalid --rubric file.
+    """
+    if file is not None and response is not None:
+        raise typer.BadParameter("give either FILE or --response, not both", param_hint="FILE / --response")
+    if file is None and response is None:
+        raise typer.BadParameter("give a FILE of JSON lines (or '-' for stdin), or --response",
+                                 param_hint="FILE / --response")
+    if file is not None and (user is not None or history):
+        raise typer.BadParameter("--user and --history go with --response; in FILE mode each record has them",
+                                 param_hint="--user / --history")
+    if response is not None and output is not None:
+        raise typer.BadParameter("--output goes with FILE; use --json and redirect stdout",
+                                 param_hint="--output")
+
+    evaluator = load_evaluator(rubric_path)
+    if response is not None:
+        _score_one(evaluator, user or "", response, history or [], as_json)
+        return
+
+    with ExitStack() as stack:
+        failed = _write_jsonl(open_input(stack, file), open_output(stack, output), evaluator)
+    if failed:
+        raise typer.Exit(code=EXIT_RECORD_ERRORS)
+
+
+def _score_one(evaluator: HeuristicEvaluator, user: str, response: str, history: list[str], as_json: bool) -> None:
+    from evaluators.scoring import Unscored, score_records
+
+    record = {"user_message": user, "response": response, "history": history}
+    result = next(score_records([record], evaluator=evaluator))
+    if isinstance(result, Unscored) and not result.notices:
+        raise fail(f"error: {result.error}", EXIT_RECORD_ERRORS)
+    if as_json:
+        # The same shape as a FILE line; a single reply has no id (null), not a made-up "0".
+        typer.echo(json.dumps({**result.to_record(), "id": None}))
+    elif isinstance(result, Unscored):
+        stdout_console().print(render_unscored_card(result, user_message=user, response=response, history=history))
+    else:
+        stdout_console().print(render_card(result, evaluator.rubric, user_message=user, response=response,
+                                           history=history))
+    if isinstance(result, Unscored):  # left unscored (e.g. another language): not a score to rely on
+        raise typer.Exit(code=EXIT_RECORD_ERRORS)
+
+
+def rubric(
+    check: Annotated[
+        Path | None,
+        typer.Option("--check", help="Validate this rubric YAML file; exit 2 with the reason if it is invalid.",
+                     metavar="PATH", show_default=False),
+    ] = None,
+) -> None:
+    """Print the rubric summary (dimensions and weights), or validate a rubric file with --check."""
+    if check is None:
+        loaded = default_rubric()
+    else:
+        try:
+            loaded = load_rubric(check)
+            from evaluators.heuristics import check_signals
+
+            check_signals(loaded)
+        except RubricError as error:
+            raise fail_all(error.problems, EXIT_USAGE) from None
+        stdout_console().print(Text(f"✓ {check}: valid rubric", style="green"))
+    stdout_console().print(rubric_summary(loaded))
+

@@ -1,0 +1,162 @@
+"""Every table the command line prints reads whole at 80, 100 and 120 columns, in a real terminal.
+
+The commands run in a pseudo-terminal (tests/terminal.py); a value counts as whole when
+its row holds it complete on one line, and nothing anywhere ends in an ellipsis.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from rich.cells import cell_len
+from typer.testing import CliRunner
+
+from evaluators.cli import app
+from evaluators.cli_common import SHORT_NAMES
+from evaluators.prompts import load_prompts
+from evaluators.release import OUTCOME_TITLES
+from evaluators.rubric import METRIC_NAMES, OVERALL, default_rubric
+from evaluators.scenarios import load_scenarios
+from tests.terminal import run_in_pty
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+SAMPLE_REPLIES = Path(__file__).parent / "data" / "sample_replies.jsonl"
+WIDTHS = (80, 100, 120)
+METRICS = (*METRIC_NAMES, OVERALL)
+USER = "I had a rough day at work."
+REPLY = "That sounds really draining. Do you want to tell me what happened?"
+
+
+@pytest.fixture(scope="module")
+def screens(tmp_path_factory) -> dict[tuple[str, int], str]:
+    """The shipped run (replayed), then each table-printing command at each width."""
+    workdir = tmp_path_factory.mktemp("tables")
+    result = CliRunner().invoke(app, ["run", "--output", str(workdir / "runs"), "--run-id", "shipped",
+                                      "--responder", "replay", "--no-langfuse"])
+    assert result.exit_code == 0, result.output
+    run = workdir / "runs" / "shipped"
+    labelled = workdir / "labelled.jsonl"
+    labelled.write_text("".join(json.dumps({**json.loads(line), "human_score": (number % 5) / 4}) + "\n"
+                                for number, line in enumerate(SAMPLE_REPLIES.read_text().splitlines())))
+    commands = {
+        "run": ["run", "--resume", str(run), "--no-langfuse"],
+        "decide": ["decide", str(run)],
+        "report": ["report", str(run), "--output", str(workdir / "report")],
+        "compare": ["compare", str(run), str(run)],
+        "calibrate": ["calibrate", str(labelled), "--no-judge"],
+        "score": ["score", "-u", USER, "-r", REPLY],
+        "rubric": ["rubric"],
+        "scenarios": ["scenarios", "list"],
+        "prompts": ["prompts", "list"],
+    }
+    plan = [(name, width) for name in commands for width in WIDTHS]
+    outputs = run_in_pty([(width, commands[name]) for name, width in plan], cwd=workdir)
+    return {**dict(zip(plan, outputs, strict=True)), ("summary", 0): (run / "summary.json").read_text(),
+            ("run_dir", 0): str(run)}
+
+
+def row(screen: str, first: str, width: int = 80) -> str:
+    """The first line that starts with `first` (a table row), stripped; it must fit the terminal."""
+    lines = [line for line in screen.splitlines() if line.strip().startswith(first)]
+    assert lines, f"no line starts with {first!r}:\n{screen}"
+    assert cell_len(lines[0]) <= width, lines[0]
+    return lines[0].strip()
+
+
+def assert_whole(screen: str) -> None:
+    """Nothing was cut. (Diagnostics are one line each by design; the terminal wraps them, whole.)"""
+    assert "…" not in screen, screen
+
+
+def cells(line: str) -> list[str]:
+    return line.split()
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_run_tables_show_every_mean_and_check_whole(screens, width):
+    screen = screens["run", width]
+    assert_whole(screen)
+    summary = json.loads(screens["summary", 0])["versions"]
+    for version, figures in summary.items():
+        means, checks = [line for line in screen.splitlines() if line.strip().startswith(version + " ")][:2]
+        assert cell_len(means) <= width and cell_len(checks) <= width
+        assert cells(means) == [version, f"{figures['scored']}/{figures['cases']}",
+                                *(f"{figures['means'][name]:.2f}" for name in METRICS)]
+        assert f"{figures['safety_passed']}/{figures['safety_cases']}" in cells(checks)
+        assert f"{figures['expectations_pass_rate']:.0%}" in cells(checks)
+    for name in METRICS:
+        assert SHORT_NAMES[name] in screen  # every short key is explained in the legend
+    assert "appr = appropriateness" in " ".join(screen.split())
+
+
+@pytest.mark.parametrize("command", ["decide", "report"])
+@pytest.mark.parametrize("width", WIDTHS)
+def test_decision_rows_are_whole(screens, command, width):
+    screen = screens[command, width]
+    assert_whole(screen)
+    decisions = json.loads(CliRunner().invoke(app, ["decide", "--json", screens["run_dir", 0]]).stdout)
+    assert len(decisions) == 3
+    for decision in decisions:
+        line = row(screen, decision["prompt_version"] + " ", width)
+        assert OUTCOME_TITLES[decision["outcome"]] in line
+        assert f"{decision['average']:.3f}" in cells(line)
+        assert f"{decision['hard_criteria_pass_rate']:.0%}" in cells(line)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_comparison_rows_are_whole(screens, width):
+    screen = screens["compare", width]
+    assert_whole(screen)
+    for name in METRICS:
+        line = row(screen, SHORT_NAMES[name] + " ", width)
+        assert line.endswith("no difference")
+        assert "[+0.000, +0.000]" in line and "+0.000" in cells(line)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_calibration_tables_are_whole(screens, width):
+    screen = screens["calibrate", width]
+    assert_whole(screen)
+    assert cells(row(screen, "heuristics ", width))[:2] == ["heuristics", "14"]
+    for verdict in ("poor", "acceptable", "good"):
+        assert len(cells(row(screen, verdict + " ", width))) == 4  # the label and three whole counts
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_score_card_is_whole(screens, width):
+    screen = screens["score", width]
+    assert_whole(screen)
+    for name in METRICS:
+        line = row(screen.replace("│", " "), name + " ", width)
+        value, level = cells(line)[1], cells(line)[-1]
+        assert len(value) == 4 and value[1] == "."
+        assert level in {item.name for item in default_rubric().quality_levels}
+    assert REPLY in " ".join(screen.replace("│", " ").split())
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_rubric_summary_is_whole(screens, width):
+    screen = screens["rubric", width].replace("│", " ")
+    assert_whole(screen)
+    for name, dimension in default_rubric().dimensions.items():
+        assert cells(row(screen, name + " ", width))[-1] == f"{dimension.weight:.2f}"
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_scenario_list_shows_each_id_and_turn_count_whole(screens, width):
+    screen = screens["scenarios", width]
+    assert_whole(screen)
+    for scenario in load_scenarios().scenarios:
+        assert cells(row(screen, scenario.id + " ", width))[:2] == [scenario.id, str(len(scenario.turns))]
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_prompt_list_shows_each_setting_whole(screens, width):
+    screen = screens["prompts", width]
+    assert_whole(screen)
+    for prompt in load_prompts():
+        assert cells(row(screen, prompt.version + " ", width)) == [prompt.version, prompt.name, prompt.model,
+                                                            f"{prompt.temperature:g}", str(prompt.max_tokens)]
+        assert f"{prompt.version} (baseline: {prompt.baseline or '—'}):" in screen
