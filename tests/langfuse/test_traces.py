@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from evaluators.cli import app
 from evaluators.langfuse.ids import turn_trace_id
+from evaluators.rubric import DEFAULT_RUBRIC_PATH as RUBRIC_FILE
 from tests.langfuse.conftest import run_replay
 from tests.servers.langfuse_compat import OK, server_error
 
@@ -21,7 +22,8 @@ def _moment(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
-def test_run_push_push_all_and_resume_leave_one_observation_per_span_with_its_start_time(small_project, langfuse):
+def test_run_push_push_all_resume_and_rubric_change_leave_one_observation_per_span(small_project, langfuse,
+                                                                                  tmp_path):
     server = langfuse()
     code, store = run_replay(small_project)
     assert code == 0
@@ -45,6 +47,15 @@ def test_run_push_push_all_and_resume_leave_one_observation_per_span_with_its_st
     assert code == 0 and len(resumed.read_cases()) == 6
     again = runner.invoke(app, ["push", str(store.directory)])
     assert again.exit_code == 0, again.output
+
+    changed = tmp_path / "changed-rubric.yaml"  # a rubric change: the run cannot be pushed as if scored by it
+    changed.write_text(RUBRIC_FILE.read_text().replace("ab_label: ab-test", "ab_label: ab-test-two"))
+    requests = len(server.requests)
+    refused = runner.invoke(app, ["push", "--rubric", str(changed), str(store.directory)])
+    assert refused.exit_code == 2 and "another rubric" in refused.output
+    assert len(server.requests) == requests
+    after = runner.invoke(app, ["push", "--all", str(store.directory)])
+    assert after.exit_code == 0, after.output
 
     events = server.observation_events
     assert Counter(event["id"] for event in events) == Counter({span_id: 1 for span_id in first})
