@@ -110,3 +110,11 @@ def test_version_labels_fit_the_servers_pattern_and_length():
     assert version_label(long_one) != version_label(long_two)
     assert version_label("v2-warm-boundaries") == "v2-warm-boundaries"
     assert label_problem("Production") and label_problem("a" * 37) and label_problem("")
+
+
+def test_a_run_refuses_a_label_langfuse_would_refuse_before_fetching(small_project, langfuse, capsys):
+    server = langfuse()
+    code, _ = run_replay(small_project, prompt_source="langfuse", prompt_labels=["Staging"], run_id="upper")
+    assert code == 2
+    assert "'Staging' is not a Langfuse prompt label" in " ".join(capsys.readouterr().err.split())
+    assert not [request for request in server.requests if "/prompts" in request.path]

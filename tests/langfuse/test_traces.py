@@ -89,3 +89,17 @@ def test_a_span_that_failed_is_sent_again_alone_with_its_first_times(small_proje
                ((event["id"], event["startTime"]) for event in events) if span_id in arrived)
     expected = 3 * sum(len(case.turns) for case in store.read_cases())
     assert len(events) == expected
+
+
+def test_republishing_on_purpose_says_langfuse_keeps_the_earlier_observations(small_project, langfuse):
+    server = langfuse()
+    code, store = run_replay(small_project)
+    assert code == 0
+    first = {event["id"]: event["startTime"] for event in server.observation_events}
+    result = runner.invoke(app, ["push", "--republish-traces", str(store.directory)])
+    assert result.exit_code == 0, result.output
+    assert "Langfuse keeps the observations it already has" in " ".join(result.output.split())
+    assert Counter(span.span_id for span in server.spans) == Counter({span_id: 2 for span_id in first})
+    # Sent again with the very same start times, each span lands on its own row again.
+    assert {event["id"]: event["startTime"] for event in server.observation_events} == first
+    assert len(server.observation_events) == len(first)
