@@ -86,6 +86,7 @@ def server_version(settings: LangfuseSettings) -> str | None:
         return None
     return str(version) if version else None
 
+
 # --- deterministic span ids and start times -------------------------------------------------------
 # Each holds a one-element list: the next span started in this context takes (and consumes) it.
 _span_seed: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("penpal_span_seed", default=None)
