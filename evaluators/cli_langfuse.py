@@ -45,8 +45,8 @@ from evaluators.store import RunStore, StoreError
 
 EXIT_UNDELIVERED = 1
 
-langfuse_app = typer.Typer(help="Set up Langfuse for the suite: score configs and the scenario dataset.",
-                           no_args_is_help=True, add_completion=False)
+langfuse_app = typer.Typer(help="Set up Langfuse for the suite: score configs, the scenario dataset and the "
+                                "dashboard.", no_args_is_help=True, add_completion=False)
 
 
 def _settings_or_exit() -> LangfuseSettings:
@@ -169,7 +169,7 @@ def push(
     in RUN_DIR/langfuse.json.
 
     Exit codes: 0 everything delivered; 1 something was not delivered (run push again later);
-    2 Langfuse not configured, or the run cannot be pushed.
+    2 Langfuse not configured or older than 4.59, or the run cannot be pushed.
     """
     settings = _settings_or_exit()
     evaluator = load_evaluator(rubric_path)
@@ -207,7 +207,8 @@ def setup(
     categories of verdicts, failure modes and decisions), so dashboards show the right axes.
     The dataset holds one item per scripted user turn; items of removed scenarios are archived.
 
-    Exit codes: 0 done; 1 Langfuse refused or failed; 2 not configured or invalid scenarios.
+    Exit codes: 0 done; 1 Langfuse refused (a config: the others are still created) or
+    failed; 2 not configured, Langfuse older than 4.59, or invalid scenarios.
     """
     settings = _settings_or_exit()
     rubric = load_evaluator(rubric_path).rubric
@@ -247,7 +248,8 @@ def dashboards(rubric_path: RubricOption = None) -> None:
     heuristics, conversation trust & boundaries, and release decisions. A second call changes
     nothing and says so. A server without the dashboards API gets the recipe to build it by hand.
 
-    Exit codes: 0 done; 1 Langfuse refused, failed or has no dashboards API; 2 not configured.
+    Exit codes: 0 done; 1 Langfuse refused, failed or has no dashboards API; 2 not configured
+    or Langfuse older than 4.59.
     """
     settings = _settings_or_exit()
     rubric = load_evaluator(rubric_path).rubric
@@ -311,8 +313,8 @@ def monitor(
     established, trusted; always on a hard flag, a weak metric or negative feedback), and
     pushes the scores onto their traces. A second pass over the same window adds nothing.
 
-    Exit codes: 0 done; 1 some scores were not delivered or Langfuse failed; 2 bad options or
-    Langfuse not configured.
+    Exit codes: 0 done; 1 some scores were not delivered, a score config is missing, or
+    Langfuse failed; 2 bad options, Langfuse not configured or older than 4.59.
     """
     moment = parse_since(since)
     settings = _settings_or_exit()
@@ -355,7 +357,8 @@ def prompts_push(
     Each local version becomes a version of the Langfuse prompt named by its front matter
     `name`, labelled with the local version's name; an unchanged version creates nothing.
 
-    Exit codes: 0 done; 1 Langfuse refused or failed; 2 invalid prompt files or not configured.
+    Exit codes: 0 done; 1 Langfuse refused or failed; 2 invalid prompt files or labels, not
+    configured, or Langfuse older than 4.59.
     """
     settings = _settings_or_exit()
     problems = label_problems(label or [])
