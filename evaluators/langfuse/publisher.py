@@ -188,11 +188,11 @@ class LangfusePublisher:
 
     def _spans_to_send(self, trace_id: str, span_ids: list[str]) -> list[str]:
         """The spans of a trace this push sends: those Langfuse does not have (all of them on a
-        republish). A trace an older ledger recorded whole counts as delivered."""
+        republish). A trace a ledger from before per-span records holds counts as delivered."""
         if self.republish:
             self.connection.exporter.resend(int(span_id, 16) for span_id in span_ids)
             return span_ids
-        if trace_id in self.ledger.traces:
+        if trace_id in self.ledger.traces and not any(span_id in self.ledger.spans for span_id in span_ids):
             return []
         return [span_id for span_id in span_ids if span_id not in self.ledger.spans]
 

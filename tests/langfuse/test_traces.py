@@ -4,6 +4,7 @@ resume or `--all` may send a delivered span again."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from datetime import datetime
 
@@ -11,6 +12,7 @@ from typer.testing import CliRunner
 
 from evaluators.cli import app
 from evaluators.langfuse.ids import turn_trace_id
+from evaluators.langfuse.ledger import LEDGER
 from evaluators.rubric import DEFAULT_RUBRIC_PATH as RUBRIC_FILE
 from tests.langfuse.conftest import run_replay
 from tests.servers.langfuse_compat import OK, server_error
@@ -103,3 +105,18 @@ def test_republishing_on_purpose_says_langfuse_keeps_the_earlier_observations(sm
     # Sent again with the very same start times, each span lands on its own row again.
     assert {event["id"]: event["startTime"] for event in server.observation_events} == first
     assert len(server.observation_events) == len(first)
+
+
+def test_a_ledger_from_before_per_span_records_counts_its_traces_as_delivered(small_project, langfuse):
+    server = langfuse()
+    code, store = run_replay(small_project)
+    assert code == 0
+    ledger_file = store.directory / LEDGER
+    ledger = json.loads(ledger_file.read_text())
+    ledger["traces"] = {trace_id: "2026-11-22T10:00:00+00:00|rubric-hash|experiment" for trace_id in ledger["traces"]}
+    del ledger["spans"]  # as an earlier version of the suite wrote it
+    ledger_file.write_text(json.dumps(ledger))
+    spans = len(server.spans)
+    result = runner.invoke(app, ["push", str(store.directory)])
+    assert result.exit_code == 0, result.output
+    assert len(server.spans) == spans  # nothing sent twice
