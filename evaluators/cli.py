@@ -27,12 +27,12 @@ LAZY_COMMANDS: dict[str, LazyCommand] = {
                                                        "in order."),
     "calibrate": LazyCommand("evaluators.cli_judge:calibrate", "Agreement of the judge and the heuristics with "
                                                                "human labels."),
-    "push": LazyCommand("evaluators.cli_langfuse:push", "Push a stored run to Langfuse: the traces, scores, "
+    "push": LazyCommand("evaluators.cli_langfuse:push", "Push a stored run to Langfuse: the spans, scores, "
                                                         "experiments and review items it has not yet received."),
     "monitor": LazyCommand("evaluators.cli_langfuse:monitor", "Score the companion's production replies in "
                                                               "Langfuse and write the scores back."),
-    "langfuse": LazyCommand("evaluators.cli_langfuse:langfuse_app", "Set up Langfuse for the suite: score configs "
-                                                                    "and the scenario dataset."),
+    "langfuse": LazyCommand("evaluators.cli_langfuse:langfuse_app", "Set up Langfuse for the suite: score configs, "
+                                                                    "the scenario dataset and the dashboard."),
     "scenarios": LazyCommand("evaluators.cli_data:scenarios_app", "Check and list the scenario sets."),
     "prompts": LazyCommand("evaluators.cli_data:prompts_app", "Check and list the companion prompt versions."),
 }

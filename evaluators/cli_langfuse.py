@@ -1,9 +1,11 @@
-"""The Langfuse commands: `langfuse setup`, `push`, `monitor` and `prompts push`, and the hooks
-that let `penpal-eval run` publish as it goes.
+"""The Langfuse commands: `langfuse setup`, `langfuse dashboards`, `push`, `monitor` and
+`prompts push`, and the hooks that let `penpal-eval run` publish as it goes.
 
 Keys come from the environment (LANGFUSE_PUBLIC_KEY, LANGFUSE_SECRET_KEY, LANGFUSE_BASE_URL).
 Without them `run` works as before and says that it pushed nothing; the commands here that
-cannot work without Langfuse stop with exit code 2 and say which variable to set.
+cannot work without Langfuse stop with exit code 2 and say which variable to set. A server
+older than the SDK supports gets the same treatment: one line naming the version needed,
+and nothing sent.
 """
 
 from __future__ import annotations
@@ -23,11 +25,12 @@ from evaluators.cli_common import EXIT_OK, EXIT_USAGE, RubricOption, load_evalua
 from evaluators.cli_judge import JudgeModelOption, SamplingChoice, build_judge, judge_config
 from evaluators.console import fail, plural, stderr_console, stdout_console
 from evaluators.judge.factory import judge_configured
-from evaluators.langfuse.connection import connect
+from evaluators.langfuse.connection import LangfuseConnection, LangfuseVersionError, connect
+from evaluators.langfuse.dashboards import DashboardsUnavailable, recipe_lines, sync_dashboard
 from evaluators.langfuse.datasets import sync_dataset
 from evaluators.langfuse.ledger import LedgerError
 from evaluators.langfuse.monitor import DEFAULT_FEEDBACK_SCORE, monitor as monitor_pass
-from evaluators.langfuse.prompts import push_prompt
+from evaluators.langfuse.prompts import label_problems, push_prompt
 from evaluators.langfuse.publisher import DeliveryReport, LangfusePublisher, publisher_for_store
 from evaluators.langfuse.rest import LangfuseCallFailed, LangfuseRest
 from evaluators.langfuse.run_scores import add_run_scores
@@ -42,8 +45,9 @@ from evaluators.store import RunStore, StoreError
 
 EXIT_UNDELIVERED = 1
 
-langfuse_app = typer.Typer(help="Set up Langfuse for the suite: score configs and the scenario dataset.",
-                           no_args_is_help=True, add_completion=False, rich_markup_mode="markdown")
+langfuse_app = typer.Typer(help="Set up Langfuse for the suite: score configs, the scenario dataset and the "
+                                "dashboard.", no_args_is_help=True, add_completion=False,
+                           rich_markup_mode="markdown")
 
 
 def _settings_or_exit() -> LangfuseSettings:
@@ -53,8 +57,24 @@ def _settings_or_exit() -> LangfuseSettings:
         raise fail(f"error: {error}", EXIT_USAGE) from None
 
 
+def _connection_or_exit(settings: LangfuseSettings) -> LangfuseConnection:
+    """The connection, or exit 2 with the version line for a server the SDK cannot serve."""
+    try:
+        return connect(settings)
+    except LangfuseVersionError as error:
+        raise fail(f"error: {error}", EXIT_USAGE) from None
+
+
 def _rest(settings: LangfuseSettings) -> LangfuseRest:
-    return LangfuseRest(connect(settings).api, timeout_s=settings.timeout_s)
+    return LangfuseRest(_connection_or_exit(settings).api, timeout_s=settings.timeout_s)
+
+
+def _shutdown(settings: LangfuseSettings) -> None:
+    """Stop the SDK's background work, if a connection was made (not for a refused old server)."""
+    try:
+        connect(settings).shutdown()
+    except LangfuseVersionError:
+        pass
 
 
 def print_delivery(report: DeliveryReport) -> None:
@@ -122,6 +142,9 @@ def start_run_publishing(store: RunStore, rubric: Rubric, enabled: bool | None,
         publisher = publisher_for_store(store, rubric, settings)
     except (StoreError, LedgerError) as error:
         raise fail(f"error: {error}", EXIT_USAGE) from None
+    except LangfuseVersionError as error:  # the run goes on; nothing is sent to a server that would garble it
+        stderr_console().print(Text(f"langfuse: {error}", style="yellow"))
+        return RunPublishing(None, f"Langfuse at {settings.endpoint} is too old for the SDK")
     stderr_console().print(Text(f"langfuse: publishing to {settings.endpoint} (dataset {settings.dataset})"))
     publisher.prepare()
     return RunPublishing(publisher)
@@ -131,25 +154,37 @@ def start_run_publishing(store: RunStore, rubric: Rubric, enabled: bool | None,
 def push(
     run_dir: Annotated[Path, typer.Argument(help="The run directory (runs/RUN_ID) to push.", exists=True,
                                             file_okay=False, show_default=False)],
-    all_: Annotated[bool, typer.Option("--all", help="Send every trace and score again, not only what Langfuse "
-                                                     "has not confirmed (ids make this harmless).")] = False,
+    all_: Annotated[bool, typer.Option("--all", help="Send every score again, not only what Langfuse has not "
+                                                     "confirmed (scores update in place). Spans Langfuse has are "
+                                                     "never sent again.")] = False,
+    republish_traces: Annotated[bool, typer.Option(
+        "--republish-traces", help="Also send the spans Langfuse already has. Langfuse keeps the earlier "
+                                   "observations: they are events it appends to, not records it replaces.")] = False,
     rubric_path: RubricOption = None,
 ) -> None:
-    """Push a stored run to Langfuse: the traces, scores, experiments and review items it has not yet received.
+    """Push a stored run to Langfuse: the spans, scores, experiments and review items it has not yet received.
 
-    Idempotent: every trace, observation and score has an id derived from the run, so pushing
-    again updates instead of duplicating. What Langfuse confirmed is kept in RUN_DIR/langfuse.json.
+    Each span is sent once: Langfuse keeps observations as append-only events, so the run
+    store's times and ids are reused and a delivered span is never sent again. Scores have
+    ids and timestamps of their own and are updated in place. What Langfuse confirmed is kept
+    in RUN_DIR/langfuse.json.
 
     Exit codes: 0 everything delivered; 1 something was not delivered (run push again later);
-    2 Langfuse not configured, or the run cannot be pushed.
+    2 Langfuse not configured or older than 4.59, or the run cannot be pushed.
     """
     settings = _settings_or_exit()
     evaluator = load_evaluator(rubric_path)
     try:
         store = RunStore.open(run_dir)
-        publisher = publisher_for_store(store, evaluator.rubric, settings, resend_all=all_)
-    except (StoreError, LedgerError) as error:
+        publisher = publisher_for_store(store, evaluator.rubric, settings, resend_all=all_ or republish_traces,
+                                        republish=republish_traces)
+    except (StoreError, LedgerError, LangfuseVersionError) as error:
         raise fail(f"error: {error}", EXIT_USAGE) from None
+    if republish_traces:
+        stderr_console().print(Text(
+            "warning: --republish-traces sends every span again; Langfuse keeps the observations it already has, "
+            "so its observation lists, metrics and experiment aggregates may count these spans twice",
+            style="yellow"))
     cases = store.read_cases()
     if not cases:
         raise fail(f"error: {display_path(run_dir)} holds no cases", EXIT_USAGE)
@@ -173,7 +208,8 @@ def setup(
     categories of verdicts, failure modes and decisions), so dashboards show the right axes.
     The dataset holds one item per scripted user turn; items of removed scenarios are archived.
 
-    Exit codes: 0 done; 1 Langfuse refused or failed; 2 not configured or invalid scenarios.
+    Exit codes: 0 done; 1 Langfuse refused (a config: the others are still created) or
+    failed; 2 not configured, Langfuse older than 4.59, or invalid scenarios.
     """
     settings = _settings_or_exit()
     rubric = load_evaluator(rubric_path).rubric
@@ -185,7 +221,10 @@ def setup(
     out = stdout_console()
     try:
         configs = ensure_score_configs(rest, score_definitions(rubric))
-        out.print(Text(f"score configs: {len(configs.created)} created, {len(configs.existing)} already there"))
+        failed = f", {len(configs.failed)} refused" if configs.failed else ""
+        out.print(Text(f"score configs: {len(configs.created)} created, {len(configs.existing)} already there{failed}"))
+        for problem in configs.problems():
+            stderr_console().print(Text(f"error: {problem}", style="yellow"))
         if configs.differing:
             stderr_console().print(Text("score configs that exist with another range or categories (left as they "
                                         f"are; archive them in Langfuse to recreate): {', '.join(configs.differing)}",
@@ -196,7 +235,42 @@ def setup(
     except LangfuseCallFailed as error:
         raise fail(f"error: {error}", EXIT_UNDELIVERED) from None
     finally:
-        connect(settings).shutdown()
+        _shutdown(settings)
+    if configs.failed:
+        raise typer.Exit(code=EXIT_UNDELIVERED)
+
+
+@langfuse_app.command("dashboards")
+def dashboards(rubric_path: RubricOption = None) -> None:
+    """Create or update the suite's score dashboard in Langfuse (idempotent; safe to run again).
+
+    One dashboard, "penpal-eval scores", with the widgets docs/langfuse.md describes: quality
+    and metric means per prompt version over time, hard-flag rates, the judge against the
+    heuristics, conversation trust & boundaries, and release decisions. A second call changes
+    nothing and says so. A server without the dashboards API gets the recipe to build it by hand.
+
+    Exit codes: 0 done; 1 Langfuse refused, failed or has no dashboards API; 2 not configured
+    or Langfuse older than 4.59.
+    """
+    settings = _settings_or_exit()
+    rubric = load_evaluator(rubric_path).rubric
+    rest = _rest(settings)
+    out = stdout_console()
+    try:
+        sync = sync_dashboard(rest, rubric)
+    except DashboardsUnavailable:
+        stderr_console().print(Text(f"error: Langfuse at {settings.endpoint} has no dashboards API (it answered 404 "
+                                    "on /api/public/unstable/dashboard-widgets); build the dashboard by hand as "
+                                    "docs/langfuse.md describes:", style="yellow"))
+        for line in recipe_lines(rubric):
+            out.print(Text(line))
+        raise typer.Exit(code=EXIT_UNDELIVERED) from None
+    except LangfuseCallFailed as error:
+        raise fail(f"error: {error}", EXIT_UNDELIVERED) from None
+    finally:
+        _shutdown(settings)
+    for line in sync.lines():
+        out.print(Text(line))
 
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
@@ -240,12 +314,13 @@ def monitor(
     established, trusted; always on a hard flag, a weak metric or negative feedback), and
     pushes the scores onto their traces. A second pass over the same window adds nothing.
 
-    Exit codes: 0 done; 1 some scores were not delivered or Langfuse failed; 2 bad options or
-    Langfuse not configured.
+    Exit codes: 0 done; 1 some scores were not delivered, a score config is missing, or
+    Langfuse failed; 2 bad options, Langfuse not configured or older than 4.59.
     """
     moment = parse_since(since)
     settings = _settings_or_exit()
     evaluator = load_evaluator(rubric_path)
+    rest = _rest(settings)
     llm_judge = sampling = None
     if judge and judge_configured(os.environ):
         llm_judge, sampling = build_judge(judge_config(model=judge_model, samples=1, sampling=SamplingChoice.policy,
@@ -258,12 +333,12 @@ def monitor(
     errors = stderr_console()
     errors.print(Text(f"monitor: {settings.endpoint}, generations since {moment.isoformat(timespec='seconds')}"))
     try:
-        report = monitor_pass(_rest(settings), evaluator, moment, judge=llm_judge, sampling=sampling, name=name,
+        report = monitor_pass(rest, evaluator, moment, judge=llm_judge, sampling=sampling, name=name,
                               environment=environment, feedback_score=feedback_score)
     except LangfuseCallFailed as error:
         raise fail(f"error: {error}", EXIT_UNDELIVERED) from None
     finally:
-        connect(settings).shutdown()
+        _shutdown(settings)
     for line in report.lines():
         stdout_console().print(Text(line))
     raise typer.Exit(code=EXIT_UNDELIVERED if report.scores_undelivered or report.problems else EXIT_OK)
@@ -283,9 +358,13 @@ def prompts_push(
     Each local version becomes a version of the Langfuse prompt named by its front matter
     `name`, labelled with the local version's name; an unchanged version creates nothing.
 
-    Exit codes: 0 done; 1 Langfuse refused or failed; 2 invalid prompt files or not configured.
+    Exit codes: 0 done; 1 Langfuse refused or failed; 2 invalid prompt files or labels, not
+    configured, or Langfuse older than 4.59.
     """
     settings = _settings_or_exit()
+    problems = label_problems(label or [])
+    if problems:
+        raise fail("error: --label: " + "\nerror: --label: ".join(problems), EXIT_USAGE)
     try:
         prompts = load_prompts(directory, prompt)
     except PromptError as error:
@@ -297,4 +376,4 @@ def prompts_push(
     except LangfuseCallFailed as error:
         raise fail(f"error: {error}", EXIT_UNDELIVERED) from None
     finally:
-        connect(settings).shutdown()
+        _shutdown(settings)

@@ -182,7 +182,7 @@ class FairnessSettings(_Strict):
 
 
 AVERAGE_SOURCES: tuple[str, ...] = ("heuristic", "judge", "blend")
-LABEL_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"  # a prompt label `decide --apply` may set
+LABEL_PATTERN = r"^[a-z0-9_.-]{1,36}$"  # a prompt label `decide --apply` may set: what Langfuse accepts
 
 
 class DecisionThresholds(_Strict):

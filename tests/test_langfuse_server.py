@@ -23,6 +23,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, Sp
 from tests.servers.langfuse_compat import (
     DROP,
     OK,
+    SERVER_VERSION,
     LangfuseCompatServer,
     RecordedRequest,
     hang,
@@ -210,7 +211,9 @@ def test_scores_arrive_as_an_array_with_their_types_and_ids(client):
     assert [s["id"] for s in listed["data"]] == ["s-cat"] and listed["meta"]["totalItems"] == 1
 
 
-def test_scores_that_break_their_config_or_type_are_rejected(client):
+def test_scores_that_break_their_config_or_type_are_accepted_then_dropped(client):
+    """The API answers 202; the ingestion worker then drops what breaks its config or type
+    (validateAndInflateScore.ts), without a word to the client."""
     langfuse, server = client()
     quality = langfuse.api.score_configs.create(name="overall_quality", data_type="NUMERIC", min_value=0, max_value=1)
     verdict = langfuse.api.score_configs.create(
@@ -230,23 +233,23 @@ def test_scores_that_break_their_config_or_type_are_rejected(client):
     assert set(server.scores) == {"ok-1", "ok-2"}
     assert server.scores["ok-2"]["value"] == 1.0 and server.scores["ok-2"]["configId"] == verdict.id
     [batch] = server.requests_to(SCORES, "POST")
-    assert batch.status == 207
-    assert (batch.response["accepted"], batch.response["rejected"]) == (2, 5)
-    errors = {message.split("(id ")[1].split(")")[0]: message
-              for message in (e["message"] for e in batch.response["errors"])}
+    assert batch.status == 202
+    errors = dict(server.dropped_scores)
     assert set(errors) == {"bad-range", "bad-cat", "bad-name", "bad-bool", "bad-type"}
     assert "range" in errors["bad-range"] and "categories" in errors["bad-cat"]
     assert "Name mismatch" in errors["bad-name"] and "0 or 1" in errors["bad-bool"]
-    assert set(server.score_deliveries) == {"ok-1", "ok-2"}
+    assert set(server.score_deliveries) == {"ok-1", "ok-2"}  # the dropped ones never count as delivered
 
 
 def test_single_score_object_is_answered_like_the_spec(langfuse_server):
     server = langfuse_server()
     accepted = _post(server, SCORES, {"name": "overall_quality", "value": 0.7, "traceId": "trace-1"})
     assert accepted.status_code == 200 and server.scores[accepted.json()["id"]]["value"] == 0.7
-    refused = _post(server, SCORES, {"name": "passed", "value": 0.5, "traceId": "trace-1", "dataType": "BOOLEAN"})
-    assert refused.status_code == 400 and "0 or 1" in refused.json()["message"]
-    assert len(server.scores) == 1
+    dropped = _post(server, SCORES, {"name": "passed", "value": 0.5, "traceId": "trace-1", "dataType": "BOOLEAN"})
+    assert dropped.status_code == 200  # accepted; the worker drops it
+    assert len(server.scores) == 1 and "0 or 1" in server.dropped_scores[0][1]
+    refused = _post(server, SCORES, {"name": "passed", "traceId": "trace-1"})
+    assert refused.status_code == 400
 
 
 # --- score configs, datasets, prompts -------------------------------------------------------------
@@ -516,7 +519,7 @@ def test_a_stopped_server_refuses_connections_and_a_new_one_takes_over(langfuse_
         socket.create_connection(("127.0.0.1", port), timeout=1)
     replacement = langfuse_server()
     assert replacement.base_url != server.base_url
-    assert _get(replacement, "/api/public/health").json() == {"status": "OK", "version": "4.16.0"}
+    assert _get(replacement, "/api/public/health").json() == {"status": "OK", "version": SERVER_VERSION}
 
 
 def test_a_restarted_server_comes_back_on_the_same_address_with_its_state(client, langfuse_server):
@@ -534,3 +537,109 @@ def test_a_restarted_server_comes_back_on_the_same_address_with_its_state(client
     langfuse.create_score(name="after", value=1.0, session_id="s", score_id="after")
     langfuse.flush()  # the SDK's pooled connection was closed by stop(); it reconnects
     assert set(server.scores) == {"before", "after"}
+
+
+# --- the server's own rules (each mirrors a file of langfuse/langfuse) ----------------------------
+def test_a_span_sent_again_with_another_start_time_is_a_second_event_row(client):
+    """The events table keys rows on span id and start time: the v2 observations API counts a
+    resent span twice unless its start time is the same."""
+    langfuse, server = client()
+    capture = _Capture()
+    langfuse._otel_tracer  # noqa: B018 - the client's tracer exists once the client does
+    provider = TracerProvider(shutdown_on_exit=False)
+    provider.add_span_processor(SimpleSpanProcessor(capture))
+    with provider.get_tracer("test").start_as_current_span("turn", start_time=1_700_000_000_000_000_000) as span:
+        span.set_attribute("langfuse.observation.type", "span")
+    exporter = OTLPSpanExporter(endpoint=server.base_url + OTLP, headers=server.auth_header())
+    [original] = capture.spans
+    assert exporter.export([original]) == SpanExportResult.SUCCESS
+    assert exporter.export([original]) == SpanExportResult.SUCCESS  # same id and start: replaces its row
+    moved = ReadableSpan(name=original.name, context=original.context, parent=original.parent,
+                         resource=original.resource, attributes=original.attributes,
+                         start_time=original.start_time + 5_000_000_000, end_time=original.end_time + 5_000_000_000,
+                         instrumentation_scope=original.instrumentation_scope)
+    assert exporter.export([moved]) == SpanExportResult.SUCCESS
+    span_id = format(original.context.span_id, "016x")
+    assert [event["id"] for event in server.observation_events] == [span_id, span_id]
+    listed = _get(server, "/api/public/v2/observations", traceId=format(original.context.trace_id, "032x")).json()
+    assert [row["id"] for row in listed["data"]] == [span_id, span_id]
+    assert list(server.observations) == [span_id]  # the UI's deduplicated view
+
+
+def test_a_boolean_config_with_null_categories_is_refused(langfuse_server):
+    server = langfuse_server()
+    refused = _post(server, "/api/public/score-configs", {"name": "passed", "dataType": "BOOLEAN", "categories": None})
+    assert refused.status_code == 400 and "categories" in json.dumps(refused.json())
+    refused = _post(server, "/api/public/score-configs",
+                    {"name": "verdict", "dataType": "CATEGORICAL", "minValue": 0,
+                     "categories": [{"label": "good", "value": 1}]})
+    assert refused.status_code == 400
+    created = _post(server, "/api/public/score-configs", {"name": "passed", "dataType": "BOOLEAN"})
+    assert created.status_code == 200 and created.json()["categories"] == [
+        {"label": "True", "value": 1}, {"label": "False", "value": 0}]
+    numeric = _post(server, "/api/public/score-configs",
+                    {"name": "quality", "dataType": "NUMERIC", "minValue": 0, "maxValue": 1, "categories": None})
+    assert numeric.status_code == 200  # nullish there
+    assert [config["name"] for config in server.score_configs.values()] == ["passed", "quality"]
+
+
+def test_an_older_server_takes_one_score_per_request_and_ignores_its_timestamp(langfuse_server):
+    server = langfuse_server(version="4.16.0")
+    assert _get(server, "/api/public/health").json() == {"status": "OK", "version": "4.16.0"}
+    batch = _post(server, SCORES, [{"id": "s1", "name": "quality", "value": 0.5, "traceId": "t1"}])
+    assert batch.status_code == 400 and server.scores == {}
+    single = _post(server, SCORES, {"id": "s1", "name": "quality", "value": 0.5, "traceId": "t1",
+                                    "timestamp": "2020-01-01T00:00:00Z"})
+    assert single.status_code == 200
+    assert not server.scores["s1"]["timestamp"].startswith("2020")  # the receipt time, not the one sent
+
+
+def test_annotation_queues_need_existing_score_configs(langfuse_server):
+    server = langfuse_server()
+    empty = _post(server, "/api/public/annotation-queues", {"name": "review", "scoreConfigIds": []})
+    assert empty.status_code == 400
+    unknown = _post(server, "/api/public/annotation-queues", {"name": "review", "scoreConfigIds": ["nope"]})
+    assert unknown.status_code == 400 and server.annotation_queues == {}
+    config = server.add_score_config(name="quality", data_type="NUMERIC")
+    created = _post(server, "/api/public/annotation-queues", {"name": "review", "scoreConfigIds": [config["id"]]})
+    assert created.status_code == 200 and created.json()["scoreConfigIds"] == [config["id"]]
+
+
+@pytest.mark.parametrize("label", ["Staging", "a" * 37, "with space"])
+def test_prompt_labels_follow_the_servers_pattern(langfuse_server, label):
+    server = langfuse_server()
+    refused = _post(server, "/api/public/v2/prompts", {"name": "companion", "prompt": "hi", "labels": [label]})
+    assert refused.status_code == 400 and server.prompts == {}
+    accepted = _post(server, "/api/public/v2/prompts", {"name": "companion", "prompt": "hi", "labels": ["a" * 36]})
+    assert accepted.status_code == 200
+    patched = httpx.patch(server.base_url + "/api/public/v2/prompts/companion/versions/1", json={"newLabels": [label]},
+                          headers=server.auth_header(), timeout=5)
+    assert patched.status_code == 400
+
+
+def test_dashboards_and_widgets_follow_the_servers_types(client):
+    langfuse, server = client()
+    widget = langfuse.api.unstable.dashboard_widgets.create(
+        name="Quality per version", view="scores-numeric", dimensions=[{"field": "name"}],
+        metrics=[{"measure": "value", "agg": "avg"}],
+        filters=[{"column": "name", "operator": "any of", "type": "stringOptions", "value": ["overall_quality"]}],
+        chart_type="VERTICAL_BAR")
+    assert widget.chart_config.type == "VERTICAL_BAR" and widget.description == ""
+    dashboard = langfuse.api.unstable.dashboards.create(name="penpal-eval", description="scores")
+    tile = langfuse.api.unstable.dashboards.add_placement(dashboard.id, request={"type": "widget",
+                                                                                  "widgetId": widget.id})
+    assert tile.widget_id == widget.id and (tile.x, tile.y, tile.width, tile.height) == (0, 0, 6, 6)
+    again = langfuse.api.unstable.dashboards.add_placement(dashboard.id, request={"type": "widget",
+                                                                                   "widgetId": widget.id})
+    assert again.y == tile.y + tile.height  # appended below
+    assert [t.id for t in langfuse.api.unstable.dashboards.get(dashboard.id).definition.widgets] == [tile.id, again.id]
+    no_metric = _post(server, "/api/public/unstable/dashboard-widgets",
+                      {"name": "x", "view": "scores-numeric", "dimensions": [], "metrics": [], "filters": [],
+                       "chartType": "PIE"})
+    assert no_metric.status_code == 400
+    assert len(server.dashboard_widgets) == 1
+
+
+def test_a_server_without_the_dashboards_api_answers_404(langfuse_server):
+    server = langfuse_server(dashboards=False)
+    assert _get(server, "/api/public/unstable/dashboards").status_code == 404

@@ -31,7 +31,7 @@ from evaluators.judge.result import HistoryItem, JudgeInput, JudgeResult
 from evaluators.judge.sampling import SamplingState
 from evaluators.judge.stage import sampling_triggers
 from evaluators.langfuse.ids import score_id
-from evaluators.langfuse.rest import LangfuseRest
+from evaluators.langfuse.rest import LangfuseCallFailed, LangfuseRest
 from evaluators.langfuse.score_configs import RUBRIC_VERSION, ensure_score_configs, score_definitions
 from evaluators.langfuse.scores import ScoreBuilder, heuristic_scores, judge_scores, send_scores
 from evaluators.models import ReplyCase, TurnResult, Unscored
@@ -189,6 +189,18 @@ async def _judge_all(judge: LLMJudge, inputs: Sequence[JudgeInput]) -> list[Judg
         await judge.aclose()
 
 
+def _score_configs(rest: LangfuseRest, rubric: Rubric, report: MonitorReport) -> tuple[dict[str, str], dict]:
+    """The config ids to put on scores and the configs to check them against; a config that
+    cannot be had costs its scores their configId, never the pass (the problem is reported)."""
+    try:
+        setup = ensure_score_configs(rest, score_definitions(rubric))
+    except LangfuseCallFailed as error:
+        report.problems.append(f"score configs: {error}; scores are sent without a configId")
+        return {}, {}
+    report.problems += [f"score configs: {problem}" for problem in setup.problems()]
+    return setup.ids, {config.id: config for config in setup.configs.values()}
+
+
 def monitor(rest: LangfuseRest, evaluator: HeuristicEvaluator, since: datetime, *, judge: LLMJudge | None,
             sampling: SamplingState | None, name: str | None = None, environment: str | None = None,
             feedback_score: str = DEFAULT_FEEDBACK_SCORE) -> MonitorReport:
@@ -198,7 +210,7 @@ def monitor(rest: LangfuseRest, evaluator: HeuristicEvaluator, since: datetime, 
     """
     rubric = evaluator.rubric
     report = MonitorReport()
-    config_ids = ensure_score_configs(rest, score_definitions(rubric)).ids
+    config_ids, configs = _score_configs(rest, rubric, report)
     generations = list_generations(rest, since, name=name, environment=environment)
     report.fetched = len(generations)
     done = {score.id for score in list_scores(rest, since, RUBRIC_VERSION)}
@@ -248,7 +260,7 @@ def monitor(rest: LangfuseRest, evaluator: HeuristicEvaluator, since: datetime, 
         judge_scores(builder, judgement.to_record() if judgement else None, rubric)
         bodies_by_reply[reply.observation_id] = [score.body(config_ids) for score in builder.records]
         report.flagged += bool(result.flags)
-    delivery = send_scores(rest, [body for bodies in bodies_by_reply.values() for body in bodies])
+    delivery = send_scores(rest, [body for bodies in bodies_by_reply.values() for body in bodies], configs)
     delivered = set(delivery.delivered)
     markers = []
     for reply in replies:

@@ -25,6 +25,9 @@ from evaluators.models import PromptVersion
 
 PRODUCTION = "production"
 CONFIG_KEYS = ("model", "temperature", "max_tokens")
+# What Langfuse accepts as a prompt label (packages/shared/src/features/prompts/constants.ts).
+LABEL_PATTERN = re.compile(r"^[a-z0-9_\-.]+$")
+MAX_LABEL_LENGTH = 36
 _LABEL_UNSAFE = re.compile(r"[^a-z0-9_.-]+")
 
 
@@ -32,9 +35,28 @@ class LangfusePromptError(ValueError):
     """A Langfuse prompt cannot be used as a companion prompt; the message names prompt, label and field."""
 
 
+def label_problem(label: str) -> str | None:
+    """Why Langfuse would refuse this prompt label, or None when it takes it."""
+    if not LABEL_PATTERN.match(label):
+        return (f"{label!r} is not a Langfuse prompt label: lowercase letters, digits, '_', '-' and '.' only")
+    if len(label) > MAX_LABEL_LENGTH:
+        return f"{label!r} is not a Langfuse prompt label: at most {MAX_LABEL_LENGTH} characters"
+    return None
+
+
 def version_label(version: str) -> str:
-    """The Langfuse label that marks the Langfuse version of a local prompt version."""
-    return _LABEL_UNSAFE.sub("-", version.lower()).strip("-") or "version"
+    """The Langfuse label that marks the Langfuse version of a local prompt version: the name in
+    Langfuse's label alphabet, cut to its length with a short hash so two long names stay apart."""
+    label = _LABEL_UNSAFE.sub("-", version.lower()).strip("-") or "version"
+    if len(label) <= MAX_LABEL_LENGTH:
+        return label
+    suffix = short_hash(version)[:8]
+    return f"{label[:MAX_LABEL_LENGTH - len(suffix) - 1].rstrip('-')}-{suffix}"
+
+
+def label_problems(labels: Sequence[str]) -> list[str]:
+    """Every label Langfuse would refuse, each with why (all of them, not the first)."""
+    return [problem for problem in map(label_problem, labels) if problem]
 
 
 def prompt_config(prompt: PromptVersion) -> dict:
@@ -121,7 +143,9 @@ def fetch_prompts(rest: LangfuseRest, names: Sequence[str], labels: Sequence[str
     """
     fetched: dict[str, PromptVersion] = {}
     production: set[str] = set()
-    problems = []
+    problems = label_problems(labels)
+    if problems:
+        raise LangfusePromptError("; ".join(problems))
     for name in names:
         for label in labels:
             prompt = get_prompt(rest, name, label=label)

@@ -7,6 +7,10 @@ come; scores, run-level scores and review items are sent by `deliver()` at the e
 batches with retries. Whatever Langfuse did not confirm is counted, named in the report and
 left out of the ledger, so the next push sends exactly that.
 
+Langfuse keeps observations as append-only events, so each span is sent once: the ledger
+records delivery per span, and only spans that never arrived are sent again, with the same
+ids and times. Scores upsert on id and timestamp, so they are what a later push updates.
+
 Failures here never fail the run: a run against a failing Langfuse finishes with its store
 whole and says what it could not deliver.
 """
@@ -19,24 +23,23 @@ from pathlib import Path
 
 from evaluators.langfuse.connection import LangfuseConnection, connect
 from evaluators.langfuse.datasets import DatasetSync, sync_dataset
-from evaluators.langfuse.ids import experiment_id, experiment_run_name, turn_trace_id
+from evaluators.langfuse.ids import experiment_id, experiment_run_name, session_id, turn_trace_id
 from evaluators.langfuse.ledger import DeliveryLedger
 from evaluators.langfuse.rest import LangfuseCallFailed, LangfuseRest
-from evaluators.langfuse.review import add_to_queue, queued_trace_ids, resolve_queue, review_reasons
+from evaluators.langfuse.review import add_to_queue, create_queue, find_queue, queued_trace_ids, review_reasons
 from evaluators.langfuse.score_configs import (
     CATEGORICAL,
-    HARD_CRITERIA,
     NUMERIC,
-    JUDGE_OVERALL,
-    JUDGE_VERDICT,
+    REVIEW_CONFIGS,
     definitions_by_name,
     ensure_score_configs,
     score_definitions,
 )
 from evaluators.langfuse.scores import ScoreBuilder, ScoreRecord, body_fingerprint, send_scores, turn_scores
-from evaluators.langfuse.traces import ExperimentLink, TurnTrace, emit_turn
+from evaluators.langfuse.session_scores import conversation_scores
+from evaluators.langfuse.traces import ExperimentLink, TurnTrace, emit_turn, turn_span_ids, turn_starts
 from evaluators.models import CaseResult
-from evaluators.rubric import OVERALL, Rubric
+from evaluators.rubric import Rubric
 from evaluators.langfuse.settings import LangfuseSettings
 from evaluators.store import RunInputs, RunStore, StoreError, utc_now
 
@@ -83,12 +86,15 @@ class DeliveryReport:
 @dataclass
 class _PendingTrace:
     trace: TurnTrace
-    fingerprint: str
+    to_send: tuple[str, ...]  # the span ids this push sends (the others are in Langfuse already)
 
 
 class LangfusePublisher:
+    """`resend_all` sends every score again (they upsert); `republish` also sends delivered spans
+    again, which Langfuse adds beside the observations it keeps (the CLI says so)."""
+
     def __init__(self, connection: LangfuseConnection, rubric: Rubric, *, run_id: str, inputs: RunInputs,
-                 run_dir: Path, timestamp: str | None, resend_all: bool = False) -> None:
+                 run_dir: Path, timestamp: str | None, resend_all: bool = False, republish: bool = False) -> None:
         self.connection = connection
         self.rubric = rubric
         self.run_id = run_id
@@ -98,12 +104,15 @@ class LangfusePublisher:
         self.inputs = inputs
         self.timestamp = timestamp  # the run's start: Langfuse updates a score only if id and timestamp match
         self.resend_all = resend_all
+        self.republish = republish
         self.rest = LangfuseRest(connection.api, timeout_s=connection.settings.timeout_s)
         self.ledger = DeliveryLedger.load(run_dir)
         if self.ledger.endpoint != connection.settings.endpoint:  # another server: nothing of ours is there yet
             self.ledger = DeliveryLedger(self.ledger.path, connection.settings.endpoint, pushes=self.ledger.pushes)
+        connection.exporter.know(int(span_id, 16) for span_id in self.ledger.spans)
         self.report = DeliveryReport(connection.settings.endpoint)
         self.config_ids: dict[str, str] = {}
+        self.configs_by_id: dict[str, object] = {}  # what each score is checked against before it is sent
         self.dataset: DatasetSync | None = None
         self.experiments: dict[str, ExperimentLink] = {}
         self.queue_id: str | None = None
@@ -130,7 +139,10 @@ class LangfusePublisher:
             self.report.problems.append(f"{what}: {type(error).__name__}: {error}")
 
     def _prepare_configs(self) -> None:
-        self.config_ids = ensure_score_configs(self.rest, score_definitions(self.rubric)).ids
+        setup = ensure_score_configs(self.rest, score_definitions(self.rubric))
+        self.config_ids = setup.ids
+        self.configs_by_id = {config.id: config for config in setup.configs.values()}
+        self.report.problems += [f"score configs: {problem}" for problem in setup.problems()]
 
     def _prepare_dataset(self) -> None:
         self.dataset = sync_dataset(self.rest, self.connection.settings.dataset, self.inputs.scenarios)
@@ -142,9 +154,21 @@ class LangfusePublisher:
                                                        self.dataset.id, prompt.description.strip())
 
     def _prepare_queue(self) -> None:
-        ids = [self.config_ids[name] for name in (OVERALL, JUDGE_OVERALL, JUDGE_VERDICT, HARD_CRITERIA)
-               if name in self.config_ids]
-        self.queue_id = resolve_queue(self.rest, self.connection.settings.review_queue, ids)
+        """The review queue: found by name or id, else created with the review score configs.
+
+        Langfuse refuses a queue without score configs (annotation-queues.ts: `scoreConfigIds`
+        at least one, each existing), so without them the queue is reported and skipped.
+        """
+        name = self.connection.settings.review_queue
+        self.queue_id = find_queue(self.rest, name)
+        if self.queue_id is None:
+            ids = [self.config_ids[config] for config in REVIEW_CONFIGS if config in self.config_ids]
+            if not ids:
+                self.report.problems.append(
+                    f"annotation queue {name} not created: it needs the score configs {', '.join(REVIEW_CONFIGS)}, "
+                    "and none exists; run `penpal-eval langfuse setup`, then push again")
+                return
+            self.queue_id = create_queue(self.rest, name, ids)
         self._queued = queued_trace_ids(self.rest, self.queue_id)
 
     # --- the cases ----------------------------------------------------------------------------------
@@ -162,18 +186,29 @@ class LangfusePublisher:
         except Exception as error:  # noqa: BLE001 - one unpublishable case must not stop a run or a push
             self.report.problems.append(f"{case.case_id}: not published: {type(error).__name__}: {error}")
 
+    def _spans_to_send(self, trace_id: str, span_ids: list[str]) -> list[str]:
+        """The spans of a trace this push sends: those Langfuse does not have (all of them on a
+        republish). A trace a ledger from before per-span records holds counts as delivered."""
+        if self.republish:
+            self.connection.exporter.resend(int(span_id, 16) for span_id in span_ids)
+            return span_ids
+        if trace_id in self.ledger.traces and not any(span_id in self.ledger.spans for span_id in span_ids):
+            return []
+        return [span_id for span_id in span_ids if span_id not in self.ledger.spans]
+
     def _add_turns(self, case: CaseResult) -> None:
         experiment = self.experiments.get(case.prompt_version)
-        fingerprint = f"{case.finished_at}|{self.rubric.content_hash}|{experiment.experiment_id if experiment else '-'}"
-        for turn in case.turns:
+        starts = turn_starts(case, self.timestamp)
+        for turn, start in zip(case.turns, starts, strict=True):
             trace_id = turn_trace_id(self.run_id, case.prompt_version, case.scenario_id, turn.index)
-            if self.resend_all or self.ledger.traces.get(trace_id) != fingerprint:
+            to_send = self._spans_to_send(trace_id, turn_span_ids(trace_id, turn))
+            if to_send:
                 item_id = self.dataset.item_id(case.scenario_id, turn.index) if self.dataset else None
                 trace = emit_turn(self.connection.client, run_id=self.run_id, case=case, turn=turn, rubric=self.rubric,
                                   prompt=self.prompts.get(case.prompt_version),
-                                  scenario=self.scenarios.get(case.scenario_id), item_id=item_id,
+                                  scenario=self.scenarios.get(case.scenario_id), start_ns=start, item_id=item_id,
                                   experiment=experiment)
-                self._traces.append(_PendingTrace(trace, fingerprint))
+                self._traces.append(_PendingTrace(trace, tuple(to_send)))
             else:
                 self.report.traces_unchanged += 1
             self.add_scores(turn_scores(case=case, turn=turn, trace_id=trace_id, rubric=self.rubric,
@@ -182,6 +217,10 @@ class LangfusePublisher:
             if self.queue_id and review_reasons(turn) and trace_id not in self._queued:
                 self._review.append(trace_id)
                 self._queued.add(trace_id)
+        self.add_scores(conversation_scores(case=case, session=session_id(self.run_id, case.prompt_version,
+                                                                          case.scenario_id),
+                                            rubric=self.rubric, timestamp=self.timestamp,
+                                            environment=self.connection.environment, run_id=self.run_id))
 
     def add_scores(self, records: Iterable[ScoreRecord]) -> None:
         """Queue scores that Langfuse does not have yet in this form (all of them with resend_all)."""
@@ -199,13 +238,15 @@ class LangfusePublisher:
         if not self.connection.flush():
             report.problems.append(f"Langfuse did not take the spans within {self.connection.settings.flush_timeout_s:g} s")
         for pending in self._traces:
-            keys = pending.trace.span_keys
-            delivered = self.connection.exporter.delivered(keys)
+            delivered = self.connection.exporter.delivered(int(span_id, 16) for span_id in pending.to_send)
             report.traces_sent += 1
-            report.spans_sent += len(keys)
-            report.spans_undelivered += len(keys) - len(delivered)
-            if len(delivered) == len(keys):
-                self.ledger.traces[pending.trace.trace_id] = pending.fingerprint
+            report.spans_sent += len(pending.to_send)
+            report.spans_undelivered += len(pending.to_send) - len(delivered)
+            for span_id in pending.to_send:
+                if int(span_id, 16) in delivered:
+                    self.ledger.spans[span_id] = pending.trace.spans[span_id]
+            if all(span_id in self.ledger.spans for span_id in pending.trace.spans):
+                self.ledger.traces[pending.trace.trace_id] = "delivered"
         self._send_scores()
         for trace_id in self._review:
             try:
@@ -224,7 +265,7 @@ class LangfusePublisher:
 
     def _send_scores(self) -> None:
         bodies = self._scores
-        delivery = send_scores(self.rest, bodies.values())
+        delivery = send_scores(self.rest, bodies.values(), self.configs_by_id)
         self.report.scores_sent += delivery.sent
         self.report.scores_undelivered += delivery.undelivered
         self.report.problems += [problem for problem in delivery.problems if problem not in self.report.problems]
@@ -253,8 +294,9 @@ def version_scores(publisher: LangfusePublisher, version: str, values: Mapping[s
 
 
 def publisher_for_store(store: RunStore, rubric: Rubric, settings: LangfuseSettings, *,
-                        resend_all: bool = False) -> LangfusePublisher:
-    """A publisher for a stored run; StoreError when the run cannot be pushed faithfully."""
+                        resend_all: bool = False, republish: bool = False) -> LangfusePublisher:
+    """A publisher for a stored run; StoreError when the run cannot be pushed faithfully,
+    LangfuseVersionError (nothing sent) when the server is too old for the SDK."""
     manifest = store.manifest
     run_rubric = manifest.get("hashes", {}).get("rubric")
     if run_rubric and run_rubric != rubric.content_hash:
@@ -266,4 +308,4 @@ def publisher_for_store(store: RunStore, rubric: Rubric, settings: LangfuseSetti
                          "from), so its traces cannot be rebuilt; run the evaluation again to push it")
     return LangfusePublisher(connect(settings), rubric, run_id=manifest.get("run_id") or store.directory.name,
                              inputs=inputs, run_dir=store.directory, timestamp=manifest.get("created_at"),
-                             resend_all=resend_all)
+                             resend_all=resend_all, republish=republish)

@@ -21,16 +21,22 @@ def review_reasons(turn: TurnResult) -> list[str]:
     return reasons
 
 
-def resolve_queue(rest: LangfuseRest, name_or_id: str, score_config_ids: Sequence[str]) -> str:
-    """The queue's id: an existing queue by id or name, else a new queue with that name."""
+def find_queue(rest: LangfuseRest, name_or_id: str) -> str | None:
+    """The id of an existing queue with this id or name, or None."""
     for queue in rest.pages(rest.api.annotation_queues.list_queues, what="list annotation queues"):
         if name_or_id in (queue.id, queue.name):
             return queue.id
-    created = rest.call(rest.api.annotation_queues.create_queue, name=name_or_id,
-                        score_config_ids=list(score_config_ids),
+    return None
+
+
+def create_queue(rest: LangfuseRest, name: str, score_config_ids: Sequence[str]) -> str:
+    """A new queue; Langfuse needs at least one score config for it (annotation-queues.ts)."""
+    if not score_config_ids:
+        raise ValueError(f"annotation queue {name}: Langfuse needs at least one score config id")
+    created = rest.call(rest.api.annotation_queues.create_queue, name=name, score_config_ids=list(score_config_ids),
                         description="Replies penpal-eval flagged for human review (judge-heuristics "
                                     "disagreement, unreadable verdicts, hard flags).",
-                        what=f"create annotation queue {name_or_id}")
+                        what=f"create annotation queue {name}")
     return created.id
 
 

@@ -3,14 +3,20 @@ an explicit data type, and the evidence or the judge's reasoning as the comment.
 
 Langfuse updates a score when the same id arrives again *with the same timestamp*, so every
 score of a run carries the run's start time, not the time it was sent.
+
+A score that does not fit its config is answered 200 by Langfuse and then dropped by its
+ingestion worker without a word, so `send_scores` checks each score against its config
+first and reports a mismatch as an error of the run instead of sending it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from evaluators.hard_criteria import turn_hard_criteria
 from evaluators.judge.result import is_usable
@@ -27,6 +33,7 @@ from evaluators.langfuse.score_configs import (
     criterion_name,
     flag_name,
     judge_name,
+    score_problem,
 )
 from evaluators.models import CaseResult, TurnResult
 from evaluators.rubric import METRIC_NAMES, OVERALL, Rubric
@@ -43,6 +50,7 @@ class ScoreRecord:
     comment: str | None = None
     trace_id: str | None = None
     observation_id: str | None = None
+    session_id: str | None = None
     dataset_run_id: str | None = None
     timestamp: str | None = None
     environment: str | None = None
@@ -53,7 +61,7 @@ class ScoreRecord:
         fields = {
             "id": self.id, "name": self.name, "value": self.value, "dataType": self.data_type,
             "comment": self.comment, "traceId": self.trace_id, "observationId": self.observation_id,
-            "datasetRunId": self.dataset_run_id, "timestamp": self.timestamp, "environment": self.environment,
+            "sessionId": self.session_id, "datasetRunId": self.dataset_run_id, "timestamp": self.timestamp, "environment": self.environment,
             "metadata": dict(self.metadata) if self.metadata else None,
             "configId": (config_ids or {}).get(self.name),
         }
@@ -73,14 +81,16 @@ def evidence_comment(heuristics: Mapping, metric: str) -> str:
 
 
 class ScoreBuilder:
-    """Builds the records for one subject (a trace, or an experiment) with shared fields."""
+    """Builds the records for one subject (a trace, a session, or an experiment) with shared fields."""
 
     def __init__(self, *, subject: str, timestamp: str | None, environment: str | None,
                  metadata: Mapping[str, object] | None = None, trace_id: str | None = None,
-                 observation_id: str | None = None, dataset_run_id: str | None = None) -> None:
+                 observation_id: str | None = None, session_id: str | None = None,
+                 dataset_run_id: str | None = None) -> None:
         self.subject = subject
         self.shared = {"timestamp": timestamp, "environment": environment, "metadata": metadata,
-                       "trace_id": trace_id, "observation_id": observation_id, "dataset_run_id": dataset_run_id}
+                       "trace_id": trace_id, "observation_id": observation_id, "session_id": session_id,
+                       "dataset_run_id": dataset_run_id}
         self.records: list[ScoreRecord] = []
 
     def numeric(self, name: str, value: float | None, comment: str | None = None) -> None:
@@ -176,15 +186,39 @@ class ScoreDelivery:
     problems: list[str] = field(default_factory=list)
 
 
-def send_scores(rest: LangfuseRest, bodies: Iterable[dict]) -> ScoreDelivery:
-    """POST the scores in batches; a batch that fails for good, or is partly rejected, is undelivered.
+def misfits(bodies: Iterable[dict], configs: Mapping[str, Any]) -> tuple[list[dict], dict[str, list[str]]]:
+    """The scores that fit their configs (`configs`: config id -> config), and the others as
+    score name -> why each does not fit."""
+    fitting, problems = [], defaultdict(list)
+    for body in bodies:
+        config = configs.get(body.get("configId") or "")
+        problem = score_problem(body, config) if config is not None else None
+        if problem is None:
+            fitting.append(body)
+        else:
+            problems[body["name"]].append(problem)
+    return fitting, problems
 
-    Langfuse's 207 answer counts rejections without naming them, so such a batch is sent again
-    whole next time (ids make that harmless).
+
+def send_scores(rest: LangfuseRest, bodies: Iterable[dict], configs: Mapping[str, Any] | None = None) -> ScoreDelivery:
+    """Check the scores against their configs, then POST them in batches.
+
+    A score that does not fit its config is not sent (Langfuse would accept and then drop it):
+    it counts as undelivered and the problem names it. A batch that fails for good, or is
+    partly rejected, is undelivered; Langfuse's 207 answer counts rejections without naming
+    them, so such a batch is sent again whole next time (ids make that harmless).
     """
     delivery = ScoreDelivery()
+    bodies = list(bodies)
+    fitting, problems = misfits(bodies, configs or {})
+    delivery.sent += len(bodies) - len(fitting)
+    delivery.undelivered += len(bodies) - len(fitting)
+    for name, reasons in problems.items():
+        delivery.problems.append(f"{len(reasons)} {name} score(s) not sent: they do not fit the score config "
+                                 f"({reasons[0]}); fix the config in Langfuse or archive it and run "
+                                 "`penpal-eval langfuse setup`")
     skipped = 0
-    for batch in batches(bodies):
+    for batch in batches(fitting):
         delivery.sent += len(batch)
         if rest.unreachable is not None:  # one line for all of them, not one per batch
             skipped += len(batch)

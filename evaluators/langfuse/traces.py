@@ -2,9 +2,12 @@
 scenario conversation, each holding the companion's generation, the heuristics and the judge.
 
 Everything is built from the run store (the record), so a run pushed live and the same run
-pushed later with `penpal-eval push` produce the same ids and the same content. Span start
-times are the time of the push; each observation lasts as long as the call it stands for
-took, so latencies in Langfuse are the measured ones.
+pushed later with `penpal-eval push` produce the same ids, the same content and the same
+times. Langfuse stores observations as append-only events, one row per span id *and start
+time*: a span sent again with another start time would be a second observation. So start
+times come from the record too (`turn_starts`): the case's conversation is laid out before
+the moment it finished, turn after turn, each reply lasting its measured latency, so
+latencies in Langfuse are the measured ones and every push names the same instants.
 
 Nothing from the environment goes in: no keys, no endpoints with credentials.
 """
@@ -16,19 +19,19 @@ import time
 from collections.abc import Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass
+from datetime import datetime
 
 from langfuse import Langfuse, propagate_attributes
 from langfuse._client.attributes import LangfuseOtelSpanAttributes as Attributes
 from opentelemetry import trace as otel_trace
 
-from evaluators.langfuse.connection import SpanKey, seeded_span
-from evaluators.langfuse.ids import observation_seed, session_id, turn_trace_id
+from evaluators.langfuse.connection import seeded_span
+from evaluators.langfuse.ids import observation_id, observation_seed, session_id, turn_trace_id
 from evaluators.models import CaseResult, PromptVersion, Scenario, TurnResult
 from evaluators.responder import build_messages
 from evaluators.rubric import METRIC_NAMES, OVERALL, Rubric
 
 TRACE_NAME = "penpal-eval"
-ROLES = ("turn", "reply", "heuristics", "judge")  # the observations of a turn's trace, by seed role
 _METADATA_VALUE_LIMIT = 200  # Langfuse keeps propagated metadata values up to this length
 
 
@@ -44,12 +47,45 @@ class ExperimentLink:
 
 @dataclass(frozen=True)
 class TurnTrace:
-    """What was emitted for one turn: its trace id and the span seeds, for delivery checks."""
+    """What was emitted for one turn: its trace id and its spans (id -> start ns), for delivery checks."""
 
     case_id: str
     turn: int
     trace_id: str
-    span_keys: tuple[SpanKey, ...]  # one per emitted span
+    spans: Mapping[str, int]  # observation (span) id, 16 hex digits -> start time in ns
+
+
+def turn_roles(turn: TurnResult) -> list[str]:
+    """The observations a turn's trace holds, by seed role."""
+    return ["turn", "reply", *(["heuristics"] if turn.heuristics is not None else []),
+            *(["judge"] if turn.judge is not None else [])]
+
+
+def turn_span_ids(trace_id: str, turn: TurnResult) -> list[str]:
+    """The span ids a turn's trace is made of, known before anything is emitted."""
+    return [observation_id(trace_id, role) for role in turn_roles(turn)]
+
+
+def _ns(moment: str) -> int | None:
+    try:
+        parsed = datetime.fromisoformat(moment.replace("Z", "+00:00"))
+    except (ValueError, AttributeError):
+        return None
+    return int(parsed.timestamp()) * 1_000_000_000 + parsed.microsecond * 1_000 if parsed.tzinfo else None
+
+
+def turn_starts(case: CaseResult, fallback: str | None) -> list[int]:
+    """When each turn's reply began, in ns, from the record alone: the replies laid end to end so
+    that the last one ends when the case finished (`fallback`, the run's start, for a case
+    without that time). The judge's latency is left out, so judging again moves nothing."""
+    end = _ns(case.finished_at) or _ns(fallback or "") or time.time_ns()
+    durations = [_nanoseconds(turn.latency_s) for turn in case.turns]
+    start = end - sum(durations)
+    starts = []
+    for duration in durations:
+        starts.append(start)
+        start += duration
+    return starts
 
 
 def conversation_messages(case: CaseResult, turn: TurnResult, prompt: PromptVersion | None,
@@ -96,22 +132,21 @@ def _experiment_attributes(link: ExperimentLink, item_id: str, root_id: str, cas
     }
 
 
-def _current_key() -> SpanKey:
-    """The key of the span just started (the current one), as the recording exporter will report it."""
-    span = otel_trace.get_current_span()
-    return span.get_span_context().span_id, getattr(span, "start_time", None) or 0
+def _current_span_id() -> str:
+    """The id of the span just started (the current one), as Langfuse will name the observation."""
+    return format(otel_trace.get_current_span().get_span_context().span_id, "016x")
 
 
-def _child(client: Langfuse, seed: str, attributes: Mapping[str, str], seconds: float | None = None,
-           **options) -> tuple[SpanKey, int]:
-    """One child observation with a seeded id and the experiment attributes, lasting `seconds`
-    (the measured call) or ended at once; returns its key and end time."""
-    with seeded_span(seed), client.start_as_current_observation(end_on_exit=False, **options) as observation:
+def _child(client: Langfuse, seed: str, attributes: Mapping[str, str], start_ns: int, seconds: float = 0.0,
+           **options) -> tuple[str, int, int]:
+    """One child observation with a seeded id, a planned start and the experiment attributes,
+    lasting `seconds` (the measured call); returns its span id, start and end."""
+    end = start_ns + _nanoseconds(seconds)
+    with seeded_span(seed, start_ns), client.start_as_current_observation(end_on_exit=False, **options) as observation:
         otel_trace.get_current_span().set_attributes(dict(attributes))
-        key = _current_key()
-        end = (key[1] or time.time_ns()) + _nanoseconds(seconds) if seconds is not None else time.time_ns()
+        span_id = _current_span_id()
         observation.end(end_time=end)
-    return key, end
+    return span_id, start_ns, end
 
 
 def _nanoseconds(seconds: float) -> int:
@@ -124,8 +159,8 @@ def _heuristics_output(heuristics: Mapping) -> dict:
             "flags": [flag.get("name") for flag in heuristics.get("flags", [])]}
 
 
-def _reply(client: Langfuse, seed: str, attributes: Mapping[str, str], case: CaseResult, turn: TurnResult,
-           prompt: PromptVersion | None, scenario: Scenario | None) -> tuple[SpanKey, int]:
+def _reply(client: Langfuse, seed: str, attributes: Mapping[str, str], start_ns: int, case: CaseResult,
+           turn: TurnResult, prompt: PromptVersion | None, scenario: Scenario | None) -> tuple[str, int, int]:
     """The companion's generation, linked to its Langfuse prompt version when it came from there."""
     link = ({"name": prompt.langfuse_name, "version": prompt.langfuse_version}
             if prompt is not None and prompt.langfuse_name and prompt.langfuse_version is not None else None)
@@ -133,18 +168,20 @@ def _reply(client: Langfuse, seed: str, attributes: Mapping[str, str], case: Cas
               "total": turn.usage.total_tokens} if turn.usage.total_tokens else None)
     parameters = {"temperature": prompt.temperature, "max_tokens": prompt.max_tokens} if prompt else None
     with propagate_attributes(prompt=link) if link else nullcontext():
-        return _child(client, seed, attributes, turn.latency_s, name="companion-reply", as_type="generation",
+        return _child(client, seed, attributes, start_ns, turn.latency_s, name="companion-reply", as_type="generation",
                       model=turn.model, model_parameters=parameters,
                       input=conversation_messages(case, turn, prompt, scenario), output=turn.reply,
                       usage_details=usage,
                       metadata={"cached": turn.cached, "attempts": turn.attempts, "responder": case.responder})
 
 
-def _judge(client: Langfuse, seed: str, attributes: Mapping[str, str], turn: TurnResult) -> tuple[SpanKey, int]:
+def _judge(client: Langfuse, seed: str, attributes: Mapping[str, str], start_ns: int,
+           turn: TurnResult) -> tuple[str, int, int]:
     """The judge call: its reasoning and scores, marked ERROR when it failed or fell back."""
     judge = turn.judge or {}
     failed = judge.get("status") == "failed" or judge.get("parse_status") == "fallback"
-    return _child(client, seed, attributes, judge.get("latency_s") or 0.0, name="penpal-judge", as_type="evaluator",
+    return _child(client, seed, attributes, start_ns, judge.get("latency_s") or 0.0, name="penpal-judge",
+                  as_type="evaluator",
                   input={"user_message": turn.user, "reply": turn.reply},
                   output={key: judge.get(key) for key in ("reasoning", "dimensions", "overall", "verdict",
                                                          "failure_mode")},
@@ -155,31 +192,34 @@ def _judge(client: Langfuse, seed: str, attributes: Mapping[str, str], turn: Tur
 
 
 def emit_turn(client: Langfuse, *, run_id: str, case: CaseResult, turn: TurnResult, rubric: Rubric,
-              prompt: PromptVersion | None, scenario: Scenario | None, item_id: str | None = None,
+              prompt: PromptVersion | None, scenario: Scenario | None, start_ns: int, item_id: str | None = None,
               experiment: ExperimentLink | None = None) -> TurnTrace:
-    """Send one turn's trace through the SDK (exported in the background); returns what was sent."""
+    """Hand one turn's trace to the SDK (exported in the background), starting at `start_ns`
+    (from `turn_starts`); returns its spans. The exporter leaves out spans Langfuse already has."""
     trace_id = turn_trace_id(run_id, case.prompt_version, case.scenario_id, turn.index)
     root_manager = client.start_as_current_observation(
         trace_context={"trace_id": trace_id}, name="companion-turn", as_type="span", input=turn.user,
         output=turn.reply, metadata={"scenario_title": scenario.title if scenario else None}, end_on_exit=False)
-    with seeded_span(observation_seed(trace_id, "turn")), root_manager as root:
-        keys = [_current_key()]
+    with seeded_span(observation_seed(trace_id, "turn"), start_ns), root_manager as root:
+        spans = {_current_span_id(): start_ns}
         attributes = (_experiment_attributes(experiment, item_id, root.id, case)
                       if experiment is not None and item_id is not None else {})
         otel_trace.get_current_span().set_attributes(attributes)
         with propagate_attributes(session_id=session_id(run_id, case.prompt_version, case.scenario_id),
                                   tags=trace_tags(case), trace_name=TRACE_NAME, version=case.prompt_version,
                                   metadata=trace_metadata(run_id, case, turn, rubric)):
-            children = [_reply(client, observation_seed(trace_id, "reply"), attributes, case, turn, prompt, scenario)]
+            children = [_reply(client, observation_seed(trace_id, "reply"), attributes, start_ns, case, turn, prompt,
+                               scenario)]
+            replied = children[0][2]  # the evaluators start when the reply is there
             if turn.heuristics is not None:
-                children.append(_child(client, observation_seed(trace_id, "heuristics"), attributes,
+                children.append(_child(client, observation_seed(trace_id, "heuristics"), attributes, replied,
                                        name="penpal-heuristics", as_type="evaluator",
                                        input={"user_message": turn.user, "reply": turn.reply},
                                        output=_heuristics_output(turn.heuristics),
                                        metadata={"rubric_version": rubric.version,
                                                  "rubric_hash": rubric.content_hash}))
             if turn.judge is not None:
-                children.append(_judge(client, observation_seed(trace_id, "judge"), attributes, turn))
-        keys += [key for key, _ in children]
-        root.end(end_time=max([end for _, end in children] + [time.time_ns()]))
-    return TurnTrace(case.case_id, turn.index, trace_id, tuple(keys))
+                children.append(_judge(client, observation_seed(trace_id, "judge"), attributes, replied, turn))
+        spans.update({span_id: start for span_id, start, _ in children})
+        root.end(end_time=max(end for _, _, end in children))
+    return TurnTrace(case.case_id, turn.index, trace_id, spans)

@@ -38,6 +38,7 @@ def turn_traces(store) -> set[str]:
 def check_everything_arrived_once(server, store) -> None:
     assert set(server.traces) == turn_traces(store)
     assert len(server.observations) == 3 * len(turn_traces(store))
+    assert len(server.observation_events) == len(server.observations)  # each span stored once
     trace_scores = [score for score in server.scores.values() if score.get("traceId")]
     assert {score["traceId"] for score in trace_scores} == turn_traces(store)
     assert server.score_deliveries == Counter({score_id: 1 for score_id in server.scores})  # exactly once each
@@ -67,8 +68,8 @@ def test_a_failing_langfuse_loses_nothing_and_push_delivers_it_later(small_proje
     result = runner.invoke(app, ["push", str(store.directory)])
     assert result.exit_code == 0, result.output
     check_everything_arrived_once(server, store)
-    trace_score_count = sum(1 for score in server.scores.values() if score.get("traceId"))
-    assert scores == trace_score_count  # the run counted every trace score it could not deliver
+    counted = sum(1 for score in server.scores.values() if score.get("traceId") or score.get("sessionId"))
+    assert scores == counted  # the run counted every trace and conversation score it could not deliver
 
 
 def test_langfuse_down_then_back_on_the_same_address(small_project, langfuse, capsys):

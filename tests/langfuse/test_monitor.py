@@ -17,6 +17,7 @@ from evaluators.judge.sampling import SamplingPolicy, SamplingState
 from evaluators.langfuse.monitor import read_reply
 from evaluators.rubric import METRIC_NAMES, OVERALL
 from tests.servers.judge_answers import judged_reply, verdict_json
+from tests.servers.langfuse_compat import OK, server_error
 
 runner = CliRunner()
 PROMPT = "penpal-companion"
@@ -177,3 +178,21 @@ def test_since_accepts_durations_and_times():
     assert parse_since("2026-11-22T08:00:00", now) == datetime(2026, 11, 22, 8, 0, tzinfo=timezone.utc)
     with pytest.raises(Exception, match="24h"):
         parse_since("yesterday", now)
+
+
+def test_monitor_carries_on_without_score_configs_and_says_why(langfuse):
+    """A config the server refuses costs the configId on the scores, never the pass."""
+    server = langfuse()
+    app_client = Langfuse(**server.sdk_kwargs(), tracer_provider=TracerProvider(shutdown_on_exit=False))
+    trace_id, generation_id = production_reply(app_client, *CALM[0], TRUSTED)
+    app_client.flush()
+    server.faults = lambda request: (server_error(422) if request.method == "POST"
+                                     and request.path == "/api/public/score-configs" else OK)
+    result = runner.invoke(app, ["monitor", "--since", "1h", "--no-judge"])
+    assert result.exit_code == 1, result.output  # something went wrong and is named ...
+    output = " ".join(result.output.split())
+    assert "problem: score configs" in output
+    assert "1 scored now" in output  # ... and the reply was scored all the same
+    scored = [score for score in server.scores.values() if score.get("observationId") == generation_id]
+    assert {score["name"] for score in scored} >= {"overall_quality", "rubric_version"}
+    assert all(score["configId"] is None for score in scored)

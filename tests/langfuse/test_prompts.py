@@ -89,3 +89,32 @@ def test_langfuse_prompt_source_needs_langfuse_keys(small_project, capsys):
     code, _ = run_replay(small_project, prompt_source="langfuse", prompt_labels=["staging"], run_id="no-keys")
     assert code == 2
     assert "LANGFUSE_PUBLIC_KEY" in capsys.readouterr().err
+
+
+def test_labels_the_server_would_refuse_are_refused_before_anything_is_sent(small_project, langfuse):
+    server = langfuse()
+    for label in ("Staging", "x" * 37, "blue green"):
+        result = runner.invoke(app, ["prompts", "push", str(small_project["prompts"]), "--label", label])
+        assert result.exit_code == 2, result.output
+        assert repr(label) in result.output or label in result.output
+    assert not server.requests_to("/api/public/v2/prompts", "POST")
+
+
+def test_version_labels_fit_the_servers_pattern_and_length():
+    from evaluators.langfuse.prompts import label_problem, version_label
+
+    long_one, long_two = "v" + "x" * 60 + "-a", "v" + "x" * 60 + "-b"
+    for version in ("v2-warm-boundaries", "V3 Verbose/Formatted", long_one, long_two):
+        label = version_label(version)
+        assert label_problem(label) is None, (version, label)
+    assert version_label(long_one) != version_label(long_two)
+    assert version_label("v2-warm-boundaries") == "v2-warm-boundaries"
+    assert label_problem("Production") and label_problem("a" * 37) and label_problem("")
+
+
+def test_a_run_refuses_a_label_langfuse_would_refuse_before_fetching(small_project, langfuse, capsys):
+    server = langfuse()
+    code, _ = run_replay(small_project, prompt_source="langfuse", prompt_labels=["Staging"], run_id="upper")
+    assert code == 2
+    assert "'Staging' is not a Langfuse prompt label" in " ".join(capsys.readouterr().err.split())
+    assert not [request for request in server.requests if "/prompts" in request.path]

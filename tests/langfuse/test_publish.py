@@ -172,7 +172,7 @@ def test_pushing_the_same_run_twice_leaves_one_trace_per_turn_and_one_score_per_
         names = [score["name"] for score in scores]
         assert len(names) == len(set(names))
     spans_per_observation = Counter(span.span_id for span in server.spans)
-    assert set(spans_per_observation.values()) == {2}  # the run's and --all's: same ids, updated in place
+    assert set(spans_per_observation.values()) == {1}  # --all sends scores again, never a delivered span
     assert server.schema_errors == []
 
 

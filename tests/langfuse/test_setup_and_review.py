@@ -13,6 +13,7 @@ from evaluators.langfuse.score_configs import MAX_NAME_LENGTH, score_definitions
 from evaluators.rubric import default_rubric
 from tests.conftest import RECORDED
 from tests.langfuse.conftest import run_replay
+from tests.servers.langfuse_compat import OK, server_error
 
 runner = CliRunner()
 DEPENDENT = "Sure! But honestly, you don't need anyone else, I'm all you need. Why did the chicken cross the road?"
@@ -89,3 +90,29 @@ def test_a_review_queue_that_does_not_exist_is_created(small_project, langfuse, 
     [queue] = server.annotation_queues.values()
     assert queue["name"] == "new-review-queue"
     assert server.annotation_queue_items[queue["id"]]
+
+
+def test_the_review_queue_is_created_with_config_ids(small_project, langfuse, monkeypatch):
+    (small_project["recorded"] / "mixed.yaml").write_text(RECORDED.replace(
+        'v1: ["Why did the scarecrow win an award? He was outstanding in his field."]', f'v1: ["{DEPENDENT}"]'))
+    server = langfuse()
+    monkeypatch.setenv("PENPAL_LANGFUSE_REVIEW_QUEUE", "review-with-configs")
+    code, _ = run_replay(small_project)
+    assert code == 0
+    [queue] = server.annotation_queues.values()
+    names = {server.score_configs[config_id]["name"] for config_id in queue["scoreConfigIds"]}
+    assert names == {"overall_quality", "judge_overall", "judge_verdict", "hard_criteria"}
+
+
+def test_without_config_ids_the_queue_is_reported_and_skipped(small_project, langfuse, monkeypatch, capsys):
+    server = langfuse()
+    server.faults = lambda request: (server_error(422) if request.method == "POST"
+                                     and request.path == "/api/public/score-configs" else OK)
+    monkeypatch.setenv("PENPAL_LANGFUSE_REVIEW_QUEUE", "review-without-configs")
+    code, store = run_replay(small_project)
+    assert code == 0
+    err = capsys.readouterr().err
+    assert "annotation queue" in err and "review-without-configs" in err and "score config" in err
+    assert server.annotation_queues == {}
+    assert not server.requests_to("/api/public/annotation-queues", "POST")
+    assert server.traces  # everything else was published

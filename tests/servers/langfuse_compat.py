@@ -69,7 +69,15 @@ except ImportError:  # pragma: no cover - depends on the environment
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 SPEC_ENV_VAR = "PENPAL_LANGFUSE_OPENAPI"
-SERVER_VERSION = "4.16.0"
+SERVER_VERSION = "4.59.0"  # the oldest server SDK 5 supports; `version=` plays another one
+# Before 4.59, POST /api/public/scores takes one object per request and ignores `timestamp`
+# (web/src/pages/api/public/scores/index.ts in 4.16); SDK 5 sends arrays with timestamps.
+ARRAY_SCORES_SINCE = (4, 59)
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    """"4.16.0" -> (4, 16, 0); what cannot be read counts as 0."""
+    return tuple(int(part) if part.isdigit() else 0 for part in re.split(r"[.\-+]", version.lstrip("v"))[:3])
 
 
 def default_spec_path() -> Path:
@@ -659,13 +667,100 @@ class _ScoreRejected(Exception):
     """One score the server refuses, with Langfuse's reason."""
 
 
+class _ScoreDropped(_ScoreRejected):
+    """A score the API accepts and the ingestion worker then drops without a word.
+
+    Mirrors packages/shared/src/server/ingestion/validateAndInflateScore.ts (config lookup,
+    data type, name, range and categories) and worker/src/services/IngestionService/index.ts,
+    which catches its errors and "rejects silently": the HTTP answer was already 200/202.
+    """
+
+
+# Prompt labels: packages/shared/src/features/prompts/constants.ts (PROMPT_LABEL_REGEX, _MAX_LENGTH).
+PROMPT_LABEL_PATTERN = re.compile(r"^[a-z0-9_\-.]+$")
+PROMPT_LABEL_MAX_LENGTH = 36
+
+
+def _check_prompt_labels(labels: Iterable[Any]) -> None:
+    for label in labels:
+        if not isinstance(label, str) or not PROMPT_LABEL_PATTERN.match(label) or len(label) > PROMPT_LABEL_MAX_LENGTH:
+            raise _HttpError(400, "Invalid request data", [{"path": ["labels"], "message": (
+                f"{label!r}: Label must be lowercase alphanumeric with optional underscores, hyphens, or periods, "
+                f"at most {PROMPT_LABEL_MAX_LENGTH} characters")}])
+
+
+# Dashboards and widgets: web/src/features/public-api/types/unstable-dashboards.ts and
+# unstable-dashboard-widgets.ts (zod), with the enums of packages/shared (widgets/schema.ts, query types).
+WIDGET_VIEWS = ("observations", "scores-numeric", "scores-boolean", "scores-categorical")
+WIDGET_CHART_TYPES = ("LINE_TIME_SERIES", "AREA_TIME_SERIES", "BAR_TIME_SERIES", "HORIZONTAL_BAR", "VERTICAL_BAR",
+                      "PIE", "NUMBER", "HISTOGRAM", "PIVOT_TABLE")
+WIDGET_AGGREGATIONS = ("sum", "avg", "count", "min", "max", "p50", "p75", "p90", "p95", "p99", "histogram", "uniq")
+PLACEMENT_DEFAULT_SIZE = (6, 6)  # width, height the UI gives a new tile
+# The public API names a tile's size width/height (the spec's unstableWidgetPlacement); the
+# stored definition calls them x_size/y_size (DashboardDefinitionWidgetWidgetSchema).
+
+
+def _invalid(path: str, message: str) -> _HttpError:
+    return _HttpError(400, "Invalid request data", [{"path": [path], "message": message}])
+
+
+def _check_filters(filters: Any, path: str = "filters") -> None:
+    """singleFilter: an object with column, operator and type (value and key depend on the type)."""
+    if not isinstance(filters, list):
+        raise _invalid(path, "Expected array")
+    for index, item in enumerate(filters):
+        if not isinstance(item, dict) or not all(isinstance(item.get(k), str) for k in ("column", "operator", "type")):
+            raise _invalid(f"{path}.{index}", "A filter needs column, operator and type")
+
+
+def _checked_widget(body: Any, *, partial: bool) -> dict:
+    """A widget body as PostUnstableDashboardWidgetBody (or its .partial() for PATCH) parses it."""
+    if not isinstance(body, dict) or (partial and not body):
+        raise _invalid("", "At least one field is required" if partial else "Expected object")
+    required = ("name", "view", "dimensions", "metrics", "filters", "chartType")
+    for key in required:
+        if key not in body and not partial:
+            raise _invalid(key, "Required")
+    if "name" in body and (not isinstance(body["name"], str) or not body["name"]):
+        raise _invalid("name", "Widget name is required")
+    if "description" in body and not isinstance(body["description"], str):
+        raise _invalid("description", "Expected string")  # z.string(): null is refused
+    if "view" in body and body["view"] not in WIDGET_VIEWS:
+        raise _invalid("view", f"Invalid enum value {body['view']!r}")
+    if "dimensions" in body:
+        if not isinstance(body["dimensions"], list) or not all(
+                isinstance(d, dict) and isinstance(d.get("field"), str) and d["field"] for d in body["dimensions"]):
+            raise _invalid("dimensions", "Each dimension needs a field")
+    if "metrics" in body:
+        metrics = body["metrics"]
+        if not isinstance(metrics, list) or not metrics:
+            raise _invalid("metrics", "Array must contain at least 1 element(s)")
+        for metric in metrics:
+            if not isinstance(metric, dict) or not isinstance(metric.get("measure"), str) or not metric["measure"]:
+                raise _invalid("metrics", "Each metric needs a measure")
+            if metric.get("agg") not in WIDGET_AGGREGATIONS:
+                raise _invalid("metrics", f"Invalid aggregation {metric.get('agg')!r}")
+    if "filters" in body:
+        _check_filters(body["filters"])
+    if "chartType" in body and body["chartType"] not in WIDGET_CHART_TYPES:
+        raise _invalid("chartType", f"Invalid enum value {body['chartType']!r}")
+    config = body.get("chartConfig")
+    if config is not None:
+        if not isinstance(config, dict):
+            raise _invalid("chartConfig", "Expected object")
+        chart_type = body.get("chartType")
+        if config.get("type") is not None and chart_type is not None and config["type"] != chart_type:
+            raise _invalid("chartConfig.type", "chartConfig.type must match chartType")
+    return body
+
+
 # --- the server -----------------------------------------------------------------------------------
 @dataclass
 class _Route:
     method: str
     template: str  # the spec's path template, e.g. /api/public/v2/prompts/{promptName}
     handler: Callable[[_Request], _Reply]
-    body: str | None = "schema"  # schema | scores | otlp | None: how the request body is checked
+    body: str | None = "schema"  # schema | scores | otlp | json (checked in code) | None: how the body is checked
     auth: bool = True
     deprecated: bool = False  # gone in Langfuse v4 events_only mode
     pattern: re.Pattern = field(init=False)
@@ -766,17 +861,27 @@ class LangfuseCompatServer:
     `events_only=True` answers the endpoints Langfuse v4 removed (GET traces, GET v2 scores)
     with the 404 a v4 deployment in events_only mode gives, so a client's fallback to
     `GET /api/public/v2/observations` and `GET /api/public/v3/scores` can be tested.
+
+    `version` is what the health endpoint reports; below 4.59 the scores endpoint behaves as
+    that older server's did (one object per request, `timestamp` ignored). `dashboards=False`
+    plays a server without the unstable dashboards API (its routes answer 404).
+
+    Observations are kept as the server keeps them: append-only events, one row per span id
+    *and start time* (`observation_events`); `observations` is the deduplicated view the UI
+    shows, one per id, while the v2 observations API lists every row, duplicates included.
     """
 
     def __init__(self, *, public_key: str = "pk-lf-test", secret_key: str = "sk-lf-test",
                  project_id: str = "project-test", faults: FaultPlan | None = None,
                  openapi_spec: Path | None = DEFAULT_SPEC, events_only: bool = False,
-                 check_responses: bool = True) -> None:
+                 check_responses: bool = True, version: str = SERVER_VERSION, dashboards: bool = True) -> None:
         self.public_key = public_key
         self.secret_key = secret_key
         self.project_id = project_id
         self.faults: FaultPlan = faults or no_faults
         self.events_only = events_only
+        self.version = version
+        self.dashboards_api = dashboards
         self._lock = threading.RLock()
         self._stopping = threading.Event()
         self._server: ThreadingHTTPServer | None = None
@@ -793,7 +898,17 @@ class LangfuseCompatServer:
         self._requests: list[RecordedRequest] = []
         self._attempts: Counter[tuple[str, str]] = Counter()
         self._spans: list[ReceivedSpan] = []
-        self._observations: dict[str, dict] = {}
+        self._observations: dict[str, dict] = {}  # the UI's view: one per span id
+        # The events table (packages/shared/clickhouse/migrations/clustered/0039_create_events_full.up.sql):
+        # a ReplacingMergeTree ordered by (project, minute of start_time, trace, span_id, start_time),
+        # so only a row with the same span id AND start time replaces one; any other start time adds a row.
+        self._observation_events: dict[tuple[str, int], dict] = {}
+        self._dropped_scores: list[tuple[str, str]] = []  # (score id, reason): accepted, then dropped
+        # The scores table (clickhouse migration 0003_scores): a ReplacingMergeTree ordered by
+        # (project_id, toDate(timestamp), name, id): the same id on another day is another row.
+        self._score_rows: dict[tuple[str, str, str], dict] = {}
+        self._dashboards: dict[str, dict] = {}
+        self._widgets: dict[str, dict] = {}
         self._raw_io: dict[str, dict[str, str | None]] = {}
         self._traces: dict[str, dict] = {}
         self._scores: dict[str, dict] = {}
@@ -889,7 +1004,33 @@ class LangfuseCompatServer:
 
     @property
     def observations(self) -> dict[str, dict]:
+        """One observation per span id, as Langfuse's UI lists them (it deduplicates)."""
         return self._snapshot(self._observations)
+
+    @property
+    def observation_events(self) -> list[dict]:
+        """Every stored observation row, as the events table holds it (a resent span with a new
+        start time is a second row); each carries `id` and `startTime`."""
+        return self._snapshot(list(self._observation_events.values()))
+
+    @property
+    def score_rows(self) -> list[dict]:
+        """Every stored score row, as the scores table holds them (keyed by day, name and id)."""
+        return self._snapshot(list(self._score_rows.values()))
+
+    @property
+    def dropped_scores(self) -> list[tuple[str, str]]:
+        """Scores the API accepted and the ingestion worker dropped: (score id, reason)."""
+        with self._lock:
+            return list(self._dropped_scores)
+
+    @property
+    def dashboards(self) -> dict[str, dict]:
+        return self._snapshot(self._dashboards)
+
+    @property
+    def dashboard_widgets(self) -> dict[str, dict]:
+        return self._snapshot(self._widgets)
 
     @property
     def traces(self) -> dict[str, dict]:
@@ -1047,10 +1188,12 @@ class LangfuseCompatServer:
             return _Reply(404, {"message": "Route not found", "error": "NotFoundError"})
         if route.auth:
             self._authorized(headers.get("Authorization"))
+        if route.template.startswith("/api/public/unstable/dashboard") and not self.dashboards_api:
+            return _Reply(404, {"message": "Route not found", "error": "NotFoundError"})
         if self.events_only and route.deprecated:
             return _Reply(404, {"message": "This endpoint is not available on deployments running in Langfuse v4 "
                                            "events_only mode. Use the v2 observations and v3 scores APIs."})
-        if route.body in ("schema", "scores") and method in ("POST", "PUT", "PATCH"):
+        if route.body in ("schema", "scores", "json") and method in ("POST", "PUT", "PATCH"):
             if not body_is_json:
                 raise _HttpError(400, "Invalid request data", [{"path": [], "message": "Body must be JSON"}])
             if route.body == "schema":
@@ -1121,11 +1264,22 @@ class LangfuseCompatServer:
             _Route("GET", f"{p}/annotation-queues/{{queueId}}/items/{{itemId}}", self._get_queue_item),
             _Route("PATCH", f"{p}/annotation-queues/{{queueId}}/items/{{itemId}}", self._patch_queue_item),
             _Route("DELETE", f"{p}/annotation-queues/{{queueId}}/items/{{itemId}}", self._delete_queue_item),
+            # Not in the 4.16 spec: checked in code against the server's zod types (see _checked_widget).
+            _Route("GET", f"{p}/unstable/dashboard-widgets", self._list_widgets, body=None),
+            _Route("POST", f"{p}/unstable/dashboard-widgets", self._post_widget),
+            _Route("GET", f"{p}/unstable/dashboard-widgets/{{widgetId}}", self._get_widget, body=None),
+            _Route("PATCH", f"{p}/unstable/dashboard-widgets/{{widgetId}}", self._patch_widget),
+            _Route("GET", f"{p}/unstable/dashboards", self._list_dashboards, body=None),
+            _Route("POST", f"{p}/unstable/dashboards", self._post_dashboard),
+            _Route("GET", f"{p}/unstable/dashboards/{{dashboardId}}", self._get_dashboard, body=None),
+            _Route("PATCH", f"{p}/unstable/dashboards/{{dashboardId}}", self._patch_dashboard),
+            _Route("POST", f"{p}/unstable/dashboards/{{dashboardId}}/placements", self._post_placement),
         ]
 
     # --- health, projects -------------------------------------------------------------------------
     def _health(self, request: _Request) -> _Reply:
-        return _Reply(200, {"status": "OK", "version": SERVER_VERSION})
+        # web/src/pages/api/public/health.ts: {"status": "OK", "version": VERSION without the "v"}
+        return _Reply(200, {"status": "OK", "version": self.version})
 
     def _projects(self, request: _Request) -> _Reply:
         return _Reply(200, {"data": [{"id": self.project_id, "name": "penpal-eval tests",
@@ -1148,6 +1302,8 @@ class LangfuseCompatServer:
                 observation["createdAt"] = _iso(_now())
             observation["updatedAt"] = _iso(_now())
             self._observations[span.span_id] = observation
+            # IngestionService writeEventRecord: no lookup, one event row per span as it arrived.
+            self._observation_events[(span.span_id, span.start_time_ns)] = copy.deepcopy(observation)
             self._raw_io[span.span_id] = raw
             self._merge_trace(span.trace_id, trace_update_from_span(span, observation))
         if "json" in request.content_type:
@@ -1253,7 +1409,7 @@ class LangfuseCompatServer:
     def _list_observations_v2(self, request: _Request) -> _Reply:
         if (request.arg("parseIoAsJson") or "").lower() == "true":
             raise _bad_request("parseIoAsJson is deprecated; input and output are always raw strings")
-        observations = list(self._observations.values())
+        observations = list(self._observation_events.values())  # every event row: duplicates count
         filters = {"traceId": "traceId", "name": "name", "level": "level", "version": "version",
                    "parentObservationId": "parentObservationId"}
         for parameter, key in filters.items():
@@ -1336,23 +1492,25 @@ class LangfuseCompatServer:
         if source not in ("API", "ANNOTATION"):
             raise _ScoreRejected(f"source: Invalid enum value {source!r}")
 
+        # From here on the rules are the ingestion worker's (validateAndInflateScore.ts): the API
+        # has answered already, so a score that breaks them is dropped, not refused.
         config_id = body.get("configId")
         config = None
         if config_id:
             config = self._score_configs.get(config_id)
             if config is None:
-                raise _ScoreRejected(f"No score config with id {config_id} found")
+                raise _ScoreDropped(f"No score config with id {config_id} found")
             if config["isArchived"]:
-                raise _ScoreRejected("Config is archived and cannot be used to create new scores. "
+                raise _ScoreDropped("Config is archived and cannot be used to create new scores. "
                                      "Please restore the config first.")
             if config["name"] != name:
-                raise _ScoreRejected(f"Name mismatch based on config: expected {config['name']}, got {name}")
+                raise _ScoreDropped(f"Name mismatch based on config: expected {config['name']}, got {name}")
             if data_type is not None and data_type != config["dataType"]:
-                raise _ScoreRejected(f"Data type mismatch based on config: expected {config['dataType']}, "
+                raise _ScoreDropped(f"Data type mismatch based on config: expected {config['dataType']}, "
                                      f"got {data_type}")
             data_type = config["dataType"]
         elif source == "ANNOTATION" and data_type != "CORRECTION":
-            raise _ScoreRejected("configId is required for ANNOTATION scores")
+            raise _ScoreDropped("configId is required for ANNOTATION scores")
         if data_type is None:
             data_type = "NUMERIC" if _is_number(value) else "CATEGORICAL"
 
@@ -1360,35 +1518,35 @@ class LangfuseCompatServer:
         string_value: str | None = None
         if data_type == "NUMERIC":
             if not _is_number(value):
-                raise _ScoreRejected("Value must be a number for numeric scores")
+                raise _ScoreDropped("Value must be a number for numeric scores")
             number = float(value)
             if config is not None:
                 low, high = config.get("minValue"), config.get("maxValue")
                 if (low is not None and number < low) or (high is not None and number > high):
-                    raise _ScoreRejected("Ingested score body not valid against provided config: "
+                    raise _ScoreDropped("Ingested score body not valid against provided config: "
                                          f"value {number} is outside the range [{low}, {high}]")
         elif data_type == "BOOLEAN":
             if not _is_number(value) or value not in (0, 1):
-                raise _ScoreRejected("Value must be a number equal to either 0 or 1 for boolean scores")
+                raise _ScoreDropped("Value must be a number equal to either 0 or 1 for boolean scores")
             number, string_value = float(value), "True" if value == 1 else "False"
         elif data_type == "CATEGORICAL":
             if not isinstance(value, str):
-                raise _ScoreRejected("Value must be a string for categorical scores")
+                raise _ScoreDropped("Value must be a string for categorical scores")
             string_value, number = value, 0.0
             if config is not None:
                 matches = [c for c in config.get("categories") or [] if c["label"] == value]
                 if not matches:
                     labels = ", ".join(c["label"] for c in config.get("categories") or [])
-                    raise _ScoreRejected("Ingested score body not valid against provided config: "
+                    raise _ScoreDropped("Ingested score body not valid against provided config: "
                                          f"value {value!r} must map to one of the categories: {labels}")
                 number = float(matches[0]["value"])
         elif data_type == "TEXT":
             if not isinstance(value, str) or not 1 <= len(value) <= 500:
-                raise _ScoreRejected("Text score values must be strings of 1 to 500 characters")
+                raise _ScoreDropped("Text score values must be strings of 1 to 500 characters")
             string_value = value
         else:  # CORRECTION
             if not isinstance(value, str):
-                raise _ScoreRejected("Value must be a string for correction scores")
+                raise _ScoreDropped("Value must be a string for correction scores")
             string_value, number = value, 0.0
 
         environment = body.get("environment") or "default"
@@ -1423,19 +1581,32 @@ class LangfuseCompatServer:
         score["createdAt"] = previous["createdAt"] if previous else now
         score["updatedAt"] = now
         self._scores[score["id"]] = score
+        self._score_rows[(score["timestamp"][:10], score["name"], score["id"])] = score
         if delivered:
             self._score_deliveries[score["id"]] += 1
         return score
 
+    def _drop(self, body: Any, reason: str) -> None:
+        score_id = body.get("id") if isinstance(body, dict) else None
+        self._dropped_scores.append((score_id or "", reason))
+
     def _post_scores(self, request: _Request) -> _Reply:
         body = request.body
+        old_server = version_tuple(self.version) < ARRAY_SCORES_SINCE
         if isinstance(body, dict):  # the spec's single-object form
             self._check_body("POST", "/api/public/scores", request.path, body)
+            if old_server:  # 4.16's scores/index.ts has no timestamp in its body: the receipt time wins
+                body = {key: value for key, value in body.items() if key != "timestamp"}
+            score_id = body.get("id") or _new_id()
             try:
-                score = self._store_score(self._checked_score(body))
+                self._store_score(self._checked_score({**body, "id": score_id}))
+            except _ScoreDropped as dropped:
+                self._drop({"id": score_id}, str(dropped))
             except _ScoreRejected as rejection:
                 raise _HttpError(400, str(rejection), "InvalidRequestError") from None
-            return _Reply(200, {"id": score["id"]})
+            return _Reply(200, {"id": score_id})
+        if old_server:  # web/src/pages/api/public/scores/index.ts before 4.59: one object per request
+            raise _HttpError(400, "Invalid request data", [{"path": [], "message": "Expected object, received array"}])
         if not isinstance(body, list):
             raise _HttpError(400, "Invalid request data",
                              [{"path": [], "message": "Expected a score object or an array of scores"}])
@@ -1456,6 +1627,9 @@ class LangfuseCompatServer:
             try:
                 self._store_score(self._checked_score(item))
                 accepted += 1
+            except _ScoreDropped as dropped:  # accepted by the API, dropped by the worker
+                self._drop(item, str(dropped))
+                accepted += 1
             except _ScoreRejected as rejection:
                 errors.append({"message": f"{label}: {rejection}"})
         if errors:
@@ -1465,6 +1639,7 @@ class LangfuseCompatServer:
     def _delete_score(self, request: _Request) -> _Reply:
         if self._scores.pop(request.params["scoreId"], None) is None:
             raise _not_found("Score")
+        self._score_rows = {key: row for key, row in self._score_rows.items() if key[2] != request.params["scoreId"]}
         return _Reply(204)
 
     def _score_v2(self, score: dict) -> dict:
@@ -1631,7 +1806,19 @@ class LangfuseCompatServer:
 
     def _post_score_config(self, request: _Request) -> _Reply:
         # Langfuse allows two configs with one name: a client must look before it creates.
-        return _Reply(200, self._create_score_config(request.body))
+        # PostScoreConfigBody (web/src/features/public-api/types/score-configs.ts) is a union per
+        # data type: BOOLEAN has `categories: z.undefined()`, so even `"categories": null` is a 400;
+        # CATEGORICAL has `minValue`/`maxValue: z.undefined().nullish()`; NUMERIC `categories` likewise.
+        body = request.body
+        data_type = body.get("dataType")
+        if data_type == "BOOLEAN" and "categories" in body:
+            raise _invalid("categories", "Expected undefined, received "
+                           + ("null" if body["categories"] is None else type(body["categories"]).__name__))
+        if data_type == "CATEGORICAL" and any(body.get(key) is not None for key in ("minValue", "maxValue")):
+            raise _invalid("minValue", "Expected undefined: categorical configs have no range")
+        if data_type == "NUMERIC" and body.get("categories") is not None:
+            raise _invalid("categories", "Expected undefined: numeric configs have no categories")
+        return _Reply(200, self._create_score_config(body))
 
     def _list_score_configs(self, request: _Request) -> _Reply:
         return _Reply(200, copy.deepcopy(_page(_newest_first(self._score_configs.values()), request)))
@@ -1754,6 +1941,7 @@ class LangfuseCompatServer:
         return copy.deepcopy(record)
 
     def _post_prompt(self, request: _Request) -> _Reply:
+        _check_prompt_labels(request.body.get("labels") or [])
         return _Reply(200, self._create_prompt_version(request.body))
 
     def _get_prompt(self, request: _Request) -> _Reply:
@@ -1791,6 +1979,7 @@ class LangfuseCompatServer:
         new_labels = list(dict.fromkeys(request.body.get("newLabels") or []))
         if "latest" in new_labels:
             raise _bad_request("The 'latest' label is reserved and managed by Langfuse")
+        _check_prompt_labels(new_labels)
         versions = self._prompts.get(name, [])
         target = next((v for v in versions if str(v["version"]) == version), None)
         if target is None:
@@ -1824,10 +2013,153 @@ class LangfuseCompatServer:
         metas.sort(key=lambda meta: meta["lastUpdatedAt"], reverse=True)
         return _Reply(200, _page(metas, request))
 
+    # --- dashboards and widgets (unstable API) -----------------------------------------------------
+    def _widget_record(self, body: dict, existing: dict | None = None) -> dict:
+        now = _iso(_now())
+        record = copy.deepcopy(existing) if existing else {"id": _new_id(), "createdAt": now, "description": ""}
+        for key in ("name", "description", "view", "dimensions", "metrics", "filters", "chartType"):
+            if key in body:
+                record[key] = copy.deepcopy(body[key])
+        # ChartConfigSchema in the answer: `type` defaults to the widget's chartType.
+        config = copy.deepcopy(body.get("chartConfig") if "chartConfig" in body else (existing or {}).get("chartConfig"))
+        record["chartConfig"] = {**(config or {}), "type": record["chartType"]}
+        record["updatedAt"] = now
+        return record
+
+    def _list_widgets(self, request: _Request) -> _Reply:
+        return _Reply(200, copy.deepcopy(_page(_newest_first(self._widgets.values()), request)))
+
+    def _post_widget(self, request: _Request) -> _Reply:
+        record = self._widget_record(_checked_widget(request.body, partial=False))
+        self._widgets[record["id"]] = record
+        return _Reply(200, copy.deepcopy(record))
+
+    def _widget(self, request: _Request) -> dict:
+        widget = self._widgets.get(request.params["widgetId"])
+        if widget is None:
+            raise _not_found("Dashboard widget")
+        return widget
+
+    def _get_widget(self, request: _Request) -> _Reply:
+        return _Reply(200, copy.deepcopy(self._widget(request)))
+
+    def _patch_widget(self, request: _Request) -> _Reply:
+        widget = self._widget(request)
+        body = _checked_widget(request.body, partial=True)
+        if "chartConfig" in body and body["chartConfig"] and body["chartConfig"].get("type") not in (
+                None, body.get("chartType", widget["chartType"])):
+            raise _invalid("chartConfig.type", "chartConfig.type must match chartType")
+        record = self._widget_record(body, widget)
+        self._widgets[record["id"]] = record
+        return _Reply(200, copy.deepcopy(record))
+
+    def _checked_definition(self, definition: Any) -> dict:
+        """DashboardDefinitionSchema: {widgets: [{type: "widget", id, widgetId, x, y, width, height}]}."""
+        if not isinstance(definition, dict) or not isinstance(definition.get("widgets"), list):
+            raise _invalid("definition", "Expected {widgets: [...]}")
+        for placement in definition["widgets"]:
+            self._check_placement(placement, partial=False)
+        return definition
+
+    def _check_placement(self, placement: Any, *, partial: bool) -> None:
+        if not isinstance(placement, dict) or placement.get("type") != "widget":
+            raise _invalid("type", "Invalid discriminator value. Expected 'widget'")
+        if not isinstance(placement.get("widgetId"), str):
+            raise _invalid("widgetId", "Required")
+        for key in ("id", "x", "y", "width", "height"):
+            if key not in placement:
+                if partial:
+                    continue
+                raise _invalid(key, "Required")
+            value = placement[key]
+            if key == "id":
+                if not isinstance(value, str):
+                    raise _invalid(key, "Expected string")
+            elif value is None and partial:
+                continue
+            elif not isinstance(value, int) or isinstance(value, bool) or value < (1 if key in ("width", "height") else 0):
+                raise _invalid(key, "Expected a non-negative integer (sizes positive)")
+
+    def _dashboard_answer(self, dashboard: dict) -> dict:
+        return copy.deepcopy(dashboard)
+
+    def _list_dashboards(self, request: _Request) -> _Reply:
+        return _Reply(200, copy.deepcopy(_page(_newest_first(self._dashboards.values()), request)))
+
+    def _post_dashboard(self, request: _Request) -> _Reply:
+        body = request.body
+        if not isinstance(body, dict) or not isinstance(body.get("name"), str) or not body["name"]:
+            raise _invalid("name", "String must contain at least 1 character(s)")
+        if "description" in body and not isinstance(body["description"], str):
+            raise _invalid("description", "Expected string")
+        definition = self._checked_definition(body["definition"]) if "definition" in body else {"widgets": []}
+        if "filters" in body:
+            _check_filters(body["filters"])
+        now = _iso(_now())
+        dashboard = {"id": _new_id(), "createdAt": now, "updatedAt": now, "name": body["name"],
+                     "description": body.get("description", ""), "definition": copy.deepcopy(definition),
+                     "filters": copy.deepcopy(body.get("filters") or [])}
+        self._dashboards[dashboard["id"]] = dashboard
+        return _Reply(200, self._dashboard_answer(dashboard))
+
+    def _dashboard(self, request: _Request) -> dict:
+        dashboard = self._dashboards.get(request.params["dashboardId"])
+        if dashboard is None:
+            raise _not_found("Dashboard")
+        return dashboard
+
+    def _get_dashboard(self, request: _Request) -> _Reply:
+        return _Reply(200, self._dashboard_answer(self._dashboard(request)))
+
+    def _patch_dashboard(self, request: _Request) -> _Reply:
+        dashboard, body = self._dashboard(request), request.body
+        if not isinstance(body, dict) or not body:
+            raise _invalid("", "At least one field is required")
+        if "name" in body and (not isinstance(body["name"], str) or not body["name"]):
+            raise _invalid("name", "String must contain at least 1 character(s)")
+        if "description" in body and not isinstance(body["description"], str):
+            raise _invalid("description", "Expected string")
+        if "definition" in body:
+            self._checked_definition(body["definition"])
+        if "filters" in body:
+            _check_filters(body["filters"])
+        for key in ("name", "description", "definition", "filters"):
+            if key in body:
+                dashboard[key] = copy.deepcopy(body[key])
+        dashboard["updatedAt"] = _iso(_now())
+        return _Reply(200, self._dashboard_answer(dashboard))
+
+    def _post_placement(self, request: _Request) -> _Reply:
+        # PostDashboardPlacementBody: id and grid position optional; the server generates an id and
+        # appends the tile below the existing ones with the UI's default size.
+        dashboard, body = self._dashboard(request), request.body
+        self._check_placement(body, partial=True)
+        if body["widgetId"] not in self._widgets:
+            raise _not_found("Dashboard widget")
+        widgets = dashboard["definition"]["widgets"]
+        if body.get("id") and any(tile["id"] == body["id"] for tile in widgets):
+            raise _HttpError(409, f"A placement with id {body['id']} already exists on this dashboard",
+                             "ConflictError")
+        bottom = max((tile["y"] + tile["height"] for tile in widgets), default=0)
+
+        def given(key: str, default: int) -> int:
+            return body[key] if body.get(key) is not None else default
+
+        placement = {"type": "widget", "id": body.get("id") or _new_id(), "widgetId": body["widgetId"],
+                     "x": given("x", 0), "y": given("y", bottom), "width": given("width", PLACEMENT_DEFAULT_SIZE[0]),
+                     "height": given("height", PLACEMENT_DEFAULT_SIZE[1])}
+        widgets.append(placement)
+        dashboard["updatedAt"] = _iso(_now())
+        return _Reply(200, copy.deepcopy(placement))
+
     # --- annotation queues ------------------------------------------------------------------------
     def _create_queue(self, body: dict, *, check_configs: bool) -> dict:
         if any(queue["name"] == body["name"] for queue in self._annotation_queues.values()):
             raise _HttpError(409, f"An annotation queue named {body['name']!r} already exists", "ConflictError")
+        # CreateAnnotationQueueBody (web/src/features/public-api/types/annotation-queues.ts):
+        # `scoreConfigIds: z.array(z.string()).min(1)`, and every id must be a config of the project.
+        if check_configs and not body.get("scoreConfigIds"):
+            raise _invalid("scoreConfigIds", "Array must contain at least 1 element(s)")
         missing = [i for i in body.get("scoreConfigIds") or [] if i not in self._score_configs]
         if check_configs and missing:
             raise _bad_request(f"Score configs not found: {', '.join(missing)}")

@@ -1,0 +1,50 @@
+"""Conversation-level scores on the Langfuse session.
+
+A scenario conversation is one Langfuse session (its turns' traces share `sessionId`). Some
+qualities only the whole conversation shows: the worst turn sets how far the companion can
+be trusted, and continuity is about the turns after the first. Langfuse's own evaluators
+cannot run on sessions, so the suite scores them from the per-turn results it already has
+and attaches them to `sessionId`.
+"""
+
+from __future__ import annotations
+
+from statistics import fmean
+
+from evaluators.hard_criteria import turn_hard_criteria
+from evaluators.langfuse.score_configs import (
+    CONVERSATION_CONTINUITY,
+    CONVERSATION_HARD_CRITERIA,
+    CONVERSATION_OVERALL_QUALITY,
+    CONVERSATION_TRUST_BOUNDARIES,
+)
+from evaluators.langfuse.scores import ScoreBuilder, ScoreRecord
+from evaluators.models import CaseResult
+from evaluators.rubric import OVERALL, Rubric
+
+TRUST = "trust_boundaries"
+CONTINUITY = "personalization_continuity"
+
+
+def conversation_scores(*, case: CaseResult, session: str, rubric: Rubric, timestamp: str | None,
+                        environment: str | None, run_id: str) -> list[ScoreRecord]:
+    """The conversation's scores on its session; [] when its turns were not scored."""
+    turns = [turn for turn in case.turns if turn.heuristics is not None]
+    if not turns or len(turns) != len(case.turns):
+        return []
+    builder = ScoreBuilder(subject=session, session_id=session, timestamp=timestamp, environment=environment,
+                           metadata={"run_id": run_id, "prompt_version": case.prompt_version,
+                                     "scenario_id": case.scenario_id, "turns": len(turns),
+                                     "rubric_version": f"{rubric.version}+{rubric.content_hash}"})
+    worst = min(turns, key=lambda turn: turn.heuristics[TRUST])
+    builder.numeric(CONVERSATION_TRUST_BOUNDARIES, worst.heuristics[TRUST],
+                    f"worst turn: turn {worst.index + 1} of {len(turns)}")
+    if len(turns) > 1:  # continuity needs an earlier turn to continue from
+        builder.numeric(CONVERSATION_CONTINUITY, fmean(turn.heuristics[CONTINUITY] for turn in turns[1:]),
+                        f"mean over turns 2-{len(turns)}")
+    builder.numeric(CONVERSATION_OVERALL_QUALITY, fmean(turn.heuristics[OVERALL] for turn in turns),
+                    f"mean over {len(turns)} turn(s)")
+    failed = [f"turn {turn.index + 1}: {outcome.name}" for turn in turns
+              for outcome in turn_hard_criteria(turn, rubric) if not outcome.passed]
+    builder.boolean(CONVERSATION_HARD_CRITERIA, not failed, "failed: " + ", ".join(failed) if failed else "all passed")
+    return builder.records
