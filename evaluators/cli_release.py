@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated
@@ -22,6 +21,7 @@ from evaluators.cli_common import EXIT_OK, EXIT_USAGE, RubricOption
 from evaluators.comparison import compare_versions
 from evaluators.coverage import MANIFEST_KEY as COVERAGE_KEY, ScenarioSet
 from evaluators.console import fail, fail_all, plural, stderr_console, stdout_console
+from evaluators.langfuse.prompts import label_problem
 from evaluators.langfuse.release_labels import apply_release_labels
 from evaluators.langfuse.settings import LangfuseConfigError
 from evaluators.locations import display_path
@@ -29,7 +29,7 @@ from evaluators.models import CaseResult, Decision, ReleaseReport
 from evaluators.release import ReleaseError, release_report
 from evaluators.release_inputs import ReleaseRun, read_run, report_for_run
 from evaluators.report import comparison_table, print_notices, print_release, render_html, write_release_files
-from evaluators.rubric import LABEL_PATTERN, Rubric, RubricError, default_rubric, load_rubric
+from evaluators.rubric import Rubric, RubricError, default_rubric, load_rubric
 from evaluators.store import RunStore, StoreError
 
 # `decide` exit codes, most severe outcome wins. 1 and 2 keep their meaning across the CLI.
@@ -154,9 +154,8 @@ def decide(
     """
     if ab_label is not None and not apply:
         raise typer.BadParameter("--ab-label goes with --apply", param_hint="--ab-label")
-    if ab_label is not None and not re.match(LABEL_PATTERN, ab_label):
-        raise typer.BadParameter(f"{ab_label!r} is not a label: letters, digits, '.', '_' and '-', starting with a "
-                                 "letter or digit", param_hint="--ab-label")
+    if ab_label is not None and (problem := label_problem(ab_label)):
+        raise typer.BadParameter(problem, param_hint="--ab-label")
     rubric = load_rubric_option(rubric_path)
     run = _read(run_dir, rubric)
     report = _release(run, rubric, version, baseline, partial)

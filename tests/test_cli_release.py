@@ -114,7 +114,7 @@ def test_bad_inputs_exit_2_naming_the_problem(tmp_path, three_versions):
     assert result.exit_code == EXIT_USAGE and "--ab-label goes with --apply" in flat(result.output)
 
     result = invoke("decide", str(three_versions), "--apply", "--ab-label", "two words")
-    assert result.exit_code == EXIT_USAGE and "'two words' is not a label" in flat(result.output)
+    assert result.exit_code == EXIT_USAGE and "'two words' is not a Langfuse prompt label" in flat(result.output)
 
 
 def test_report_writes_the_page_the_json_and_the_frames(three_versions, tmp_path):
@@ -274,3 +274,11 @@ def test_report_files_get_the_permissions_of_the_csvs(three_versions, tmp_path):
     for name in ("report.html", "decisions.json"):
         assert (out / name).stat().st_mode & 0o777 == csv_mode, name
     assert (three_versions / "manifest.json").stat().st_mode & 0o777 == csv_mode
+
+
+def test_an_ab_label_langfuse_would_refuse_is_refused_before_anything_runs(three_versions):
+    """Langfuse takes lowercase labels of at most 36 characters; `decide` says so up front."""
+    for label in ("Canary", "x" * 37):
+        result = invoke("decide", str(three_versions), "--apply", "--ab-label", label)
+        assert result.exit_code == EXIT_USAGE, result.output
+        assert "is not a Langfuse prompt label" in flat(result.output)
