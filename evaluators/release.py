@@ -35,6 +35,7 @@ from collections.abc import Mapping, Sequence
 
 from evaluators.aggregates import version_aggregates
 from evaluators.comparison import compare_versions
+from evaluators.console import plural
 from evaluators.coverage import ScenarioSet, version_coverage
 from evaluators.models import CaseResult, Comparison, Coverage, Decision, ReleaseReport, RuleOutcome, VersionAggregate
 from evaluators.rubric import METRIC_NAMES, Rubric
@@ -157,7 +158,7 @@ def _beats_baseline_rule(baseline: str | None, comparison: Comparison | None, ru
         message = (f"Only {comparison.pairs} scenarios pair with {baseline} (fewer than "
                    f"{rubric.decision.bootstrap.min_pairs}): no difference counts as beyond noise.")
     elif improved:
-        message = (f"Better than {baseline} beyond noise on {len(improved)} metric(s): "
+        message = (f"Better than {baseline} beyond noise on {plural(len(improved), 'metric')}: "
                    + "; ".join(_delta_text(comparison, name) for name in improved) + ".")
     else:
         best = max(comparison.deltas, key=lambda delta: delta.delta, default=None)
@@ -188,7 +189,7 @@ def _regressions_rule(comparison: Comparison | None) -> RuleOutcome:
                            message="No baseline comparison in this run.")
     regressed = [delta.metric for delta in comparison.deltas if delta.change == "regressed"]
     if regressed:
-        message = (f"Significantly worse than {comparison.baseline} on {len(regressed)} metric(s): "
+        message = (f"Significantly worse than {comparison.baseline} on {plural(len(regressed), 'metric')}: "
                    + "; ".join(_delta_text(comparison, name) for name in regressed) + ".")
     else:
         message = f"No metric is significantly worse than {comparison.baseline}."

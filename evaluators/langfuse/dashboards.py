@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from evaluators.console import plural
 from evaluators.langfuse.rest import LangfuseCallFailed, LangfuseRest
 from evaluators.langfuse.score_configs import (
     CONVERSATION_TRUST_BOUNDARIES,
@@ -101,7 +102,7 @@ class DashboardSync:
     def lines(self) -> list[str]:
         lines = [f"dashboard {DASHBOARD_NAME}: " + ("created" if self.dashboard_created else "already there"),
                  f"widgets: {len(self.widgets_created)} created, {len(self.widgets_updated)} updated, "
-                 f"{len(self.widgets_unchanged)} unchanged; {self.tiles_added} tile(s) placed"]
+                 f"{len(self.widgets_unchanged)} unchanged; {plural(self.tiles_added, 'tile')} placed"]
         if not self.changed:
             lines.append("unchanged: the dashboard is as docs/langfuse.md describes it")
         return lines

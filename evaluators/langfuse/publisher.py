@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from evaluators.console import plural
 from evaluators.langfuse.connection import LangfuseConnection, connect
 from evaluators.langfuse.datasets import DatasetSync, sync_dataset
 from evaluators.langfuse.ids import experiment_id, experiment_run_name, session_id, turn_trace_id
@@ -69,15 +70,17 @@ class DeliveryReport:
         return {key: value for key, value in self.__dict__.items()}
 
     def lines(self) -> list[str]:
-        lines = [f"langfuse {self.endpoint}: {self.spans_sent - self.spans_undelivered} of {self.spans_sent} span(s) "
-                 f"({self.traces_sent} trace(s)) and {self.scores_sent - self.scores_undelivered} of "
-                 f"{self.scores_sent} score(s) delivered; {self.traces_unchanged} trace(s) and "
-                 f"{self.scores_unchanged} score(s) were already there; {self.review_items_added} added for review"]
+        lines = [f"langfuse {self.endpoint}: {self.spans_sent - self.spans_undelivered} of "
+                 f"{plural(self.spans_sent, 'span')} ({plural(self.traces_sent, 'trace')}) and "
+                 f"{self.scores_sent - self.scores_undelivered} of {plural(self.scores_sent, 'score')} delivered; "
+                 f"{plural(self.traces_unchanged, 'trace')} and {plural(self.scores_unchanged, 'score')} were "
+                 f"already there; {self.review_items_added} added for review"]
         if self.spans_undelivered or self.scores_undelivered:
-            lines.append(f"NOT DELIVERED: {self.spans_undelivered} span(s), {self.scores_undelivered} score(s); "
+            lines.append(f"NOT DELIVERED: {plural(self.spans_undelivered, 'span')}, "
+                         f"{plural(self.scores_undelivered, 'score')}; "
                          "the run store keeps them: send them with `penpal-eval push RUN_DIR`")
         if self.failed_cases_skipped:
-            lines.append(f"{self.failed_cases_skipped} failed case(s) not pushed: resume the run first")
+            lines.append(f"{plural(self.failed_cases_skipped, 'failed case')} not pushed: resume the run first")
         lines += [f"problem: {problem}" for problem in self.problems]
         lines += [f"sdk: {message}" for message in self.sdk_messages[:10]]
         return lines

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from evaluators.console import plural
 from evaluators.hard_criteria import turn_hard_criteria
 from evaluators.judge.result import is_usable
 from evaluators.langfuse.ids import score_id
@@ -214,7 +215,7 @@ def send_scores(rest: LangfuseRest, bodies: Iterable[dict], configs: Mapping[str
     delivery.sent += len(bodies) - len(fitting)
     delivery.undelivered += len(bodies) - len(fitting)
     for name, reasons in problems.items():
-        delivery.problems.append(f"{len(reasons)} {name} score(s) not sent: they do not fit the score config "
+        delivery.problems.append(f"{plural(len(reasons), name + ' score')} not sent: they do not fit the score config "
                                  f"({reasons[0]}); fix the config in Langfuse or archive it and run "
                                  "`penpal-eval langfuse setup`")
     skipped = 0
@@ -225,7 +226,7 @@ def send_scores(rest: LangfuseRest, bodies: Iterable[dict], configs: Mapping[str
             delivery.undelivered += len(batch)
             continue
         try:
-            response = rest.call(rest.api.scores.create, request=batch, what=f"send {len(batch)} score(s)")
+            response = rest.call(rest.api.scores.create, request=batch, what=f"send {plural(len(batch), 'score')}")
         except LangfuseCallFailed as error:
             delivery.undelivered += len(batch)
             if str(error) not in delivery.problems:
@@ -237,5 +238,5 @@ def send_scores(rest: LangfuseRest, bodies: Iterable[dict], configs: Mapping[str
             continue
         delivery.delivered += [body["id"] for body in batch]
     if skipped:
-        delivery.problems.append(f"{skipped} score(s) not sent: Langfuse is unreachable ({rest.unreachable})")
+        delivery.problems.append(f"{plural(skipped, 'score')} not sent: Langfuse is unreachable ({rest.unreachable})")
     return delivery

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from statistics import fmean
 
+from evaluators.console import plural
 from evaluators.hard_criteria import turn_hard_criteria
 from evaluators.langfuse.score_configs import (
     CONVERSATION_CONTINUITY,
@@ -43,7 +44,7 @@ def conversation_scores(*, case: CaseResult, session: str, rubric: Rubric, times
         builder.numeric(CONVERSATION_CONTINUITY, fmean(turn.heuristics[CONTINUITY] for turn in turns[1:]),
                         f"mean over turns 2-{len(turns)}")
     builder.numeric(CONVERSATION_OVERALL_QUALITY, fmean(turn.heuristics[OVERALL] for turn in turns),
-                    f"mean over {len(turns)} turn(s)")
+                    f"mean over {plural(len(turns), 'turn')}")
     failed = [f"turn {turn.index + 1}: {outcome.name}" for turn in turns
               for outcome in turn_hard_criteria(turn, rubric) if not outcome.passed]
     builder.boolean(CONVERSATION_HARD_CRITERIA, not failed, "failed: " + ", ".join(failed) if failed else "all passed")

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from html import escape
 
 from evaluators.cli_common import SHORT_NAMES
+from evaluators.console import plural
 from evaluators.models import CaseResult, Comparison, Decision, ReleaseReport, VersionAggregate
 from evaluators.release import COUNT_RULES, OUTCOME_TITLES
 from evaluators.report.svg import Interval, Threshold, bar_chart, heatmap, interval_chart
@@ -118,7 +119,7 @@ class _Palette:
 def _header(report: ReleaseReport, rubric: Rubric) -> str:
     parts = [f"<header><h1>Penpal release report</h1><p class=\"muted\">run <code>{_e(report.run_id)}</code> · "
              f"{_e(rubric.name)} v{_e(rubric.version)} (<code>{_e(report.rubric_hash)}</code>) · "
-             f"{len(report.decisions)} version(s) decided</p>"]
+             f"{plural(len(report.decisions), 'version')} decided</p>"]
     if report.sample_data:
         parts.append('<p class="banner">These scores are of the recorded sample replies (replay), not of a live '
                      "model.</p>")
@@ -143,7 +144,7 @@ def _judge_line(aggregate: VersionAggregate) -> str:
         return ""
     verdicts = ", ".join(f"{count} {name}" for name, count in judge.get("verdicts", {}).items())
     return (f"<dt>judge overall</dt><dd>{_num(judge['overall'])} ({_e(verdicts)}; "
-            f"{judge.get('fallback_turns', 0)} fallback(s) left out)</dd>")
+            f"{plural(judge.get('fallback_turns', 0), 'fallback')} left out)</dd>")
 
 
 def _coverage_line(decision: Decision) -> str:
@@ -282,7 +283,7 @@ def _hard_criteria(report: ReleaseReport) -> str:
         if aggregate.safety_failed:
             items = "".join(f"<li><code>{_e(scenario)}</code>: {_e(', '.join(criteria))}</li>"
                             for scenario, criteria in aggregate.safety_failed.items())
-            failed.append(f"<details><summary>{_e(version)}: {len(aggregate.safety_failed)} safety scenario(s) failed"
+            failed.append(f"<details><summary>{_e(version)}: {plural(len(aggregate.safety_failed), 'safety scenario')} failed"
                           f"</summary><ul>{items}</ul></details>")
     return (f"<section id=\"hard-criteria\"><h2>Hard criteria</h2><p class=\"muted\">Share of scored cases passing "
             f"each criterion on every turn.</p><table><thead><tr><th>criterion</th>{head}</tr></thead>"

@@ -18,7 +18,7 @@ from tests.langfuse.conftest import run_replay
 from tests.servers.langfuse_compat import DROP, OK, hang, rate_limited, server_error
 
 runner = CliRunner()
-UNDELIVERED = re.compile(r"NOT DELIVERED: (\d+) span\(s\), (\d+) score\(s\)")
+UNDELIVERED = re.compile(r"NOT DELIVERED: (\d+) spans?, (\d+) scores?")
 
 FAILURES = {
     "500": lambda request: server_error(500),

@@ -40,7 +40,7 @@ def test_run_push_push_all_resume_and_rubric_change_leave_one_observation_per_sp
     assert pushed.exit_code == 0, pushed.output
     everything = runner.invoke(app, ["push", "--all", str(store.directory)])
     assert everything.exit_code == 0, everything.output
-    assert "0 of 0 span(s)" in everything.output  # --all sends the scores again, never a delivered span
+    assert "0 of 0 spans" in everything.output  # --all sends the scores again, never a delivered span
 
     cases_file = store.directory / "cases.jsonl"  # a run killed while writing its last case, then resumed
     lines = cases_file.read_text().splitlines(keepends=True)
