@@ -241,7 +241,7 @@ class Runner:
             for index, completion in enumerate(transcript.replies):
                 heuristics = next(scored)
                 expectations = check_reply(transcript.scenario.expectations_for(index), completion.text,
-                                           self.evaluator.rubric)
+                                           self.evaluator.rubric, heuristics.flags)
                 turns.append(TurnResult(
                     index=index, user=transcript.scenario.turns[index].user, reply=completion.text,
                     model=completion.model, usage=completion.usage, latency_s=completion.latency_s,
