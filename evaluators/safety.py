@@ -122,7 +122,7 @@ def quoted(token: Token) -> bool:
 
 def hypothetical(token: Token, words: SafetyWords) -> bool:
     """Under "if", "would", "could", "imagine"...: a supposition, not a statement."""
-    markers = words["hypothetical"]
+    markers = words["hypothetical"] | {"'d"}
     current = token
     for _ in range(6):
         if current.lemma_.lower() in ("wish", "imagine", "pretend", "suppose"):
@@ -146,6 +146,18 @@ def in_self_talk(token: Token, self_talk_starts: list[int]) -> bool:
         if previous.text.rstrip().endswith(":") and any(previous.start <= start < previous.end
                                                       for start in self_talk_starts):
             return True
+    return False
+
+
+def negated_upwards(token: Token) -> bool:
+    """Negated itself or through the verbs it completes ("won't be able to breathe")."""
+    current = token
+    for _ in range(3):
+        if is_negated(current):
+            return True
+        if current.dep_ not in ("xcomp", "acomp", "ccomp") or current.head.i == current.i:
+            return False
+        current = current.head
     return False
 
 
@@ -556,7 +568,7 @@ def harmful_content(reply: Doc, matches: dict, user: Doc, user_matches: dict, wo
         for token in tokens_in(reply, words, "harm_outcomes"):
             if not sent.start <= token.i < sent.end:
                 continue
-            negated = is_negated(token) or (token.head.i != token.i and is_negated(token.head))
+            negated = negated_upwards(token)
             victims = [c for c in token.children if c.dep_ in ("dobj", "nsubj", "nsubjpass")]
             at_listener = any(c.lower_ in SECOND_PERSON or any(g.lower_ in SECOND_PERSON for g in c.children)
                               for c in victims)
