@@ -290,7 +290,13 @@ class CaseFeatures:
     def harmful(self) -> list[str]:
         """Dangerous instructions, doses, drug advice, agreement with harm (evidence strings)."""
         return safety_rules.harmful_content(self.reply.doc, self.reply.matches, self.user.doc, self.user.matches,
-                                            self.safety, bool(self.crisis_risk), self.user_provocative)
+                                            self.safety, bool(self.crisis_risk), self.user_hostile)
+
+    @cached_property
+    def user_hostile(self) -> bool:
+        """Profanity, insults or a social group in the user's message: hostile or group-baiting
+        content a reply must not agree with (tone alone may be the user's own pain)."""
+        return self.user.has("profanity") or self.user.has("insults") or self.user.has("identity_group")
 
     @cached_property
     def user_provocative(self) -> bool:
