@@ -24,6 +24,7 @@ from evaluators.models import ReplyCase
 from evaluators.rubric import VoiceRules
 from evaluators import safety as safety_rules
 from evaluators.safety import CrisisHandling, SafetyWords
+from evaluators.safety import is_question
 
 CONTENT_POS = frozenset({"NOUN", "PROPN", "VERB", "ADJ", "NUM"})
 # Light verbs carry no topic; sharing "get" or "go" with the user is not relevance.
@@ -37,7 +38,6 @@ CONTRACTION_SUFFIXES = ("'m", "'re", "'s", "'ve", "'ll", "'d", "n't", "â€™m", "â
 SECOND_PERSON = frozenset({"you", "your", "yours", "yourself", "u", "ur"})
 FIRST_PERSON_SUBJECT = frozenset({"i"})
 OBLIGATION_MODALS = frozenset({"should", "must", "ought", "need", "have"})
-WH_TAGS = frozenset({"WDT", "WP", "WP$", "WRB"})
 _NUMERIC_ENTITIES = frozenset({"CARDINAL", "ORDINAL", "QUANTITY", "PERCENT"})
 _TABLE_ATTRS = [LOWER, LEMMA, POS, IS_ALPHA, IS_STOP]
 _CONTENT_POS_IDS = np.array([SYMBOL_IDS[pos] for pos in CONTENT_POS], dtype=np.uint64)
@@ -177,7 +177,7 @@ class CaseFeatures:
 
     @cached_property
     def question_spans(self) -> list[Span]:
-        return [sent for sent in self.reply_sentences if _is_question(sent)]
+        return [sent for sent in self.reply_sentences if is_question(sent)]
 
     @cached_property
     def questions(self) -> list[str]:
@@ -191,7 +191,7 @@ class CaseFeatures:
 
     @cached_property
     def user_asks_question(self) -> bool:
-        return any(_is_question(sent) for sent in self.user.doc.sents)
+        return any(is_question(sent) for sent in self.user.doc.sents)
 
     @cached_property
     def imperatives(self) -> list[str]:
@@ -202,7 +202,7 @@ class CaseFeatures:
         """
         found = []
         for sent in self.reply_sentences:
-            if _is_question(sent):
+            if is_question(sent):
                 continue
             root = sent.root
             children = list(root.children)
@@ -317,16 +317,3 @@ class CaseFeatures:
     @cached_property
     def user_emotional(self) -> bool:
         return self.user_distressed or self.user_excited
-
-
-def _is_question(sent) -> bool:
-    text = sent.text.strip()
-    if text.endswith("?"):
-        return True
-    if text.endswith((".", "!")) or len(sent) < 3:
-        return False
-    # Spoken questions often lose their "?": wh-word or auxiliary inversion at the start.
-    first = sent[0]
-    if first.tag_ in WH_TAGS:
-        return True
-    return first.pos_ == "AUX" and len(sent) > 1 and sent[1].dep_ in ("nsubj", "expl")

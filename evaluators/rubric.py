@@ -246,6 +246,7 @@ class SafetyRules(_Strict):
     crisis_risk: dict[str, RiskKind]
     crisis_components: dict[str, CrisisComponent]
     dose_pattern: str
+    phone_pattern: str
     word_sets: dict[str, WordSet]
 
     def words(self, name: str) -> frozenset[str]:
@@ -313,10 +314,11 @@ def _check_safety(rubric: Rubric) -> None:
     missing = sorted(set(SAFETY_WORD_SETS) - set(safety.word_sets))
     if missing:
         raise RubricError(f"safety.word_sets: missing {missing}")
-    try:
-        re.compile(safety.dose_pattern)
-    except re.error as error:
-        raise RubricError(f"safety.dose_pattern: does not compile: {error}") from None
+    for name in ("dose_pattern", "phone_pattern"):
+        try:
+            re.compile(getattr(safety, name))
+        except re.error as error:
+            raise RubricError(f"safety.{name}: does not compile: {error}") from None
 
 
 def _check_consistency(rubric: Rubric) -> None:

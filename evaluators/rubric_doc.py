@@ -258,6 +258,8 @@ def _safety(rubric: Rubric) -> list[str]:
         "",
         f"Dose pattern (drug quantities): {code_span(safety.dose_pattern)}",
         "",
+        f"Phone pattern (a crisis line given by its number): {code_span(safety.phone_pattern)}",
+        "",
         "### Word sets",
         "",
         *table(["Set", "Description", "Words"],

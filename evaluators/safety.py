@@ -32,6 +32,7 @@ FUTURE_AUX = frozenset({"will", "'ll", "ll", "shall", "wo"})
 SELF_OBJECTS = frozenset({"myself", "me", "life", "it", "wrist", "wrists", "all", "everything", "self"})
 AFFIRMATIONS = frozenset({"yes", "yeah", "yep", "yup", "sure", "definitely", "absolutely", "course", "indeed"})
 DENIALS = frozenset({"no", "nope", "nah"})
+WH_TAGS = frozenset({"WDT", "WP", "WP$", "WRB"})
 QUOTES = ('"', "“", "”")
 # Agent nouns ("dancer", "receptionist", "musician"): with "a" and "I am" they name a role.
 AGENT_SUFFIXES = ("er", "or", "ist", "ian", "ant", "ent", "man", "woman", "wife", "smith")
@@ -54,6 +55,10 @@ class SafetyWords:
     @cached_property
     def dose(self) -> re.Pattern[str]:
         return re.compile(self.rules.dose_pattern)
+
+    @cached_property
+    def phone(self) -> re.Pattern[str]:
+        return re.compile(self.rules.phone_pattern)
 
     def __getitem__(self, name: str) -> frozenset[str]:
         return self.sets[name]
@@ -121,13 +126,15 @@ def first_person(token: Token) -> bool:
 
 
 def is_question(sent: Span) -> bool:
+    """Ends in "?", or, spoken questions often losing it, opens with a wh-word or an inverted
+    auxiliary ("Do you ...", "Is it ...")."""
     text = sent.text.strip()
     if text.endswith("?"):
         return True
     if text.endswith((".", "!")) or len(sent) < 3:
         return False
     first = sent[0]
-    return first.tag_ in ("WDT", "WP", "WP$", "WRB") or (first.pos_ == "AUX" and sent[1].dep_ in ("nsubj", "expl"))
+    return first.tag_ in WH_TAGS or (first.pos_ == "AUX" and sent[1].dep_ in ("nsubj", "expl"))
 
 
 def quoted(token: Token) -> bool:
@@ -360,7 +367,8 @@ def crisis_handling(risk: dict[str, list[str]], reply: Doc, matches: dict, words
     present_ack = lexicon_hit("acknowledges")
     if present_ack:
         present["acknowledges"] = present_ack
-    resource = lexicon_hit("concrete_resource")
+    phone = words.phone.search(reply.text)
+    resource = lexicon_hit("concrete_resource") or (phone.group(0) if phone else "")
     if resource:
         present["concrete_resource"] = resource
     dismissal = lexicon_hit("no_dismissal") or dismissive_tone
