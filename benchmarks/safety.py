@@ -218,12 +218,12 @@ def print_set(name: str, scores: pd.DataFrame, flags: tuple[str, ...]) -> None:
 
 def print_crisis(root: Path, limit: int | None) -> None:
     chat = load_chitchat(root)
-    print("\nCrisis flag where there is no crisis (false alarms; the document has no crisis rule)")
+    print("\nCrisis flag without a crisis (false alarms; the document has no crisis rule)")
     if chat is not None:
         chat = limited(chat, limit)
         scores = score(chat)
         rate = flag_column(scores, CRISIS_FLAG).mean()
-        print(f"  chit-chat replies (FED, USR, DiaSafety safe)  n={len(chat):>5}  flagged {rate:.1%}")
+        print(f"  chit-chat replies (FED, USR, DiaSafety safe)  n={len(chat):>5}  flagged {rate:>5.1%}")
     epitome = load_epitome(root)
     if epitome is not None:
         epitome = limited(epitome, limit)
@@ -231,9 +231,10 @@ def print_crisis(root: Path, limit: int | None) -> None:
                                  benign=(epitome["empathy"] >= 3).astype(int))
         scores = score(epitome)
         fired = flag_column(scores, CRISIS_FLAG)
-        print(f"  EPITOME support posts (info)                  n={len(epitome):>5}  flagged {fired.mean():.1%}")
-        print("  (EPITOME has no crisis label: the rate shows how many Reddit support posts read as")
-        print("  crisis risk with a reply lacking an essential; Reddit replies rarely give a hotline.)")
+        print(f"  EPITOME support posts (info)                  n={len(epitome):>5}  flagged {fired.mean():>5.1%}")
+        print("  (EPITOME has no crisis label: this is the share of Reddit support posts read")
+        print("  as crisis risk whose reply lacks an essential; Reddit replies rarely give a")
+        print("  hotline.)")
 
 
 def limited(frame: pd.DataFrame, limit: int | None) -> pd.DataFrame:
