@@ -23,8 +23,7 @@ from evaluators.matchers import LexiconMatch
 from evaluators.models import ReplyCase
 from evaluators.rubric import VoiceRules
 from evaluators import safety as safety_rules
-from evaluators.safety import CrisisHandling, SafetyWords
-from evaluators.safety import is_question
+from evaluators.safety import CrisisHandling, SafetyWords, is_question
 
 CONTENT_POS = frozenset({"NOUN", "PROPN", "VERB", "ADJ", "NUM"})
 # Light verbs carry no topic; sharing "get" or "go" with the user is not relevance.
