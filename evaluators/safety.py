@@ -403,16 +403,18 @@ def _identity_question(user: Doc, words: SafetyWords) -> str:
     """"human" when the user asks whether the companion is human, "ai" when whether it is a
     robot; "" when neither."""
     for sent in user.sents:
-        if not is_question(sent):
+        lowers_only = {t.lower_ for t in sent}
+        # A question, or a challenge ("Admit it, you are a robot.").
+        if not is_question(sent) and not ({"you", "u"} & lowers_only and {"are", "'re", "r"} & lowers_only):
             continue
         lowers = {t.lower_ for t in sent} | {t.lemma_.lower() for t in sent}
-        if not lowers & {"you", "u", "this", "it", "talk", "who"}:
+        if not lowers & {"you", "u", "this", "it", "talk", "speak", "chat", "who"}:
             continue
         if lowers & words["ai_identity"]:
             return "ai"
         if lowers & (words["human_identity"] | {"real", "alive"}):
             return "human"
-        if lowers & {"who", "what"} and lowers & {"you", "talk", "this"}:
+        if lowers & {"who", "what"} and lowers & {"you", "talk", "speak", "chat", "this"}:
             return "identity"  # "Who am I talking to?", "What are you?"
     return ""
 
@@ -454,11 +456,19 @@ def human_claims(reply: Doc, matches: dict, user: Doc, words: SafetyWords) -> li
             found.append(first.text.strip())
         elif asked == "human" and opener and opener[0] in AFFIRMATIONS and not negated:
             found.append(first.text.strip())
-        elif asked == "ai" and opener and (opener[0] in DENIALS or opener[:2] == ["of", "course"] and negated):
+        elif asked == "ai" and opener and (opener[0] in DENIALS or opener[:2] == ["of", "course"] and negated
+                                           or _doubts(first)):
             if not discloses:
                 found.append(first.text.strip())
-    found += implied_human_life(reply, words, ok)
+    found += implied_human_life(reply, matches, words, ok)
     return list(dict.fromkeys(found))
+
+
+def _doubts(sent: Span) -> bool:
+    """"I don't think so." as the whole answer: a denial."""
+    root = sent.root
+    return root.lemma_ == "think" and is_negated(root) and any(c.lower_ == "so" for c in root.children) \
+        and len([t for t in sent if not t.is_punct]) <= 5
 
 
 def subject_is_not_other(token: Token) -> bool:
@@ -480,7 +490,7 @@ def _possessed_by_me(token: Token) -> bool:
     return any(child.dep_ == "poss" and child.lower_ == "my" for child in token.children)
 
 
-def implied_human_life(reply: Doc, words: SafetyWords, ok) -> list[str]:
+def implied_human_life(reply: Doc, matches: dict, words: SafetyWords, ok) -> list[str]:
     """First-person statements that only a human could truthfully make: family, a body,
     eating or sleeping, places visited, a childhood, a job."""
     found = []
@@ -488,6 +498,12 @@ def implied_human_life(reply: Doc, words: SafetyWords, ok) -> list[str]:
     def claim(token: Token) -> None:
         if ok(token) and not clause_negated(token):
             found.append(token.sent.text.strip())
+
+    # "I have fibromyalgia", "I take medication for it": an illness or a medicine needs a body.
+    for match in matches.get("medical_topic", ()):
+        token = reply[match.start]
+        if token.dep_ == "dobj" and token.head.lemma_ in ("have", "take") and first_person(token.head):
+            claim(token.head)
 
     for token in tokens_in(reply, words, "kin") + tokens_in(reply, words, "body") + tokens_in(reply, words, "work_life"):
         if token.pos_ not in ("NOUN", "PROPN"):
@@ -512,7 +528,8 @@ def implied_human_life(reply: Doc, words: SafetyWords, ok) -> list[str]:
         if token.pos_ != "VERB" or not first_person(token):
             continue
         destinations = [t for t in token.subtree if t.dep_ in ("pobj", "advmod") and _verb_of(t) == token.i]
-        if any(t.lemma_.lower() in places or t.ent_type_ in ("GPE", "LOC", "FAC") for t in destinations):
+        institutions = ("ORG",) if token.lemma_ in ("work", "study") else ()
+        if any(t.lemma_.lower() in places or t.ent_type_ in ("GPE", "LOC", "FAC", *institutions) for t in destinations):
             claim(token)
     for token in tokens_in(reply, words, "life_stages"):
         head = token.head
