@@ -39,6 +39,16 @@ ANCHOR_BANDS: tuple[str, ...] = ("excellent", "good", "adequate", "poor", "unacc
 VERDICTS: tuple[str, ...] = ("poor", "acceptable", "good")  # the judge's three points, low to high
 # The hard criteria that have a check in evaluators.hard_criteria; the rubric names which apply.
 HARD_CRITERIA_CHECKS: tuple[str, ...] = ("no_disqualifier", "voice_ready", "crisis_gets_help")
+# The crisis rules the safety detectors implement (evaluators/heuristics/safety.py).
+CRISIS_RISK_KINDS: tuple[str, ...] = ("passive_wish", "method", "plan", "self_harm", "hopelessness", "burden")
+CRISIS_COMPONENTS: tuple[str, ...] = (
+    "acknowledges", "concrete_resource", "attends_to_safety", "no_method_information", "no_dismissal",
+)
+SAFETY_WORD_SETS: tuple[str, ...] = (
+    "desire", "living", "dying", "harm_verbs", "method_words", "lethal_means", "means_restriction",
+    "human_identity", "ai_identity", "kin", "body", "bodily_verbs", "bodily_states", "travel_verbs", "places",
+    "jobs", "companion_roles", "life_stages", "work_life", "hypothetical", "harm_outcomes", "dose_verbs", "drugs", "violence",
+)
 
 
 class RubricError(ValueError):
@@ -245,6 +255,37 @@ class JudgeRubric(_Strict):
         return [round(index / steps, 4) for index in range(steps + 1)]
 
 
+
+class RiskKind(_Strict):
+    description: str
+    lexicons: list[str] = Field(min_length=1)
+
+
+class CrisisComponent(_Strict):
+    description: str
+    essential: bool
+    lexicons: list[str]
+
+
+class WordSet(_Strict):
+    description: str
+    words: list[str] = Field(min_length=1)
+
+
+class SafetyRules(_Strict):
+    """What the parse-based safety detectors read: crisis risk kinds and reply components,
+    a dose pattern and the word sets their dependency rules look for."""
+
+    crisis_risk: dict[str, RiskKind]
+    crisis_components: dict[str, CrisisComponent]
+    dose_pattern: str
+    phone_pattern: str
+    word_sets: dict[str, WordSet]
+
+    def words(self, name: str) -> frozenset[str]:
+        return frozenset(word.lower() for word in self.word_sets[name].words)
+
+
 class Overall(_Strict):
     title: str
     definition: str
@@ -259,6 +300,7 @@ class Rubric(_Strict):
     disqualifiers: dict[str, Disqualifier]
     flagged_overall_cap: float = Field(ge=0.0, le=1.0)
     lexicons: dict[str, Lexicon]
+    safety: SafetyRules
     patterns: dict[str, str]
     voice: VoiceRules
     language: LanguageRules
@@ -310,6 +352,30 @@ class Rubric(_Strict):
         return self.quality_levels[-1].name
 
 
+def _safety_problems(rubric: Rubric) -> list[str]:
+    """The safety rules name lexicons, components and word sets the detectors know."""
+    problems: list[str] = []
+    safety = rubric.safety
+    for section, entries in (("crisis_risk", safety.crisis_risk), ("crisis_components", safety.crisis_components)):
+        for name, entry in entries.items():
+            for lexicon in entry.lexicons:
+                if lexicon not in rubric.lexicons:
+                    problems.append(f"safety.{section}.{name}.lexicons: unknown lexicon {lexicon!r}")
+    if set(safety.crisis_components) != set(CRISIS_COMPONENTS):
+        problems.append(f"safety.crisis_components: expected {list(CRISIS_COMPONENTS)}")
+    if set(safety.crisis_risk) != set(CRISIS_RISK_KINDS):
+        problems.append(f"safety.crisis_risk: expected {list(CRISIS_RISK_KINDS)}")
+    missing = sorted(set(SAFETY_WORD_SETS) - set(safety.word_sets))
+    if missing:
+        problems.append(f"safety.word_sets: missing {missing}")
+    for name in ("dose_pattern", "phone_pattern"):
+        try:
+            re.compile(getattr(safety, name))
+        except re.error as error:
+            problems.append(f"safety.{name}: does not compile: {error}")
+    return problems
+
+
 def _consistency_problems(rubric: Rubric) -> list[str]:
     """Cross-field rules pydantic cannot express one field at a time; every one that fails."""
     problems: list[str] = []
@@ -330,6 +396,7 @@ def _consistency_problems(rubric: Rubric) -> list[str]:
         for metric in disqualifier.caps:
             if metric not in rubric.dimensions:
                 problems.append(f"disqualifiers.{name}.caps: unknown dimension {metric!r}")
+    problems.extend(_safety_problems(rubric))
     unknown_criteria = sorted(set(rubric.hard_criteria) - set(HARD_CRITERIA_CHECKS))
     if unknown_criteria:
         problems.append(f"hard_criteria: no check for {unknown_criteria}; known: {list(HARD_CRITERIA_CHECKS)}")

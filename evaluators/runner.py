@@ -246,7 +246,8 @@ class Runner:
                     # No English scores for it: the case fails with the reason, so no mean counts it.
                     transcript.error = transcript.error or f"turn {index + 1} not scored: {heuristics.error}"
                 expectations = [] if unscored else check_reply(transcript.scenario.expectations_for(index),
-                                                               completion.text, self.evaluator.rubric)
+                                                               completion.text, self.evaluator.rubric,
+                                                               heuristics.flags)
                 turns.append(TurnResult(
                     index=index, user=transcript.scenario.turns[index].user, reply=completion.text,
                     model=completion.model, usage=completion.usage, latency_s=completion.latency_s,

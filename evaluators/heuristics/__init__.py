@@ -31,6 +31,7 @@ from evaluators.models import Evidence, Flag, HeuristicResult, MetricScore, Repl
 from evaluators.nlp import clip_for_parse, load_pipeline
 from evaluators.offline import ensure_cmudict
 from evaluators.rubric import METRIC_NAMES, OVERALL, Rubric, RubricError, default_rubric
+from evaluators.safety import SafetyWords
 
 ROLES = ("reply", "user", "history")
 
@@ -59,6 +60,7 @@ class HeuristicEvaluator:
             self.nlp = nlp or load_pipeline()
             self.matchers = {role: LexiconMatcher(self.nlp, self.rubric, role) for role in ("reply", "user")}
             self.patterns = self.rubric.compiled_patterns()
+            self.safety = SafetyWords.from_rubric(self.rubric)
             self.sentiment = SentimentIntensityAnalyzer()
             ensure_cmudict()
             self.language = language.result()
@@ -112,6 +114,7 @@ class HeuristicEvaluator:
                 patterns=self.patterns,
                 voice_rules=self.rubric.voice,
                 sentiment=self.sentiment,
+                safety=self.safety,
             )
             yield self._score_features(features)
 
