@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from statistics import fmean
@@ -34,7 +34,7 @@ from evaluators.langfuse.ids import score_id
 from evaluators.langfuse.rest import LangfuseRest
 from evaluators.langfuse.score_configs import RUBRIC_VERSION, ensure_score_configs, score_definitions
 from evaluators.langfuse.scores import ScoreBuilder, heuristic_scores, judge_scores, send_scores
-from evaluators.models import ReplyCase, TurnResult
+from evaluators.models import HeuristicResult, ReplyCase, TurnResult
 from evaluators.rubric import Rubric
 
 DEFAULT_FEEDBACK_SCORE = "user_feedback"
@@ -191,10 +191,12 @@ async def _judge_all(judge: LLMJudge, inputs: Sequence[JudgeInput]) -> list[Judg
 
 def monitor(rest: LangfuseRest, evaluator: HeuristicEvaluator, since: datetime, *, judge: LLMJudge | None,
             sampling: SamplingState | None, name: str | None = None, environment: str | None = None,
-            feedback_score: str = DEFAULT_FEEDBACK_SCORE) -> MonitorReport:
+            feedback_score: str = DEFAULT_FEEDBACK_SCORE,
+            score_cases: Callable[[list[ReplyCase]], Iterable[HeuristicResult]] | None = None) -> MonitorReport:
     """One pass: read, skip what is scored, score the rest, write the scores back.
 
-    The judge, when given, is closed at the end of the pass.
+    The judge, when given, is closed at the end of the pass. `score_cases` scores elsewhere
+    (on Ray: evaluators.scale); by default the evaluator scores here.
     """
     rubric = evaluator.rubric
     report = MonitorReport()
@@ -218,7 +220,7 @@ def monitor(rest: LangfuseRest, evaluator: HeuristicEvaluator, since: datetime, 
         return report
     cases = [ReplyCase(id=reply.observation_id, history=[item.text for item in reply.history if item.role == "user"],
                        user_message=reply.user_message, response=reply.reply) for reply in replies]
-    heuristics = list(evaluator.score_cases(cases))
+    heuristics = list((score_cases or evaluator.score_cases)(cases))
     judgements: dict[str, JudgeResult] = {}
     if judge is not None:
         judgements = _judge_sampled(judge, sampling, rubric, replies, heuristics, feedback, report)
