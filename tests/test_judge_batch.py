@@ -222,3 +222,24 @@ def test_the_run_command_judges_through_a_batch_and_says_so(openai_server, monke
     assert len(server.batches) == 1 and server.calls == []
     requests = len(server.batch_requests())
     assert f"1 batch(es) submitted with {requests} request(s)" in result.stderr
+
+
+def test_a_batch_created_just_before_a_kill_is_found_by_its_file_and_not_submitted_again(openai_server, monkeypatch,
+                                                                                          tmp_path):
+    records = write_records(tmp_path / "replies.jsonl")
+    server = openai_server(answers=scripted_judge, batch_polls=1)
+    use_judge(monkeypatch, server)
+    state = tmp_path / "state.json"
+    arguments = ["--no-judge-cache", "--batch", "--batch-poll", "0.01", "--batch-state", str(state)]
+    # The state a process leaves when it is killed after batches.create and before it records the batch.
+    first = judge_file(records, tmp_path / "one.jsonl", *arguments)
+    assert first.exit_code == 0, first.output
+    job = next(iter(server.batches.values()))
+    state.write_text(json.dumps({"batches": [], "uploaded": {
+        "input_file_id": job.input_file_id, "custom_ids": [request["custom_id"] for request in job.requests]}}))
+
+    again = judge_file(records, tmp_path / "two.jsonl", *arguments)
+    assert again.exit_code == 0, again.output
+    assert len(server.batches) == 1 and "0 batch(es) submitted with 0 request(s), 1 resumed" in again.stderr
+    assert (tmp_path / "two.jsonl").read_text() != "" and json.loads(state.read_text()) == {"batches": [],
+                                                                                         "uploaded": None}

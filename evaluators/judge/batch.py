@@ -78,7 +78,7 @@ class _Request:
     sample: int
     mode: str
     messages: list[dict]
-    slots: list[tuple[int, int]] = field(default_factory=list)  # (reply index, sample) it answers
+    places: list[tuple[int, int]] = field(default_factory=list)  # (reply index, sample) it answers
 
 
 @dataclass
@@ -153,48 +153,61 @@ class BatchJudge:
                     continue
                 if key not in requests:
                     requests[key] = _Request(key, item, sample, mode, judge_messages(self.judge.rubric, item, mode))
-                requests[key].slots.append((index, sample))
+                requests[key].places.append((index, sample))
         await self._adopt_upload()
         settled: set[str] = set()
         pending = dict(requests)
         while pending:
             outcomes = await self._through_batches(pending)
-            again: dict[str, _Request] = {}
-            live: list[_Request] = []
-            for key, request in pending.items():
-                outcome = outcomes[key]
-                if outcome.text is not None:
-                    self._settle(samples, request, await self._read(request, outcome))
-                    settled.add(key)
-                    continue
-                self.stats.expired += outcome.expired
-                self.stats.failed += not outcome.expired
-                if self.settings.retry == "batch" and not outcome.refused and \
-                        self.state.rounds(key) < self.settings.max_rounds:
-                    again[key] = request
-                else:
-                    live.append(request)
-            self.stats.retried_batch += len(again)
-            self.stats.retried_live += len(live)
-            results = await asyncio.gather(*(self._live(request) for request in live))
-            for request, result in zip(live, results):
-                self._settle(samples, request, result)
-                settled.add(request.key)
-            pending = again
+            answered = [request for key, request in pending.items() if outcomes[key].text is not None]
+            results = await asyncio.gather(*(self._read(request, outcomes[request.key]) for request in answered))
+            settled |= self._settle(samples, answered, results)
+            pending, live = self._retries(pending, outcomes)
+            settled |= self._settle(samples, live, await asyncio.gather(*(self._live(request) for request in live)))
         self.state.forget(settled)
         return [self.judge.combined([samples[index, sample] for sample in range(self.judge.settings.samples)])
                 for index in range(len(items))]
 
-    def _settle(self, samples: dict[tuple[int, int], JudgeResult], request: _Request, result: JudgeResult) -> None:
-        self.judge.remember(request.key, result)
-        for slot in request.slots:
-            samples[slot] = result
+    def _retries(self, pending: dict[str, _Request],
+                 outcomes: dict[str, _Outcome]) -> tuple[dict[str, _Request], list[_Request]]:
+        """The unanswered requests, counted and split: those for a new batch, and those to judge live.
+
+        A 4xx (the request itself refused, e.g. its response format) always goes live, where the
+        judge steps down to a format the server accepts.
+        """
+        again: dict[str, _Request] = {}
+        live: list[_Request] = []
+        for key, request in pending.items():
+            outcome = outcomes[key]
+            if outcome.text is not None:
+                continue
+            self.stats.expired += outcome.expired
+            self.stats.failed += not outcome.expired
+            if (self.settings.retry == "batch" and not outcome.refused
+                    and self.state.rounds(key) < self.settings.max_rounds):
+                again[key] = request
+            else:
+                live.append(request)
+        self.stats.retried_batch += len(again)
+        self.stats.retried_live += len(live)
+        return again, live
+
+    def _settle(self, samples: dict[tuple[int, int], JudgeResult], requests: Sequence[_Request],
+                results: Sequence[JudgeResult]) -> set[str]:
+        """Each result cached (when usable) and put in every place that asked for it; the keys settled."""
+        for request, result in zip(requests, results, strict=True):
+            self.judge.remember(request.key, result)
+            for place in request.places:
+                samples[place] = result
+        return {request.key for request in requests}
 
     async def _read(self, request: _Request, outcome: _Outcome) -> JudgeResult:
+        """A batch answer read as a live one; a repair request, if needed, is a live call within the judge's slots."""
         self.judge.modes.set(self.judge.endpoint, self.judge.settings.model, request.mode)
         self.judge.stats.usage += outcome.usage
-        return await self.judge.read_answer(request.messages, outcome.text, request.mode, request.sample,
-                                            attempts=1, usage=outcome.usage, started=time.perf_counter())
+        async with self.judge.slots:
+            return await self.judge.read_answer(request.messages, outcome.text, request.mode, request.sample,
+                                                attempts=1, usage=outcome.usage, started=time.perf_counter())
 
     async def _live(self, request: _Request) -> JudgeResult:
         """A request the batches did not answer, judged by a live call (which steps down modes itself)."""

@@ -157,7 +157,7 @@ class LLMJudge:
         self.modes = modes or ModeMemory(None)
         self.stats = JudgeStats()
         self.client = openai.AsyncOpenAI(api_key=api_key or "not-needed", base_url=base_url,
-                                          timeout=self.settings.timeout_s, max_retries=0)
+                                         timeout=self.settings.timeout_s, max_retries=0)
         self.slots = asyncio.Semaphore(self.settings.concurrency)
 
     @classmethod
