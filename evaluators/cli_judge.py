@@ -13,7 +13,7 @@ import os
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Annotated
@@ -29,11 +29,13 @@ from evaluators.cli_common import EXIT_RECORD_ERRORS, EXIT_USAGE, RubricOption, 
 from evaluators.console import fail, plural, stderr_console, stderr_is_tty, stdout_console
 from evaluators.heuristics import HeuristicEvaluator
 from evaluators.jsonl import read_json_lines
-from evaluators.judge.client import LLMJudge
+from evaluators.judge.batch import RETRY_CHOICES, BatchError, BatchJudge
+from evaluators.judge.client import LLMJudge, judge_cache_dir
 from evaluators.judge.factory import (
     SAMPLING_CHOICES,
     JudgeConfig,
     JudgeConfigError,
+    create_batch_judge,
     create_judge,
     create_sampling_state,
     judge_configured,
@@ -47,6 +49,7 @@ from evaluators.models import HeuristicResult, Unscored
 from evaluators.rubric import Rubric
 
 SamplingChoice = Enum("SamplingChoice", {name: name for name in SAMPLING_CHOICES}, type=str)
+BatchRetryChoice = Enum("BatchRetryChoice", {name: name for name in RETRY_CHOICES}, type=str)
 WeightsChoice = Enum("WeightsChoice", {name: name for name in WEIGHTS}, type=str)
 
 # --- options shared by run, judge and calibrate ------------------------------------------------------
@@ -68,13 +71,31 @@ SamplingStateOption = Annotated[Path | None, typer.Option(
 JudgeCacheOption = Annotated[bool, typer.Option(
     "--judge-cache/--no-judge-cache", help="Reuse cached judgements (keyed by rubric, model, parameters, content).")]
 
+BatchPollOption = Annotated[float, typer.Option(
+    "--batch-poll", min=0.001, help="With the Batch API: seconds before the first status poll; the wait grows by "
+                                    "half each time, up to 10 minutes.")]
+BatchRetryOption = Annotated[BatchRetryChoice, typer.Option(
+    "--batch-retry", help="With the Batch API: judge failed or expired requests again by live calls, or in a new "
+                          "batch (once; then live).")]
+
+
+def batch_summary_line(stats: dict) -> str:
+    """What the Batch API did: batches, requests, and the retries of those it did not answer."""
+    return (f"Batch API: {plural(stats['batches'], 'batch', 'batches')} submitted with "
+            f"{plural(stats['submitted'], 'request')}, "
+            f"{stats['resumed']} resumed; {stats['answered']} answered, {stats['failed']} failed and "
+            f"{stats['expired']} expired, retried {stats['retried_live']} live and {stats['retried_batch']} in a "
+            f"new batch")
+
 
 def judge_config(*, model: str | None, samples: int, sampling: SamplingChoice, sample_rate: float | None,
                  state_path: Path | None, use_cache: bool, timeout_s: float = 120.0, max_attempts: int = 5,
-                 concurrency: int = 4) -> JudgeConfig:
+                 concurrency: int = 4, batch: bool = False, batch_poll_s: float = 30.0,
+                 batch_retry: BatchRetryChoice = BatchRetryChoice.live) -> JudgeConfig:
     return JudgeConfig(model=model, samples=samples, sampling=sampling.value, sample_rate=sample_rate,
                        state_path=state_path, use_cache=use_cache, timeout_s=timeout_s,
-                       max_attempts=max_attempts, concurrency=concurrency)
+                       max_attempts=max_attempts, concurrency=concurrency, batch=batch, batch_poll_s=batch_poll_s,
+                       batch_retry=batch_retry.value)
 
 
 def build_judge(config: JudgeConfig, rubric: Rubric) -> tuple[LLMJudge, SamplingState | None]:
@@ -137,8 +158,8 @@ def _progress(total: int, what: str) -> Iterator[Callable[[], None]]:
 
 
 async def judge_lines(lines: Sequence[RecordLine], judge: LLMJudge, sampling: SamplingState | None,
-                      rubric: Rubric) -> None:
-    """Judge every valid record (those the sampling policy selects), side by side."""
+                      rubric: Rubric, batch: BatchJudge | None = None) -> None:
+    """Judge every valid record (those the sampling policy selects): side by side, or in one batch."""
     valid = [line for line in lines if line.record is not None]
     chosen = []
     for line in valid:  # decisions in input order, so a replay of the same file decides the same
@@ -153,19 +174,26 @@ async def judge_lines(lines: Sequence[RecordLine], judge: LLMJudge, sampling: Sa
                 continue
         chosen.append(line)
 
-    with _progress(len(chosen), "judging") as advance:
-        async def one(line: RecordLine) -> None:
-            result = await judge.judge(line.record.judge_input())
-            heuristic = line.heuristics.overall_quality if line.heuristics else None
-            line.judgement = result = with_disagreement(result, heuristic, rubric.judge.disagreement)
-            if sampling is not None:
-                sampling.record_verdict(line.record.prompt_version, result.verdict if result.usable else None)
-            advance()
+    def settle(line: RecordLine, result: JudgeResult) -> None:
+        heuristic = line.heuristics.overall_quality if line.heuristics else None
+        line.judgement = result = with_disagreement(result, heuristic, rubric.judge.disagreement)
+        if sampling is not None:
+            sampling.record_verdict(line.record.prompt_version, result.verdict if result.usable else None)
 
-        try:
+    try:
+        if batch is not None:
+            results = await batch.judge_all([line.record.judge_input() for line in chosen])
+            for line, result in zip(chosen, results, strict=True):
+                settle(line, result)
+            return
+        with _progress(len(chosen), "judging") as advance:
+            async def one(line: RecordLine) -> None:
+                settle(line, await judge.judge(line.record.judge_input()))
+                advance()
+
             await asyncio.gather(*(one(line) for line in chosen))
-        finally:
-            await judge.aclose()
+    finally:
+        await judge.aclose()
 
 
 def output_record(line: RecordLine) -> dict:
@@ -203,7 +231,8 @@ def judge_count_line(model: str, where: str, attempted: int, failed: int, fallba
     return Text(text, style="yellow" if failed else "")
 
 
-def print_judge_summary(judge: LLMJudge, lines: Sequence[RecordLine], rubric: Rubric) -> None:
+def print_judge_summary(judge: LLMJudge, lines: Sequence[RecordLine], rubric: Rubric,
+                        batch: BatchJudge | None = None) -> None:
     errors = stderr_console()
     judged = [line.judgement for line in lines if line.judgement is not None]
     fallback = sum(result.parse_status == "fallback" for result in judged)
@@ -216,6 +245,8 @@ def print_judge_summary(judge: LLMJudge, lines: Sequence[RecordLine], rubric: Ru
     if skipped:
         line.append(f"; {skipped} not judged under the sampling policy")
     errors.print(line)
+    if batch is not None:
+        errors.print(Text(batch_summary_line(asdict(batch.stats))))
     usable = len(judged) - len(failed)
     if usable and fallback / usable > rubric.judge.fallback_warn_share:
         errors.print(fallback_warning(fallback, usable, rubric, "the output's `raw` field"))
@@ -250,6 +281,14 @@ def judge(
     concurrency: Annotated[int, typer.Option("--concurrency", "-c", min=1, help="Judge calls at once.")] = 4,
     timeout: Annotated[float, typer.Option(min=0.001, help="Per-call timeout in seconds.")] = 120.0,
     max_attempts: Annotated[int, typer.Option(min=1, help="Attempts per call (429, 5xx, timeouts).")] = 5,
+    batch: Annotated[bool, typer.Option(
+        "--batch", help="Judge through the OpenAI Batch API (half price, answers within 24 hours): one batch, "
+                        "polled until done; an interrupted wait resumes the same batch.")] = False,
+    batch_state: Annotated[Path | None, typer.Option(
+        "--batch-state", help="With --batch: the file that records submitted batches. Default: judge-batches.json "
+                              "in the cache directory.", dir_okay=False, show_default=False)] = None,
+    batch_poll: BatchPollOption = 30.0,
+    batch_retry: BatchRetryOption = BatchRetryChoice.live,
     rubric_path: RubricOption = None,
 ) -> None:
     """Judge replies with the LLM judge: one JSON line per record, in order.
@@ -261,6 +300,9 @@ def judge(
     "skipped": true and the reason; `prompt_version` and `feedback: negative` in a record
     feed the policy.
 
+    With --batch the judge requests go to the OpenAI Batch API as one batch; the same
+    command run again after an interruption waits for that batch instead of submitting again.
+
     Exit codes: 0 every record judged; 1 a record was invalid or its judge call failed; 2 bad
     arguments or no judge endpoint configured.
     """
@@ -268,18 +310,28 @@ def judge(
     rubric = evaluator.rubric
     config = judge_config(model=judge_model, samples=judge_samples, sampling=judge_sampling,
                           sample_rate=judge_sample_rate, state_path=sampling_state, use_cache=judge_cache,
-                          timeout_s=timeout, max_attempts=max_attempts, concurrency=concurrency)
+                          timeout_s=timeout, max_attempts=max_attempts, concurrency=concurrency, batch=batch,
+                          batch_poll_s=batch_poll, batch_retry=batch_retry)
     llm, sampling = build_judge(config, rubric)
+    batcher = None
+    if batch:
+        try:
+            batcher = create_batch_judge(config, llm, batch_state or judge_cache_dir().parent / "judge-batches.json")
+        except JudgeConfigError as error:
+            raise fail(f"error: {error}", EXIT_USAGE) from None
     lines = read_records(file)
     score_heuristics(lines, evaluator)
-    asyncio.run(judge_lines(lines, llm, sampling, rubric))
+    try:
+        asyncio.run(judge_lines(lines, llm, sampling, rubric, batcher))
+    except BatchError as error:
+        raise fail(f"error: {error}; run the same command again to resume the batch", EXIT_RECORD_ERRORS) from None
     with ExitStack() as stack:
         out = open_output(stack, output)
         for line in lines:
             if line.error:
                 stderr_console().print(Text(f"line {line.line}: {line.error}"))
             out.write(json.dumps(output_record(line), ensure_ascii=False) + "\n")
-    print_judge_summary(llm, lines, rubric)
+    print_judge_summary(llm, lines, rubric, batcher)
     if any(line.error or (line.judgement and line.judgement.status == "failed") for line in lines):
         raise typer.Exit(code=EXIT_RECORD_ERRORS)
 

@@ -23,6 +23,7 @@ from rich.text import Text
 
 from evaluators.cli_common import EXIT_OK, EXIT_USAGE, RubricOption, load_evaluator
 from evaluators.cli_judge import JudgeModelOption, SamplingChoice, build_judge, judge_config
+from evaluators.cli_scale import AddressOption, Engine, EngineOption, WorkersOption
 from evaluators.console import fail, plural, stderr_console, stdout_console
 from evaluators.judge.factory import judge_configured
 from evaluators.langfuse.connection import LangfuseConnection, LangfuseVersionError, connect
@@ -305,6 +306,9 @@ def monitor(
                               ] = PROJECT_ROOT / "runs" / "monitor-sampling.json",
     feedback_score: Annotated[str, typer.Option(help="Score name of user feedback; negative feedback always "
                                                      "triggers the judge.")] = DEFAULT_FEEDBACK_SCORE,
+    engine: EngineOption = Engine.local,
+    address: AddressOption = None,
+    workers: WorkersOption = 2,
     rubric_path: RubricOption = None,
 ) -> None:
     """Score the companion's production replies in Langfuse and write the scores back.
@@ -321,6 +325,15 @@ def monitor(
     settings = _settings_or_exit()
     evaluator = load_evaluator(rubric_path)
     rest = _rest(settings)
+    score_cases = None
+    if engine is Engine.ray:  # the heuristics on Ray actors; reading, judging and writing stay here
+        from evaluators.cli_scale import ray_settings
+        from evaluators.scale.ray_scoring import score_cases_on_ray
+
+        scale = ray_settings(address, workers, rubric_path)
+
+        def score_cases(cases):
+            return score_cases_on_ray(cases, scale)
     llm_judge = sampling = None
     if judge and judge_configured(os.environ):
         llm_judge, sampling = build_judge(judge_config(model=judge_model, samples=1, sampling=SamplingChoice.policy,
@@ -334,7 +347,7 @@ def monitor(
     errors.print(Text(f"monitor: {settings.endpoint}, generations since {moment.isoformat(timespec='seconds')}"))
     try:
         report = monitor_pass(rest, evaluator, moment, judge=llm_judge, sampling=sampling, name=name,
-                              environment=environment, feedback_score=feedback_score)
+                              environment=environment, feedback_score=feedback_score, score_cases=score_cases)
     except LangfuseCallFailed as error:
         raise fail(f"error: {error}", EXIT_UNDELIVERED) from None
     finally:

@@ -22,6 +22,9 @@ from evaluators.cli_common import EXIT_OK, EXIT_USAGE, SHORT_NAMES, RubricOption
 from evaluators.cli_data import Family
 from evaluators.cli_langfuse import start_run_publishing
 from evaluators.cli_judge import (
+    BatchPollOption,
+    BatchRetryChoice,
+    BatchRetryOption,
     JudgeCacheOption,
     JudgeModelOption,
     JudgeSampleRateOption,
@@ -29,6 +32,7 @@ from evaluators.cli_judge import (
     JudgeSamplingOption,
     SamplingChoice,
     SamplingStateOption,
+    batch_summary_line,
     fallback_warning,
     judge_config,
     judge_count_line,
@@ -199,6 +203,8 @@ def print_judge_report(report: RunReport, rubric: Rubric) -> None:
         line.append(f"; verbosity bias (Spearman of judge score with reply length): "
                     f"{'n/a' if bias is None else f'{bias:+.2f}'}")
     errors.print(line)
+    if run_judge.get("batch"):
+        errors.print(Text(batch_summary_line(run_judge["batch"])))
     if run_judge.get("fallback_warning"):
         errors.print(fallback_warning(fallback, total, rubric, "cases.jsonl"))
 
@@ -284,6 +290,12 @@ def run(
     judge_sample_rate: JudgeSampleRateOption = None,
     sampling_state: SamplingStateOption = None,
     judge_cache: JudgeCacheOption = True,
+    judge_batch: Annotated[bool, typer.Option(
+        "--judge-batch", help="With --judge: judge through the OpenAI Batch API (half price, answers within 24 "
+                              "hours) in one batch after every case is scored; a resumed run waits for the same "
+                              "batch.")] = False,
+    batch_poll: BatchPollOption = 30.0,
+    batch_retry: BatchRetryOption = BatchRetryChoice.live,
     prompt_source: Annotated[PromptSource, typer.Option(
         help="local: prompts/*.md. langfuse: the Langfuse prompts (named as in prompts/, or --langfuse-prompt) "
              "under each --label.")] = PromptSource.local,
@@ -316,6 +328,8 @@ def run(
     (recorded with its reason, retried on resume); 2 bad arguments, invalid inputs or a run
     that cannot resume; 130 interrupted (resume it).
     """
+    if judge_batch and not judge:
+        raise typer.BadParameter("needs --judge (the Batch API is one way of judging)", param_hint="--judge-batch")
     try:
         prices = dict(parse_price_override(item) for item in price or [])
     except ValueError as error:
@@ -328,7 +342,8 @@ def run(
         judge=judge_config(model=judge_model, samples=judge_samples, sampling=judge_sampling,
                            sample_rate=judge_sample_rate, state_path=sampling_state or output / SAMPLING_STATE_FILE,
                            use_cache=judge_cache, timeout_s=timeout, max_attempts=max_attempts,
-                           concurrency=concurrency) if judge else None,
+                           concurrency=concurrency, batch=judge_batch, batch_poll_s=batch_poll,
+                           batch_retry=batch_retry) if judge else None,
         prompt_source=prompt_source.value, prompt_labels=label or None, langfuse_prompt_names=langfuse_prompt or None,
         langfuse=langfuse, given=_given(ctx),
     )

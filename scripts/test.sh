@@ -3,7 +3,7 @@
 # needed). Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh dev,llm
+bash scripts/setup.sh dev,llm,scale
 # The HTML report test opens the page in Debian's headless Chromium (never a downloaded
 # browser). Install it when missing and we may; without it that test is skipped with the reason.
 if [ ! -x /usr/bin/chromium ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

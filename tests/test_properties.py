@@ -6,7 +6,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from evaluators.rubric import METRIC_NAMES
-from evaluators.scoring import default_evaluator, score_records, score_reply
+from evaluators.scoring import default_evaluator, score_records
 
 # spaCy makes each example cost milliseconds; a modest number of examples, no deadline.
 PROPERTY_SETTINGS = settings(max_examples=40, deadline=None, database=None,
@@ -23,11 +23,23 @@ PHRASES = st.lists(WORDS, max_size=30).map(" ".join)
 TEXT = st.one_of(st.text(max_size=400), PHRASES)
 
 
+def _scored(user: str, response: str, history: list[str]):
+    """The scored result, or None for text the heuristics leave unscored with its reason (another language)."""
+    outcome = next(score_records([{"user_message": user, "response": response, "history": history}],
+                                 evaluator=default_evaluator()))
+    if not hasattr(outcome, "metrics"):
+        assert [notice.name for notice in outcome.notices] == ["unsupported_language"], outcome.error
+        return None
+    return outcome
+
+
 @PROPERTY_SETTINGS
 @given(user=TEXT, response=TEXT, history=st.lists(TEXT, max_size=3))
 def test_every_metric_stays_in_unit_range(user, response, history):
     assume(response.strip())
-    result = score_reply(user, response, history, evaluator=default_evaluator())
+    result = _scored(user, response, history)
+    if result is None:
+        return
     for name, value in result.values().items():
         assert 0.0 <= value <= 1.0, f"{name} = {value}"
     assert set(result.metrics) == set(METRIC_NAMES)
@@ -40,9 +52,8 @@ def test_every_metric_stays_in_unit_range(user, response, history):
 @given(user=TEXT, response=TEXT, history=st.lists(TEXT, max_size=3))
 def test_scoring_the_same_input_twice_gives_identical_output(user, response, history):
     assume(response.strip())
-    evaluator = default_evaluator()
-    first = score_reply(user, response, history, evaluator=evaluator)
-    second = score_reply(user, response, history, evaluator=evaluator)
+    first, second = (next(score_records([{"user_message": user, "response": response, "history": history}],
+                                        evaluator=default_evaluator())) for _ in range(2))
     assert first.to_record() == second.to_record()
 
 
@@ -53,7 +64,10 @@ def test_a_batch_gives_one_outcome_per_record_in_order(responses):
     outcomes = list(score_records(records, evaluator=default_evaluator()))
     assert [outcome.id for outcome in outcomes] == [record["id"] for record in records]
     for outcome, text in zip(outcomes, responses):
-        assert hasattr(outcome, "metrics") == bool(text.strip())
+        if not text.strip():
+            assert not hasattr(outcome, "metrics")
+        elif not hasattr(outcome, "metrics"):  # unscored with a reason it carries, never silently
+            assert [notice.name for notice in outcome.notices] == ["unsupported_language"]
 
 
 @PROPERTY_SETTINGS
@@ -64,6 +78,7 @@ def test_batch_scoring_matches_scoring_one_at_a_time(cases):
     records = [{"id": str(index), "user_message": user, "response": response}
                for index, (user, response) in enumerate(cases)]
     batched = [outcome.to_record() for outcome in score_records(records, evaluator=evaluator)]
-    alone = [score_reply(user, response, evaluator=evaluator).to_record() | {"id": str(index)}
-             for index, (user, response) in enumerate(cases)]
+    # One at a time: each record alone through the same path (a reply in another language is
+    # unscored either way, with the same reason).
+    alone = [next(score_records([record], evaluator=evaluator)).to_record() for record in records]
     assert batched == alone

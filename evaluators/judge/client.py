@@ -115,7 +115,7 @@ class JudgeStats:
     usage: Usage = field(default_factory=Usage)
 
 
-def _model_text(response: object) -> tuple[str, Usage]:
+def model_text(response: object) -> tuple[str, Usage]:
     choices = getattr(response, "choices", None)
     if not isinstance(choices, list) or not choices:
         raise MalformedResponse("no choices in the response body")
@@ -156,9 +156,9 @@ class LLMJudge:
         self.cache = cache
         self.modes = modes or ModeMemory(None)
         self.stats = JudgeStats()
-        self._client = openai.AsyncOpenAI(api_key=api_key or "not-needed", base_url=base_url,
-                                          timeout=self.settings.timeout_s, max_retries=0)
-        self._slots = asyncio.Semaphore(self.settings.concurrency)
+        self.client = openai.AsyncOpenAI(api_key=api_key or "not-needed", base_url=base_url,
+                                         timeout=self.settings.timeout_s, max_retries=0)
+        self.slots = asyncio.Semaphore(self.settings.concurrency)
 
     @classmethod
     def from_environment(cls, rubric: Rubric, settings: JudgeSettings, environ: Mapping[str, str] | None = None,
@@ -170,13 +170,17 @@ class LLMJudge:
         return cls(rubric, settings, api_key=api_key, base_url=base_url, **options)
 
     async def aclose(self) -> None:
-        await self._client.close()
+        await self.client.close()
 
     # --- one reply -------------------------------------------------------------------------------
     async def judge(self, item: JudgeInput) -> JudgeResult:
         """The verdict on one reply: k samples, combined; never raises for API or parse trouble."""
         samples = await asyncio.gather(*(self._sample(item, index) for index in range(self.settings.samples)))
-        result = combine_samples(list(samples), self.rubric)
+        return self.combined(list(samples))
+
+    def combined(self, samples: list[JudgeResult]) -> JudgeResult:
+        """One reply's samples as its result, counted in the stats (live and batch judging alike)."""
+        result = combine_samples(samples, self.rubric)
         self.stats.judged += 1
         self.stats.cached += result.cached
         self.stats.fallback += result.parse_status == "fallback"
@@ -191,59 +195,77 @@ class LLMJudge:
         }, sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
-    async def _sample(self, item: JudgeInput, sample: int) -> JudgeResult:
-        key = self.cache_key(item, sample)
-        if self.cache is not None and (hit := self.cache.get_json(key)) is not None:
-            try:
-                return JudgeResult.model_validate(hit).model_copy(update={"cached": True, "attempts": 0,
-                                                                          "latency_s": 0.0, "usage": Usage()})
-            except ValueError:
-                pass  # unreadable entry: judge again and overwrite it
-        async with self._slots:
-            result = await self._judge_once(item, sample)
+    def cached_sample(self, key: str) -> JudgeResult | None:
+        if self.cache is None or (hit := self.cache.get_json(key)) is None:
+            return None
+        try:
+            return JudgeResult.model_validate(hit).model_copy(update={"cached": True, "attempts": 0,
+                                                                      "latency_s": 0.0, "usage": Usage()})
+        except ValueError:
+            return None  # unreadable entry: judge again and overwrite it
+
+    def remember(self, key: str, result: JudgeResult) -> None:
+        """Cache a usable sample; fallbacks and failures are asked again next time."""
         if self.cache is not None and result.usable:
             self.cache.put_json(key, result.to_record())
+
+    async def _sample(self, item: JudgeInput, sample: int) -> JudgeResult:
+        key = self.cache_key(item, sample)
+        if (hit := self.cached_sample(key)) is not None:
+            return hit
+        async with self.slots:
+            result = await self.judge_once(item, sample)
+        self.remember(key, result)
         return result
 
-    async def _judge_once(self, item: JudgeInput, sample: int) -> JudgeResult:
+    def current_mode(self) -> str:
+        """The response mode to ask for first: the one that worked here before, else the strongest."""
+        return self.modes.get(self.endpoint, self.settings.model) or RESPONSE_MODES[0]
+
+    async def judge_once(self, item: JudgeInput, sample: int) -> JudgeResult:
         started = time.perf_counter()
-        mode = self.modes.get(self.endpoint, self.settings.model) or RESPONSE_MODES[0]
-        usage, attempts = Usage(), 0
+        mode = self.current_mode()
+        attempts = 0
         while True:
             messages = judge_messages(self.rubric, item, mode)
             try:
-                text, call_usage, tries = await self._call(messages, mode, sample)
+                text, usage, tries = await self._call(messages, mode, sample)
             except CallFailed as failure:
                 attempts += failure.attempts
                 if isinstance(failure.__cause__, ModeRefused) and mode != RESPONSE_MODES[-1]:
                     mode = RESPONSE_MODES[RESPONSE_MODES.index(mode) + 1]
                     continue
                 return self._result(status="failed", error=failure.reason, mode=mode, attempts=attempts,
-                                    usage=usage, started=started)
+                                    usage=Usage(), started=started)
+            self.modes.set(self.endpoint, self.settings.model, mode)
+            return await self.read_answer(messages, text, mode, sample, attempts=attempts + tries, usage=usage,
+                                          started=started)
+
+    async def read_answer(self, messages: list[dict], text: str, mode: str, sample: int, *, attempts: int,
+                          usage: Usage, started: float) -> JudgeResult:
+        """The verdict in a first answer, live or from a batch: read, else one repair request, else the fallback."""
+        try:
+            return self._parsed(parse_verdict(text, self.rubric), None, mode, attempts, usage, started)
+        except VerdictParseError as problem:
+            first_problem, first_text = str(problem), text
+        try:
+            text, call_usage, tries = await self._call(repair_messages(messages, first_text, first_problem),
+                                                       mode, sample)
             attempts += tries
             usage += call_usage
-            self.modes.set(self.endpoint, self.settings.model, mode)
-            try:
-                return self._parsed(parse_verdict(text, self.rubric), None, mode, attempts, usage, started)
-            except VerdictParseError as problem:
-                first_problem, first_text = str(problem), text
-            try:
-                text, call_usage, tries = await self._call(repair_messages(messages, first_text, first_problem),
-                                                           mode, sample)
-                attempts += tries
-                usage += call_usage
-                return self._parsed(parse_verdict(text, self.rubric), "repaired", mode, attempts, usage, started)
-            except CallFailed as failure:
-                attempts += failure.attempts
-                problem = f"{first_problem}; the repair request failed: {failure.reason}"
-            except VerdictParseError as second:
-                problem = f"{first_problem}; after the repair request: {second}"
-            return self._result(status="ok", parse_status="fallback", mode=mode, attempts=attempts, usage=usage,
-                                started=started, overall=self.rubric.judge.fallback_score,
-                                error=f"verdict not readable: {problem}", raw=first_text[:2000],
-                                review=["judge verdict not readable (fallback score)"])
+            return self._parsed(parse_verdict(text, self.rubric), "repaired", mode, attempts, usage, started)
+        except CallFailed as failure:
+            attempts += failure.attempts
+            problem = f"{first_problem}; the repair request failed: {failure.reason}"
+        except VerdictParseError as second:
+            problem = f"{first_problem}; after the repair request: {second}"
+        return self._result(status="ok", parse_status="fallback", mode=mode, attempts=attempts, usage=usage,
+                            started=started, overall=self.rubric.judge.fallback_score,
+                            error=f"verdict not readable: {problem}", raw=first_text[:2000],
+                            review=["judge verdict not readable (fallback score)"])
 
-    async def _call(self, messages: list[dict], mode: str, sample: int) -> tuple[str, Usage, int]:
+    def request_body(self, messages: list[dict], mode: str, sample: int) -> dict:
+        """The chat request for one judgement: sent live, or written as a line of a batch file."""
         request = {"model": self.settings.model, "messages": messages, **self.settings.parameters(sample)}
         if mode == "json_schema":
             request["response_format"] = {"type": "json_schema", "json_schema": {
@@ -252,11 +274,15 @@ class LLMJudge:
             request["response_format"] = {"type": "json_object", "schema": verdict_schema(self.rubric, strict=False)}
         elif mode == "json_object":
             request["response_format"] = {"type": "json_object"}
+        return request
+
+    async def _call(self, messages: list[dict], mode: str, sample: int) -> tuple[str, Usage, int]:
+        request = self.request_body(messages, mode, sample)
 
         async def attempt() -> tuple[str, Usage]:
             self.stats.calls += 1
             try:
-                response = await asyncio.wait_for(self._client.chat.completions.create(**request),
+                response = await asyncio.wait_for(self.client.chat.completions.create(**request),
                                                   timeout=self.settings.timeout_s)
             except TimeoutError:
                 raise CallTimeout() from None
@@ -266,7 +292,7 @@ class LLMJudge:
                 if mode != "text" and _is_refusal(error):
                     raise ModeRefused(f"HTTP {error.status_code}: {error.message}") from error
                 raise
-            return _model_text(response)
+            return model_text(response)
 
         (text, usage), attempts = await call_with_retries(attempt, self.retry)
         self.stats.usage += usage

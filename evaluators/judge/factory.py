@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from evaluators.judge.batch import BatchJudge, BatchSettings
 from evaluators.judge.client import DEFAULT_JUDGE_MODEL, JudgeSettings, LLMJudge, ModeMemory, judge_cache_dir
 from evaluators.judge.sampling import SamplingPolicy, SamplingState
 from evaluators.response_cache import JsonFileCache
@@ -40,6 +41,9 @@ class JudgeConfig:
     concurrency: int = 4
     max_tokens: int = 700
     retry_base_delay_s: float = 0.5
+    batch: bool = False  # judge through the OpenAI Batch API instead of live calls
+    batch_poll_s: float = 30.0  # first wait between batch status polls
+    batch_retry: str = "live"  # failed or expired batch requests: "live" calls or a new "batch"
 
     def resolved(self, environ: Mapping[str, str]) -> JudgeConfig:
         """The same config with the model filled in from the environment or the default."""
@@ -93,3 +97,13 @@ def create_sampling_state(config: JudgeConfig, rubric: Rubric) -> SamplingState 
         return SamplingState.load(config.state_path, policy)
     except ValueError as error:
         raise JudgeConfigError(str(error)) from None
+
+
+def create_batch_judge(config: JudgeConfig, judge: LLMJudge, state_path: Path) -> BatchJudge:
+    """The Batch API judge over `judge` (its settings, cache and reading); its state kept at `state_path`."""
+    try:
+        settings = BatchSettings(poll_s=config.batch_poll_s, poll_max_s=max(600.0, config.batch_poll_s),
+                                 retry=config.batch_retry)
+        return BatchJudge(judge, state_path, settings)
+    except ValueError as error:
+        raise JudgeConfigError(f"--batch: {error}") from None

@@ -12,10 +12,11 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from statistics import fmean
 
+from evaluators.judge.batch import BatchJudge
 from evaluators.judge.client import LLMJudge
 from evaluators.judge.reliability import with_disagreement
 from evaluators.judge.result import HistoryItem, JudgeInput, JudgeResult
-from evaluators.judge.sampling import SamplingState
+from evaluators.judge.sampling import SamplingDecision, SamplingState
 from evaluators.models import CaseResult, Scenario
 from evaluators.rubric import METRIC_NAMES, OVERALL, VERDICTS, Rubric
 
@@ -84,6 +85,15 @@ class JudgeStage:
         self.prompt_hashes = dict(prompt_hashes or {})
 
     async def __call__(self, case: CaseResult) -> CaseResult:
+        prepared = self.prepare(case)
+        if isinstance(prepared, CaseResult):
+            return prepared
+        inputs, decision = prepared
+        results = await asyncio.gather(*(self.judge.judge(item) for item in inputs))
+        return self.finish(case, results, decision)
+
+    def prepare(self, case: CaseResult) -> CaseResult | tuple[list[JudgeInput], SamplingDecision | None]:
+        """What to judge in the case (with the sampling decision), or the case as it stays: failed or skipped."""
         if case.status != "ok" or not case.turns:
             return case  # nothing to judge: the case already failed, with its reason
         decision = None
@@ -93,8 +103,10 @@ class JudgeStage:
                                             prompt_hash=self.prompt_hashes.get(case.prompt_version, ""))
             if not decision.judge:
                 return case.model_copy(update={"judge": {"skipped": True, "sampling": decision.to_record()}})
-        inputs = turn_inputs(case, self.scenarios.get(case.scenario_id))
-        results = await asyncio.gather(*(self.judge.judge(item) for item in inputs))
+        return turn_inputs(case, self.scenarios.get(case.scenario_id)), decision
+
+    def finish(self, case: CaseResult, results: Sequence[JudgeResult], decision: SamplingDecision | None) -> CaseResult:
+        """The case with each turn's verdict stored beside its heuristics, and the case's judge summary."""
         threshold = self.rubric.judge.disagreement
         results = [with_disagreement(result, (turn.heuristics or {}).get(OVERALL), threshold)
                    for turn, result in zip(case.turns, results)]
@@ -104,3 +116,58 @@ class JudgeStage:
             summary["sampling"] = decision.to_record()
             self.sampling.record_verdict(case.prompt_version, summary["verdict"])
         return case.model_copy(update={"turns": turns, "judge": summary})
+
+
+class BatchJudgeStage(JudgeStage):
+    """The judge stage through the Batch API: every case's turns are judged in one batch.
+
+    Cases arrive one by one; their judge inputs are collected until the runner says how many
+    cases there are (`cases_expected`) and all of them have arrived. Then one batch judges
+    them all, and each case finishes with its verdicts as with the live stage.
+    """
+
+    def __init__(self, batch: BatchJudge, scenarios: Sequence[Scenario], **options) -> None:
+        super().__init__(batch.judge, scenarios, **options)
+        self.batch = batch
+        self._inputs: list[JudgeInput] = []
+        self._answers: list[asyncio.Future[JudgeResult]] = []
+        self._arrived = 0
+        self._expected: int | None = None
+        self._judging: asyncio.Task | None = None
+
+    def cases_expected(self, count: int) -> None:
+        """The runner's word that `count` cases in all come through this stage."""
+        self._expected = count
+        self._judge_when_all_arrived()
+
+    async def __call__(self, case: CaseResult) -> CaseResult:
+        self._arrived += 1
+        try:
+            prepared = self.prepare(case)
+        except Exception:
+            self._judge_when_all_arrived()  # this case fails alone; the others must not wait for it
+            raise
+        if isinstance(prepared, CaseResult):
+            self._judge_when_all_arrived()
+            return prepared
+        inputs, decision = prepared
+        loop = asyncio.get_running_loop()
+        answers = [loop.create_future() for _ in inputs]
+        self._inputs += inputs
+        self._answers += answers
+        self._judge_when_all_arrived()
+        return self.finish(case, await asyncio.gather(*answers), decision)
+
+    def _judge_when_all_arrived(self) -> None:
+        if self._judging is None and self._expected is not None and self._arrived >= self._expected:
+            self._judging = asyncio.get_running_loop().create_task(self._judge_all())
+
+    async def _judge_all(self) -> None:
+        try:
+            results = await self.batch.judge_all(self._inputs)
+        except Exception as error:  # noqa: BLE001 - every waiting case fails with the reason (and resumes)
+            for answer in self._answers:
+                answer.set_exception(error)
+            return
+        for answer, result in zip(self._answers, results, strict=True):
+            answer.set_result(result)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from statistics import fmean
@@ -34,7 +34,7 @@ from evaluators.langfuse.ids import score_id
 from evaluators.langfuse.rest import LangfuseCallFailed, LangfuseRest
 from evaluators.langfuse.score_configs import RUBRIC_VERSION, ensure_score_configs, score_definitions
 from evaluators.langfuse.scores import ScoreBuilder, heuristic_scores, judge_scores, send_scores
-from evaluators.models import ReplyCase, TurnResult, Unscored
+from evaluators.models import HeuristicResult, ReplyCase, TurnResult, Unscored
 from evaluators.rubric import Rubric
 
 DEFAULT_FEEDBACK_SCORE = "user_feedback"
@@ -203,10 +203,12 @@ def _score_configs(rest: LangfuseRest, rubric: Rubric, report: MonitorReport) ->
 
 def monitor(rest: LangfuseRest, evaluator: HeuristicEvaluator, since: datetime, *, judge: LLMJudge | None,
             sampling: SamplingState | None, name: str | None = None, environment: str | None = None,
-            feedback_score: str = DEFAULT_FEEDBACK_SCORE) -> MonitorReport:
+            feedback_score: str = DEFAULT_FEEDBACK_SCORE,
+            score_cases: Callable[[list[ReplyCase]], Iterable[HeuristicResult | Unscored]] | None = None) -> MonitorReport:
     """One pass: read, skip what is scored, score the rest, write the scores back.
 
-    The judge, when given, is closed at the end of the pass.
+    The judge, when given, is closed at the end of the pass. `score_cases` scores elsewhere
+    (on Ray: evaluators.scale); by default the evaluator scores here.
     """
     rubric = evaluator.rubric
     report = MonitorReport()
@@ -230,7 +232,7 @@ def monitor(rest: LangfuseRest, evaluator: HeuristicEvaluator, since: datetime, 
         return report
     cases = [ReplyCase(id=reply.observation_id, history=[item.text for item in reply.history if item.role == "user"],
                        user_message=reply.user_message, response=reply.reply) for reply in replies]
-    outcomes = list(evaluator.score_cases(cases))
+    outcomes = list((score_cases or evaluator.score_cases)(cases))
     # A reply in a language the heuristics do not read gets no scores (and no marker, so a
     # rubric that reads it later can score it); it is counted with the unreadable ones.
     for outcome in outcomes:

@@ -5,6 +5,11 @@ SDK talks to it over real sockets. It answers deterministically, counts every ca
 conversation, and can inject the failures a live API produces: 429 with Retry-After, 500,
 hanging past the client's timeout, and malformed 200 bodies.
 
+It also serves the Batch API (`/v1/files`, `/v1/batches`): an uploaded JSONL file of chat
+requests becomes a batch that stays `in_progress` for a scripted number of polls, then
+completes; each request in it is answered like a live call, or fails, or expires, as the
+test's `batch_fates` decides.
+
     with OpenAICompatServer(faults=plan) as server:
         client = openai.OpenAI(base_url=server.base_url, api_key="test")
 """
@@ -13,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import threading
 import time
 from collections import Counter
@@ -64,6 +70,24 @@ class Call:
 
 # A fault plan decides per call; it sees the call (key, attempt, messages).
 FaultPlan = Callable[[Call], Fault]
+# A batch fate decides what becomes of one request in a batch: "ok", "failed" (HTTP 500 in the
+# error file) or "expired" (the batch's window closed before it ran). It sees the request line.
+BatchFate = Callable[[dict], str]
+
+
+@dataclass
+class BatchJob:
+    """One batch as the server keeps it."""
+
+    id: str
+    input_file_id: str
+    requests: list[dict]  # the input file's lines: {custom_id, method, url, body}
+    metadata: dict
+    created_at: int
+    polls: int = 0  # retrievals so far; the batch finishes after `batch_polls` of them
+    status: str = "validating"
+    output_file_id: str | None = None
+    error_file_id: str | None = None
 
 
 def conversation_key(messages: list[dict]) -> str:
@@ -91,9 +115,13 @@ class OpenAICompatServer:
     # validation message like llama-cpp-python's server.
     refused_formats: frozenset[str] = frozenset()
     refusal_status: int = 400
+    batch_polls: int = 2  # retrievals a batch stays in progress before it finishes
+    batch_fates: BatchFate = field(default=lambda request: "ok")
 
     def __post_init__(self) -> None:
         self.calls: list[Call] = []
+        self.files: dict[str, tuple[str, bytes]] = {}  # id -> (purpose, content)
+        self.batches: dict[str, BatchJob] = {}
         self.attempts: Counter[str] = Counter()
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -135,6 +163,69 @@ class OpenAICompatServer:
             self.calls.append(call)
         return call
 
+    def batch_requests(self) -> list[dict]:
+        """Every request line of every batch created, in order of creation."""
+        return [request for job in self.batches.values() for request in job.requests]
+
+    def add_file(self, purpose: str, content: bytes) -> dict:
+        with self._lock:
+            file_id = f"file-{len(self.files) + 1:04d}"
+            self.files[file_id] = (purpose, content)
+        return _file_object(file_id, purpose, content)
+
+    def create_batch(self, body: dict) -> tuple[int, dict]:
+        file_id = body.get("input_file_id")
+        if file_id not in self.files:
+            return 400, {"error": {"message": f"input_file_id {file_id!r} not found", "type": "invalid_request_error"}}
+        requests = [json.loads(line) for line in self.files[file_id][1].decode("utf-8").splitlines() if line.strip()]
+        with self._lock:
+            job = BatchJob(id=f"batch_{len(self.batches) + 1:04d}", input_file_id=file_id, requests=requests,
+                           metadata=body.get("metadata") or {}, created_at=int(time.time()))
+            self.batches[job.id] = job
+        return 200, _batch_object(job)
+
+    def poll_batch(self, batch_id: str) -> dict | None:
+        """The batch as a retrieval sees it; it finishes on its `batch_polls`-th retrieval."""
+        with self._lock:
+            job = self.batches.get(batch_id)
+            if job is None:
+                return None
+            job.polls += 1
+            if job.status in ("validating", "in_progress") and job.polls < self.batch_polls:
+                job.status = "in_progress"
+                return _batch_object(job)
+        if job.output_file_id is None and job.status in ("validating", "in_progress"):
+            self._finish(job)
+        return _batch_object(job)
+
+    def _finish(self, job: BatchJob) -> None:
+        """Run every request of the batch as a live call would, or fail or expire it."""
+        outputs, errors = [], []
+        for request in job.requests:
+            fate = self.batch_fates(request)
+            custom_id = request.get("custom_id")
+            if fate == "expired":
+                errors.append({"id": f"batch_req_{custom_id[:12]}", "custom_id": custom_id, "response": None,
+                               "error": {"code": "batch_expired",
+                                         "message": "This request could not be executed before the completion "
+                                                    "window expired."}})
+                continue
+            if fate == "failed":
+                errors.append({"id": f"batch_req_{custom_id[:12]}", "custom_id": custom_id, "error": None,
+                               "response": {"status_code": 500, "request_id": "req-test", "body": {
+                                   "error": {"message": "injected batch request failure", "type": "server_error"}}}})
+                continue
+            status, body = _completion(self, request.get("body") or {})
+            line = {"id": f"batch_req_{custom_id[:12]}", "custom_id": custom_id, "error": None,
+                    "response": {"status_code": status, "request_id": "req-test", "body": body}}
+            (outputs if status == 200 else errors).append(line)
+        expired = any((line.get("error") or {}).get("code") == "batch_expired" for line in errors)
+        if outputs:
+            job.output_file_id = self.add_file("batch_output", _jsonl(outputs))["id"]
+        if errors:
+            job.error_file_id = self.add_file("batch_output", _jsonl(errors))["id"]
+        job.status = "expired" if expired else "completed"
+
     def calls_for_user_turn(self, text: str) -> list[Call]:
         """Calls whose last user message is `text`."""
         return [c for c in self.calls
@@ -148,10 +239,11 @@ def _handler_for(server: OpenAICompatServer) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - quiet tests
             return
 
-        def _send(self, status: int, payload: bytes, headers: dict[str, str] | None = None) -> None:
+        def _send(self, status: int, payload: bytes, headers: dict[str, str] | None = None,
+                  content_type: str = "application/json") -> None:
             try:
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(payload)))
                 for name, value in (headers or {}).items():
                     self.send_header(name, value)
@@ -161,22 +253,54 @@ def _handler_for(server: OpenAICompatServer) -> type[BaseHTTPRequestHandler]:
                 pass  # the client gave up (timeout); nothing to do
 
         def do_GET(self) -> None:  # noqa: N802 - http.server naming
-            if self.path.rstrip("/").endswith("/models"):
+            path = self.path.split("?")[0].rstrip("/")
+            if path.endswith("/models"):
                 self._send(200, json.dumps({"object": "list", "data": [
                     {"id": server.model_name or "test-model", "object": "model", "owned_by": "tests"}]}).encode())
+            elif match := re.search(r"/files/([^/]+)/content$", path):
+                stored = server.files.get(match[1])
+                if stored is None:
+                    self._send(404, b'{"error": {"message": "no such file"}}')
+                else:
+                    self._send(200, stored[1], content_type="application/octet-stream")
+            elif match := re.search(r"/files/([^/]+)$", path):
+                stored = server.files.get(match[1])
+                self._send(*((200, json.dumps(_file_object(match[1], *stored)).encode()) if stored else
+                             (404, b'{"error": {"message": "no such file"}}')))
+            elif match := re.search(r"/batches/([^/]+)$", path):
+                batch = server.poll_batch(match[1])
+                self._send(*((200, json.dumps(batch).encode()) if batch else
+                             (404, b'{"error": {"message": "no such batch"}}')))
+            elif path.endswith("/batches"):
+                data = [_batch_object(job) for job in reversed(list(server.batches.values()))]
+                self._send(200, json.dumps({"object": "list", "data": data, "has_more": False,
+                                            "first_id": data[0]["id"] if data else None,
+                                            "last_id": data[-1]["id"] if data else None}).encode())
             else:
                 self._send(404, b'{"error": {"message": "not found"}}')
 
         def do_POST(self) -> None:  # noqa: N802
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length)
-            if not self.path.rstrip("/").endswith("/chat/completions"):
+            path = self.path.split("?")[0].rstrip("/")
+            if path.endswith("/files"):
+                purpose, content = _multipart_upload(self.headers.get("Content-Type", ""), raw)
+                if content is None:
+                    self._send(400, b'{"error": {"message": "no file in the upload"}}')
+                else:
+                    self._send(200, json.dumps(server.add_file(purpose or "", content)).encode())
+                return
+            if not (path.endswith("/chat/completions") or path.endswith("/batches")):
                 self._send(404, b'{"error": {"message": "not found"}}')
                 return
             try:
                 body = json.loads(raw)
             except ValueError:
                 self._send(400, b'{"error": {"message": "request body is not JSON"}}')
+                return
+            if path.endswith("/batches"):
+                status, batch = server.create_batch(body)
+                self._send(status, json.dumps(batch).encode())
                 return
             call = server.register(body)
             fault = server.faults(call)
@@ -195,25 +319,63 @@ def _handler_for(server: OpenAICompatServer) -> type[BaseHTTPRequestHandler]:
             if fault.kind == "malformed_shape":
                 self._send(200, json.dumps({"id": "chatcmpl-odd", "object": "chat.completion"}).encode())
                 return
-            requested_format = (body.get("response_format") or {}).get("type")
-            if requested_format in server.refused_formats:
-                message = (f"1 validation error: body.response_format.type: Input should be 'text' or "
-                           f"'json_object', got {requested_format!r}")
-                error = {"error": {"message": message, "type": "invalid_request_error", "code": None}}
-                self._send(server.refusal_status, json.dumps(error).encode())
-                return
-            text = server.answers(call) if server.answers is not None else scripted_reply(call.messages)
-            prompt_tokens = sum(len(str(m.get("content", ""))) for m in call.messages) // 4
-            response = {
-                "id": f"chatcmpl-{call.key}-{call.attempt}",
-                "object": "chat.completion",
-                "created": int(time.time()),
-                "model": server.model_name or call.model,
-                "choices": [{"index": 0, "finish_reason": "stop",
-                             "message": {"role": "assistant", "content": text}}],
-                "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(text.split()),
-                          "total_tokens": prompt_tokens + len(text.split())},
-            }
-            self._send(200, json.dumps(response).encode())
+            status, response = _completion(server, body, call)
+            self._send(status, json.dumps(response).encode())
 
     return Handler
+
+
+def _completion(server: OpenAICompatServer, body: dict, call: Call | None = None) -> tuple[int, dict]:
+    """The answer to one chat request, live or inside a batch: a refusal or a completion."""
+    requested_format = (body.get("response_format") or {}).get("type")
+    if requested_format in server.refused_formats:
+        message = (f"1 validation error: body.response_format.type: Input should be 'text' or "
+                   f"'json_object', got {requested_format!r}")
+        return server.refusal_status, {"error": {"message": message, "type": "invalid_request_error", "code": None}}
+    messages = body.get("messages") or []
+    if call is None:  # a batch request: seen by the answer plan like a first live call, not counted as one
+        call = Call(conversation_key(messages), 1, str(body.get("model", "")), messages, body, time.monotonic())
+    text = server.answers(call) if server.answers is not None else scripted_reply(call.messages)
+    prompt_tokens = sum(len(str(m.get("content", ""))) for m in call.messages) // 4
+    return 200, {
+        "id": f"chatcmpl-{call.key}-{call.attempt}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": server.model_name or call.model,
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(text.split()),
+                  "total_tokens": prompt_tokens + len(text.split())},
+    }
+
+
+def _jsonl(lines: list[dict]) -> bytes:
+    return "".join(json.dumps(line) + "\n" for line in lines).encode("utf-8")
+
+
+def _file_object(file_id: str, purpose: str, content: bytes) -> dict:
+    return {"id": file_id, "object": "file", "bytes": len(content), "created_at": int(time.time()),
+            "filename": f"{file_id}.jsonl", "purpose": purpose, "status": "processed"}
+
+
+def _batch_object(job: BatchJob) -> dict:
+    counts = {"total": len(job.requests), "completed": 0, "failed": 0}
+    return {"id": job.id, "object": "batch", "endpoint": "/v1/chat/completions", "errors": None,
+            "input_file_id": job.input_file_id, "completion_window": "24h", "status": job.status,
+            "output_file_id": job.output_file_id, "error_file_id": job.error_file_id, "created_at": job.created_at,
+            "request_counts": counts, "metadata": job.metadata}
+
+
+def _multipart_upload(content_type: str, raw: bytes) -> tuple[str | None, bytes | None]:
+    """The `purpose` field and the `file` part of a multipart/form-data upload."""
+    match = re.search(r'boundary="?([^";]+)"?', content_type)
+    if not match:
+        return None, None
+    purpose, content = None, None
+    for part in raw.split(b"--" + match[1].encode())[1:]:
+        head, _, data = part.partition(b"\r\n\r\n")
+        data = data[:-2] if data.endswith(b"\r\n") else data
+        if b'name="purpose"' in head:
+            purpose = data.decode("utf-8")
+        elif b'name="file"' in head:
+            content = data
+    return purpose, content
