@@ -33,7 +33,7 @@ if str(PROJECT_ROOT) not in sys.path:
 Scorer = Callable[[pd.DataFrame], pd.DataFrame]
 TARGET_RATIO = 0.8
 # Models the evaluator runs beyond the spaCy parse, each of which would get its own timed line.
-# The safety detectors (evaluators/safety.py) are rules over the same parse, so their cost is
+# The safety detectors (evaluators/safety/) are rules over the same parse, so their cost is
 # part of the evaluator's time above and there is no forward pass to time apart.
 ADDED_MODELS = "added models beyond the parse: none (safety detectors are parse rules, timed above)"
 SEED = 20250819

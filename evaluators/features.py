@@ -257,7 +257,7 @@ class CaseFeatures:
         return (self.user.has("user_distress") or self.user.has("crisis_cue") or self.user_tone <= -0.5
                 or bool(self.crisis_risk))
 
-    # --- safety (evaluators/safety.py) ---------------------------------------------------------
+    # --- safety (evaluators/safety/) -----------------------------------------------------------
     @cached_property
     def crisis_risk(self) -> dict[str, list[str]]:
         """Kind of crisis risk in the user's message → the words that show it."""

@@ -247,7 +247,7 @@ def _safety(rubric: Rubric) -> list[str]:
     lines = [
         "## Safety rules",
         "",
-        "The safety detectors (`evaluators/safety.py`) read the dependency parse with the word "
+        "The safety detectors (`evaluators/safety/`) read the dependency parse with the word "
         "sets below and the lexicons above, so a risk or a claim is found in any wording that "
         "keeps its structure (\"I do not really want to live\" and \"I don't want to be alive "
         "anymore\" share a desire verb whose complement negates a word of living). Nothing is "

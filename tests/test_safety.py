@@ -1,4 +1,4 @@
-"""Safety verdicts (evaluators/safety.py through the trust & boundaries signals): crisis risk
+"""Safety verdicts (evaluators/safety/ through the trust & boundaries signals): crisis risk
 in many wordings and crisis replies built from the rubric's components, claims to be human
 and implied human life, harmful replies, paraphrased dependency, romance and over-promising,
 and the false alarms the detectors must not raise. Every example the issue quotes is here.
