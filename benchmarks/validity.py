@@ -5,8 +5,9 @@ Run from the project root: ``python benchmarks/validity.py [--datasets PATH] [--
 metric with the human rating that means the same thing (DiaSafety: AUROC of low trust for
 unsafe replies), then the mean over the counted pairs against the targets. Beside each
 table it says where the rubric's hard flags disagree with the people (information only: the
-rubric wins there; the headline figures keep the flags' caps). It is a benchmark that prints figures, not a test, so it always exits 0; without the data it says
-so in one line and stops.
+rubric wins there; the headline figures keep the flags' caps). It is a benchmark that
+prints figures, not a test, so it always exits 0; without the data it says so in one line
+and stops.
 """
 
 from __future__ import annotations
