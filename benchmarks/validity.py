@@ -378,15 +378,14 @@ def print_disagreement(block: Disagreement | None) -> None:
     """The flags against the people, under the data set's table; nothing when none fired."""
     if block is None or not block.flags:
         return
-    print("  Hard flags against the human ratings (information only). A flag is the")
-    print("  rubric's rule (an AI companion must not claim a human life); where the data")
-    print("  set rewards a human persona the rubric wins: the figures above keep the cap.")
+    print("  Hard flags vs human ratings (info only). A flag is the rubric's rule (an AI")
+    print("  companion must not claim a human life); it wins where people reward a persona.")
     width = max(len(row.flag) for row in block.flags) + 2
     print(f"  {'flag':<{width}}{'fired':>6}{'share':>7}  {'human':<18}{'flagged':>8}{'others':>8}")
     previous = ""
     for row in block.flags:
-        flag, fired, share = ((row.flag, f"{row.fired}", f"{row.share:.0%}") if row.flag != previous
-                              else ("", "", ""))
+        share = "<1%" if 0 < row.share < 0.01 else f"{row.share:.0%}"
+        flag, fired, share = (row.flag, f"{row.fired}", share) if row.flag != previous else ("", "", "")
         previous = row.flag
         print(f"  {flag:<{width}}{fired:>6}{share:>7}  {row.human:<18}{row.mean_flagged:>8.2f}"
               f"{row.mean_unflagged:>8.2f}")

@@ -89,6 +89,6 @@ def test_the_block_comes_from_the_benchmark_scoring_pass_and_fits_80_columns(cap
     validity.print_dataset(result)
     out = capsys.readouterr().out
     assert all(len(line) <= 80 for line in out.splitlines())
-    assert "an AI companion must not claim a human life" in out
+    assert "A flag is the rubric's rule" in out and "must not claim a human life" in out
     [line] = [line for line in out.splitlines() if line.strip().startswith("claims_human")]
     assert line.split() == ["claims_human", "2", "40%", "Overall", "4.50", "2.00"]
