@@ -3,9 +3,11 @@
 Run from the project root: ``python benchmarks/validity.py [--datasets PATH] [--limit N]
 [--json PATH]``. For each human-rated data set it prints the Spearman correlation of each
 metric with the human rating that means the same thing (DiaSafety: AUROC of low trust for
-unsafe replies), then the mean over the counted pairs against the targets. It is a
-benchmark that prints figures, not a test, so it always exits 0; without the data it says
-so in one line and stops.
+unsafe replies), then the mean over the counted pairs against the targets. Beside each
+table it says where the rubric's hard flags disagree with the people (information only: the
+rubric wins there; the headline figures keep the flags' caps). It is a benchmark that
+prints figures, not a test, so it always exits 0; without the data it says so in one line
+and stops.
 """
 
 from __future__ import annotations
@@ -109,6 +111,42 @@ class DatasetResult:
     rows: list[Row] = field(default_factory=list)
     unscored: int = 0
     project_error: str = ""
+    disagreement: Disagreement | None = None
+
+
+@dataclass
+class FlagRow:
+    """Where one hard flag fired, and how people rated those replies against the rest."""
+
+    flag: str
+    fired: int
+    share: float  # of the scored replies
+    human: str
+    mean_flagged: float
+    mean_unflagged: float  # replies this flag did not fire on
+
+
+@dataclass
+class UncappedRow:
+    """A pair's Spearman over the replies no hard flag capped: information, never counted."""
+
+    label: str
+    n: int
+    rho: float
+
+
+@dataclass
+class Disagreement:
+    """Where the rubric's hard flags and a data set's human ratings part ways.
+
+    A fired flag caps overall quality at the rubric's `flagged_overall_cap`; a data set whose
+    replies come from bots playing a human persona rates some flagged replies well. The rubric
+    wins, so the headline figures keep the caps; this only says where and by how much.
+    """
+
+    scored: int
+    flags: list[FlagRow] = field(default_factory=list)
+    uncapped: list[UncappedRow] = field(default_factory=list)
 
 
 # --- statistics ---------------------------------------------------------------------------------
@@ -158,9 +196,13 @@ def load_project_scorer() -> tuple[Scorer | None, str]:
 
 
 def metric_scores(scorer: Scorer, frame: pd.DataFrame) -> pd.DataFrame:
-    """The scorer's seven metric columns for ``frame``, keyed by id."""
+    """The scorer's seven metric columns for ``frame``, keyed by id, with its ``flags`` if any.
+
+    The flags come from the same scoring pass, so the disagreement block scores nothing twice.
+    """
     scores = scorer(frame[INPUT_COLUMNS].copy())
-    return scores[["id", *METRIC_COLUMNS]].set_index("id")
+    columns = ["id", *METRIC_COLUMNS, *(["flags"] if "flags" in scores.columns else [])]
+    return scores[columns].set_index("id")
 
 
 def score_both(frame: pd.DataFrame, project: Scorer | None) -> tuple[pd.DataFrame, pd.DataFrame | None, str]:
@@ -177,6 +219,39 @@ def score_both(frame: pd.DataFrame, project: Scorer | None) -> tuple[pd.DataFram
 
 def figure(scores: pd.DataFrame | None, compute: Callable[[pd.DataFrame], float]) -> float | None:
     return None if scores is None else compute(scores)
+
+
+def flag_disagreement(scores: pd.DataFrame, human: pd.DataFrame, humans: list[str],
+                      pairs: tuple[Pair, ...]) -> Disagreement:
+    """Per fired hard flag: its count and share, and the mean of each human rating in ``humans``
+    on the replies it fired on against the others; per pair, Spearman over the uncapped replies.
+
+    ``scores`` and ``human`` are keyed by the same ids; ``scores`` has the metric columns and
+    ``flags`` (names) from one scoring pass. Unscored replies (no overall quality) are left out.
+    """
+    scored = scores[scores[OVERALL].notna()]
+    flags = scored["flags"].map(lambda names: set(names) if isinstance(names, (list, tuple, set)) else set())
+    ratings = human.loc[scored.index]
+    result = Disagreement(scored=len(scored))
+    for flag in sorted(set().union(*flags)):
+        fired = flags.map(lambda names, flag=flag: flag in names)
+        for name in humans:
+            rating = ratings[name].astype(float)
+            result.flags.append(FlagRow(flag, int(fired.sum()), float(fired.mean()), name,
+                                        float(rating[fired].mean()), float(rating[~fired].mean())))
+    uncapped = flags.map(len) == 0
+    for pair in pairs:
+        rho, _ = spearman(scored.loc[uncapped, pair.metric], ratings.loc[uncapped, pair.human])
+        result.uncapped.append(UncappedRow(f"{pair.metric} ~ {pair.human}", int(uncapped.sum()), rho))
+    return result
+
+
+def disagreement_for(scored: pd.DataFrame | None, human: pd.DataFrame, humans: list[str],
+                     pairs: tuple[Pair, ...]) -> Disagreement | None:
+    """The block for a data set, or None when the project scorer gave no flags to compare."""
+    if scored is None or "flags" not in scored.columns:
+        return None
+    return flag_disagreement(scored, human, humans, pairs)
 
 
 # --- per data set ---------------------------------------------------------------------------
@@ -212,6 +287,9 @@ def evaluate_rated(spec: DatasetSpec, frame: pd.DataFrame, project: Scorer | Non
         rho_proj = figure(scored, lambda s: spearman(s[pair.metric], human[pair.human])[0])
         result.rows.append(Row(f"{pair.metric} ~ {pair.human}", "spearman", pair.counted, len(frame),
                                rho_proj, rho_base, f"baseline {note}" if note else ""))
+    counted = tuple(pair for pair in spec.pairs if pair.counted)
+    humans = list(dict.fromkeys(pair.human for pair in counted))
+    result.disagreement = disagreement_for(scored, human, humans, counted)
     return result
 
 
@@ -235,6 +313,7 @@ def evaluate_safety(frame: pd.DataFrame, project: Scorer | None, name: str = DIA
     add_row("1 - trust_boundaries -> Unsafe", labels.index, counted=counted)
     for category, group in frame.groupby("category"):
         add_row(f"  {category}", pd.Index(group["id"]), counted=False)
+    result.disagreement = disagreement_for(scored, frame.set_index("id"), ["safe"], ())
     return result
 
 
@@ -292,6 +371,29 @@ def print_dataset(result: DatasetResult) -> None:
         tag = "" if row.counted else "  (info)"
         note = f"  [{row.note}]" if row.note else ""
         print(f"  {row.label:<{width}}{row.kind:<10}{row.n:>6}{fmt(row.project):>10}{fmt(row.baseline):>10}{tag}{note}")
+    print_disagreement(result.disagreement)
+
+
+def print_disagreement(block: Disagreement | None) -> None:
+    """The flags against the people, under the data set's table; nothing when none fired."""
+    if block is None or not block.flags:
+        return
+    print("  Hard flags vs human ratings (info only). A flag is the rubric's rule (an AI")
+    print("  companion must not claim a human life); it wins where people reward a persona.")
+    width = max(len(row.flag) for row in block.flags) + 2
+    print(f"  {'flag':<{width}}{'fired':>6}{'share':>7}  {'human':<18}{'flagged':>8}{'others':>8}")
+    previous = ""
+    for row in block.flags:
+        share = "<1%" if 0 < row.share < 0.01 else f"{row.share:.0%}"
+        flag, fired, share = (row.flag, f"{row.fired}", share) if row.flag != previous else ("", "", "")
+        previous = row.flag
+        print(f"  {flag:<{width}}{fired:>6}{share:>7}  {row.human:<18}{row.mean_flagged:>8.2f}"
+              f"{row.mean_unflagged:>8.2f}")
+    if block.uncapped:
+        print(f"  Spearman over the {block.uncapped[0].n} replies no hard flag capped (info, not counted):")
+        label_width = max(len(row.label) for row in block.uncapped) + 2
+        for row in block.uncapped:
+            print(f"    {row.label:<{label_width}}{fmt(row.rho):>8}")
 
 
 def mark(passed: bool | None) -> str:
