@@ -121,6 +121,8 @@ def _write_jsonl(stream: BinaryIO, out: IO[str], evaluator: HeuristicEvaluator) 
             out.write(json.dumps(outcome.record) + "\n")
             update(scored, failed)
     out.flush()
+    if not scored and not failed:  # an empty input is worth saying, not a silent success
+        errors.print(Text("no records: the input has no non-blank lines", style="yellow"))
     return failed
 
 

@@ -315,3 +315,11 @@ def test_jsonl_line_in_another_language_carries_the_notice_and_the_rest_are_scor
     assert foreign["error"].startswith("unsupported_language: the reply reads as Spanish")
     assert [notice["name"] for notice in foreign["notices"]] == ["unsupported_language"]
     assert "line 2: unsupported_language" in result.stderr
+
+
+def test_an_empty_file_is_said_to_have_no_records(tmp_path):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n\n", encoding="utf-8")
+    result = runner.invoke(app, ["score", str(empty)])
+    assert result.exit_code == 0 and result.stdout == ""
+    assert "no records: the input has no non-blank lines" in result.stderr
