@@ -105,13 +105,29 @@ class TextView:
 
 
 @dataclass
+class HistoryView:
+    """A conversation's earlier turns, each parsed on its own and shared by every later turn.
+
+    Parsing the turns one by one (instead of their joined text) keeps a conversation's cost
+    linear in its length: each turn is parsed once, however many later turns read it.
+    """
+
+    turns: list[TextView]
+
+    @cached_property
+    def anchors(self) -> set[str]:
+        """What a later reply can refer back to: the union of the turns' anchors."""
+        return set().union(*(turn.anchors for turn in self.turns))
+
+
+@dataclass
 class CaseFeatures:
     """Everything the metrics need about one case; built once, read many times."""
 
     case: ReplyCase
     reply: TextView
     user: TextView
-    history: TextView
+    history: HistoryView
     patterns: dict[str, re.Pattern[str]]
     voice_rules: VoiceRules
     sentiment: SentimentIntensityAnalyzer

@@ -23,18 +23,15 @@ from evaluators.heuristics import (  # noqa: F401
     shared,
     trust_boundaries,
 )
-from evaluators.features import CaseFeatures, TextView
+from evaluators.features import CaseFeatures, HistoryView, TextView
 from evaluators.heuristics.registry import SIGNALS, Signal, clip
 from evaluators.language import LanguageCheck
 from evaluators.matchers import LexiconMatcher
 from evaluators.models import Evidence, Flag, HeuristicResult, MetricScore, ReplyCase, Unscored
-from evaluators.nlp import clip_for_parse, load_pipeline
+from evaluators.nlp import clip_for_parse, history_for_parse, load_pipeline
 from evaluators.offline import ensure_cmudict
 from evaluators.rubric import METRIC_NAMES, OVERALL, Rubric, RubricError, default_rubric
 from evaluators.safety import SafetyWords
-
-ROLES = ("reply", "user", "history")
-
 
 def check_signals(rubric: Rubric) -> None:
     """Every signal the rubric weighs must exist in code, and every disqualifier too."""
@@ -94,23 +91,38 @@ class HeuristicEvaluator:
             yield skipped if skipped is not None else next(scored)
 
     def _score_parsed(self, cases: list[ReplyCase]) -> Iterator[HeuristicResult]:
-        texts = (
-            (clip_for_parse(text), (index, role))
-            for index, case in enumerate(cases)
-            for role, text in zip(ROLES, (case.response, case.user_message, "\n".join(case.history)))
-        )
-        views: list[dict[str, TextView]] = [{} for _ in cases]
-        for doc, (index, role) in self.nlp.pipe(texts, as_tuples=True, batch_size=512):
-            # The history is read for carried-over topics only, never for indicator phrases.
-            matcher = self.matchers.get(role)
-            matches = matcher.find(doc) if matcher is not None else {}
-            views[index][role] = TextView(doc.text, doc, matches)
-        for case, view in zip(cases, views):
+        """Score parsed cases, parsing each distinct text of the batch once.
+
+        Replies, user messages and every history turn are collected by content and parsed in
+        one ``nlp.pipe``; a conversation's turns scored together share their history turns'
+        parses, so its cost grows with its length, not with the square of it. The cache of
+        parses lives only for this batch and is dropped with it, so memory stays bounded by
+        the batch size on streams of any length.
+        """
+        texts: dict[str, None] = {}
+        for case in cases:
+            texts.update(dict.fromkeys(clip_for_parse(text) for text in (case.response, case.user_message)))
+            texts.update(dict.fromkeys(history_for_parse(case.history)))
+        docs = dict(zip(texts, self.nlp.pipe(texts, batch_size=512)))
+        views: dict[tuple[str, str], TextView] = {}
+
+        def view(role: str, text: str) -> TextView:
+            """One view per role and text; the history is read for carried-over topics only,
+            never for indicator phrases, so its turns get no lexicon matches."""
+            text = clip_for_parse(text) if role != "history" else text
+            key = (role, text)
+            if key not in views:
+                doc = docs[text]
+                matcher = self.matchers.get(role)
+                views[key] = TextView(doc.text, doc, matcher.find(doc) if matcher is not None else {})
+            return views[key]
+
+        for case in cases:
             features = CaseFeatures(
                 case=case,
-                reply=view["reply"],
-                user=view["user"],
-                history=view["history"],
+                reply=view("reply", case.response),
+                user=view("user", case.user_message),
+                history=HistoryView([view("history", turn) for turn in history_for_parse(case.history)]),
                 patterns=self.patterns,
                 voice_rules=self.rubric.voice,
                 sentiment=self.sentiment,
