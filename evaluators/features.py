@@ -1,7 +1,8 @@
 """Features of one case, computed once from the shared parses and read by every metric.
 
 The parsed texts of a case (reply, user message, and each history turn on its own, shared
-with the other cases of its batch), the rubric's lexicon matches on reply and user message, the voice rules (regexes), speakability (textstat's formulas), tone (VADER) and the lexical
+with the other cases of its batch), the rubric's lexicon matches on reply and user message,
+the voice rules (regexes), speakability (textstat's formulas), tone (VADER) and the lexical
 carry-over between turns that continuity and relevance rest on.
 """
 
