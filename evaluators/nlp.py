@@ -75,7 +75,7 @@ def clip_for_parse(text: str) -> str:
 
 def history_for_parse(history: Sequence[str]) -> list[str]:
     """The history turns to parse, each on its own, covering what ``clip_for_parse`` would
-    keep of the turns joined with newlines: the same words, without re-parsing every earlier
+    keep of the turns joined with newlines (the same characters), without re-parsing every earlier
     turn for each later one."""
     kept: list[str] = []
     room = MAX_PARSE_CHARS

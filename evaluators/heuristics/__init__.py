@@ -33,6 +33,7 @@ from evaluators.offline import ensure_cmudict
 from evaluators.rubric import METRIC_NAMES, OVERALL, Rubric, RubricError, default_rubric
 from evaluators.safety import SafetyWords
 
+
 def check_signals(rubric: Rubric) -> None:
     """Every signal the rubric weighs must exist in code, and every disqualifier too."""
     for metric, dimension in rubric.dimensions.items():
