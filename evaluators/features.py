@@ -1,8 +1,7 @@
 """Features of one case, computed once from the shared parses and read by every metric.
 
-The parsed texts of a case (reply, user message, and each history turn on its own, shared
-with the other cases of its batch), the rubric's lexicon matches on reply and user message,
-the voice rules (regexes), speakability (textstat's formulas), tone (VADER) and the lexical
+Three parsed texts per case (history, user message, reply), the rubric's lexicon matches on
+each, the voice rules (regexes), speakability (textstat's formulas), tone (VADER) and the lexical
 carry-over between turns that continuity and relevance rest on.
 """
 
@@ -106,29 +105,13 @@ class TextView:
 
 
 @dataclass
-class HistoryView:
-    """A conversation's earlier turns, each parsed on its own and shared by every later turn.
-
-    Parsing the turns one by one (instead of their joined text) keeps a conversation's cost
-    linear in its length: each turn is parsed once, however many later turns read it.
-    """
-
-    turns: list[TextView]
-
-    @cached_property
-    def anchors(self) -> set[str]:
-        """What a later reply can refer back to: the union of the turns' anchors."""
-        return set().union(*(turn.anchors for turn in self.turns))
-
-
-@dataclass
 class CaseFeatures:
     """Everything the metrics need about one case; built once, read many times."""
 
     case: ReplyCase
     reply: TextView
     user: TextView
-    history: HistoryView
+    history: TextView
     patterns: dict[str, re.Pattern[str]]
     voice_rules: VoiceRules
     sentiment: SentimentIntensityAnalyzer

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import warnings
-from collections.abc import Sequence
 from functools import lru_cache
 
 import spacy
@@ -71,17 +70,3 @@ def has_lemmas(nlp: Language) -> bool:
 
 def clip_for_parse(text: str) -> str:
     return text if len(text) <= MAX_PARSE_CHARS else text[:MAX_PARSE_CHARS]
-
-
-def history_for_parse(history: Sequence[str]) -> list[str]:
-    """The history turns to parse, each on its own, covering what ``clip_for_parse`` would
-    keep of the turns joined with newlines (the same characters), without re-parsing every earlier
-    turn for each later one."""
-    kept: list[str] = []
-    room = MAX_PARSE_CHARS
-    for turn in history:
-        if room <= 0:
-            break
-        kept.append(turn[:room])
-        room -= len(turn) + 1
-    return kept

@@ -23,12 +23,12 @@ from evaluators.heuristics import (  # noqa: F401
     shared,
     trust_boundaries,
 )
-from evaluators.features import CaseFeatures, HistoryView, TextView
+from evaluators.features import CaseFeatures, TextView
 from evaluators.heuristics.registry import SIGNALS, Signal, clip
 from evaluators.language import LanguageCheck
 from evaluators.matchers import LexiconMatcher
 from evaluators.models import Evidence, Flag, HeuristicResult, MetricScore, ReplyCase, Unscored
-from evaluators.nlp import clip_for_parse, history_for_parse, load_pipeline
+from evaluators.nlp import clip_for_parse, load_pipeline
 from evaluators.offline import ensure_cmudict
 from evaluators.rubric import METRIC_NAMES, OVERALL, Rubric, RubricError, default_rubric
 from evaluators.safety import SafetyWords
@@ -94,36 +94,39 @@ class HeuristicEvaluator:
     def _score_parsed(self, cases: list[ReplyCase]) -> Iterator[HeuristicResult]:
         """Score parsed cases, parsing each distinct text of the batch once.
 
-        Replies, user messages and every history turn are collected by content and parsed in
-        one ``nlp.pipe``; a conversation's turns scored together share their history turns'
-        parses, so its cost grows with its length, not with the square of it. The cache of
-        parses lives only for this batch and is dropped with it, so memory stays bounded by
-        the batch size on streams of any length.
+        Replies, user messages and histories are collected by content and parsed in one
+        ``nlp.pipe``; a text that recurs in the batch (a repeated message, a history that
+        several cases share) is parsed once. The history stays one parse of its turns joined
+        with newlines: parsing the turns one by one would let later turns share them, but the
+        parse of a turn depends on its neighbours, and that changed scores on real dialogues.
+        The cache of parses lives only for this batch and is dropped with it, so memory stays
+        bounded by the batch size on streams of any length.
         """
+        def texts_of(case: ReplyCase) -> tuple[str, str, str]:
+            return tuple(clip_for_parse(text) for text in (case.response, case.user_message, "\n".join(case.history)))
+
         texts: dict[str, None] = {}
         for case in cases:
-            texts.update(dict.fromkeys(clip_for_parse(text) for text in (case.response, case.user_message)))
-            texts.update(dict.fromkeys(history_for_parse(case.history)))
+            texts.update(dict.fromkeys(texts_of(case)))
         docs = dict(zip(texts, self.nlp.pipe(texts, batch_size=512)))
         views: dict[tuple[str, str], TextView] = {}
 
         def view(role: str, text: str) -> TextView:
             """One view per role and text; the history is read for carried-over topics only,
-            never for indicator phrases, so its turns get no lexicon matches."""
-            text = clip_for_parse(text) if role != "history" else text
-            key = (role, text)
-            if key not in views:
+            never for indicator phrases, so it gets no lexicon matches."""
+            if (role, text) not in views:
                 doc = docs[text]
                 matcher = self.matchers.get(role)
-                views[key] = TextView(doc.text, doc, matcher.find(doc) if matcher is not None else {})
-            return views[key]
+                views[role, text] = TextView(doc.text, doc, matcher.find(doc) if matcher is not None else {})
+            return views[role, text]
 
         for case in cases:
+            reply, user, history = texts_of(case)
             features = CaseFeatures(
                 case=case,
-                reply=view("reply", case.response),
-                user=view("user", case.user_message),
-                history=HistoryView([view("history", turn) for turn in history_for_parse(case.history)]),
+                reply=view("reply", reply),
+                user=view("user", user),
+                history=view("history", history),
                 patterns=self.patterns,
                 voice_rules=self.rubric.voice,
                 sentiment=self.sentiment,
