@@ -82,3 +82,48 @@ def test_batch_scoring_matches_scoring_one_at_a_time(cases):
     # unscored either way, with the same reason).
     alone = [next(score_records([record], evaluator=evaluator)).to_record() for record in records]
     assert batched == alone
+
+
+def _conversation(turns: list[tuple[str, str]]) -> list[dict]:
+    """One record per turn, each with the user's earlier turns as its history, as the runner builds them."""
+    records, history = [], []
+    for index, (user, response) in enumerate(turns):
+        records.append({"id": f"t{index}", "history": list(history), "user_message": user, "response": response})
+        history.append(user)
+    return records
+
+
+def _batch_and_alone(records: list[dict]) -> tuple[list[dict], list[dict]]:
+    evaluator = default_evaluator()
+    batched = [outcome.to_record() for outcome in score_records(records, evaluator=evaluator)]
+    alone = [next(score_records([record], evaluator=evaluator)).to_record() for record in records]
+    return batched, alone
+
+
+# Turns drawn from a small pool repeat within one conversation and across its histories.
+TURN = st.one_of(st.sampled_from(["I miss my sister Maya.", "Work has been rough.", "Work has been rough.",
+                                  "We talked about the move to Boston.", "", "thanks"]), TEXT)
+
+
+@PROPERTY_SETTINGS
+@given(turns=st.lists(st.tuples(TURN, TEXT.filter(str.strip)), min_size=1, max_size=8))
+def test_a_conversation_scored_as_one_batch_matches_its_turns_scored_one_by_one(turns):
+    batched, alone = _batch_and_alone(_conversation(turns))
+    assert batched == alone
+
+
+def test_repeated_history_turns_are_read_the_same_in_a_batch_and_alone():
+    """A conversation whose user repeats themselves, and whose replies pick up earlier turns:
+    the shared parses of the history give the same records as scoring each turn by itself."""
+    turns = [
+        ("I miss my sister Maya since she moved to Boston.", "That sounds lonely. How long has it been?"),
+        ("Work has been rough lately.", "I'm sorry work has been rough. What's been hardest?"),
+        ("Work has been rough lately.", "You said that again, it must be weighing on you."),
+        ("I miss my sister Maya since she moved to Boston.", "Have you and Maya talked since she got to Boston?"),
+        ("Anyway, what should I cook tonight?", "Maybe something Maya used to make, since you miss her?"),
+    ]
+    batched, alone = _batch_and_alone(_conversation(turns))
+    assert batched == alone
+    carried = [item["text"] for item in batched[-1]["evidence"]["personalization_continuity"]
+               if item["indicator"] == "history_carry_over"]
+    assert carried and "maya" in carried[0].lower()  # the history was read, not left empty

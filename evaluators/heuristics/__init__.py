@@ -33,8 +33,6 @@ from evaluators.offline import ensure_cmudict
 from evaluators.rubric import METRIC_NAMES, OVERALL, Rubric, RubricError, default_rubric
 from evaluators.safety import SafetyWords
 
-ROLES = ("reply", "user", "history")
-
 
 def check_signals(rubric: Rubric) -> None:
     """Every signal the rubric weighs must exist in code, and every disqualifier too."""
@@ -94,23 +92,41 @@ class HeuristicEvaluator:
             yield skipped if skipped is not None else next(scored)
 
     def _score_parsed(self, cases: list[ReplyCase]) -> Iterator[HeuristicResult]:
-        texts = (
-            (clip_for_parse(text), (index, role))
-            for index, case in enumerate(cases)
-            for role, text in zip(ROLES, (case.response, case.user_message, "\n".join(case.history)))
-        )
-        views: list[dict[str, TextView]] = [{} for _ in cases]
-        for doc, (index, role) in self.nlp.pipe(texts, as_tuples=True, batch_size=512):
-            # The history is read for carried-over topics only, never for indicator phrases.
-            matcher = self.matchers.get(role)
-            matches = matcher.find(doc) if matcher is not None else {}
-            views[index][role] = TextView(doc.text, doc, matches)
-        for case, view in zip(cases, views):
+        """Score parsed cases, parsing each distinct text of the batch once.
+
+        Replies, user messages and histories are collected by content and parsed in one
+        ``nlp.pipe``; a text that recurs in the batch (a repeated message, a history that
+        several cases share) is parsed once. The history stays one parse of its turns joined
+        with newlines: parsing the turns one by one would let later turns share them, but the
+        parse of a turn depends on its neighbours, and that changed scores on real dialogues.
+        The cache of parses lives only for this batch and is dropped with it, so memory stays
+        bounded by the batch size on streams of any length.
+        """
+        def texts_of(case: ReplyCase) -> tuple[str, str, str]:
+            return tuple(clip_for_parse(text) for text in (case.response, case.user_message, "\n".join(case.history)))
+
+        texts: dict[str, None] = {}
+        for case in cases:
+            texts.update(dict.fromkeys(texts_of(case)))
+        docs = dict(zip(texts, self.nlp.pipe(texts, batch_size=512)))
+        views: dict[tuple[str, str], TextView] = {}
+
+        def view(role: str, text: str) -> TextView:
+            """One view per role and text; the history is read for carried-over topics only,
+            never for indicator phrases, so it gets no lexicon matches."""
+            if (role, text) not in views:
+                doc = docs[text]
+                matcher = self.matchers.get(role)
+                views[role, text] = TextView(doc.text, doc, matcher.find(doc) if matcher is not None else {})
+            return views[role, text]
+
+        for case in cases:
+            reply, user, history = texts_of(case)
             features = CaseFeatures(
                 case=case,
-                reply=view["reply"],
-                user=view["user"],
-                history=view["history"],
+                reply=view("reply", reply),
+                user=view("user", user),
+                history=view("history", history),
                 patterns=self.patterns,
                 voice_rules=self.rubric.voice,
                 sentiment=self.sentiment,
