@@ -24,7 +24,7 @@ from evaluators.evaluation import run_evaluation
 from evaluators.judge.factory import JudgeConfig
 from evaluators.scoring import default_evaluator
 from tests.servers.judge_answers import is_repair, judged_reply, verdict_json
-from tests.test_judge_run import config, use_judge
+from tests.test_judge_run import config, isolated, use_judge  # noqa: F401 (isolated: autouse fixture)
 
 runner = CliRunner()
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -36,14 +36,6 @@ REPLIES = [
     ("e", "unreadable always"),  # never a verdict: the rubric's fallback score
     ("f", "Sure, tell me more?"),
 ]
-
-
-@pytest.fixture(autouse=True)
-def isolated(monkeypatch, tmp_path):
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "PENPAL_JUDGE_BASE_URL", "PENPAL_JUDGE_API_KEY",
-                 "PENPAL_JUDGE_MODEL"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("PENPAL_EVAL_CACHE", str(tmp_path / "penpal-cache"))
 
 
 def scripted_judge(call) -> str:
