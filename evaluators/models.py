@@ -378,6 +378,8 @@ class CaseResult(BaseModel):
     flags: list[str] = Field(default_factory=list)
     expectations_passed: bool | None = None
     judge: dict | None = None  # the judge's case summary (evaluators.judge.stage.case_summary)
+    # Conversation-level metrics of a simulated conversation (evaluators.simulation), else None.
+    conversation: dict | None = None
     finished_at: str = ""
 
     @property
