@@ -508,6 +508,66 @@ class Comparison(BaseModel):
         return next((item for item in self.deltas if item.metric == metric), None)
 
 
+PAIRWISE_OUTCOMES: tuple[str, ...] = ("win", "tie", "loss")  # the candidate's, against its baseline
+
+
+class PairwiseComparison(BaseModel):
+    """One head-to-head comparison (a scenario turn, or a whole simulated conversation), judged in
+    both orders. `outcome` is the candidate's; None when either order had no readable verdict,
+    which no win rate counts. A verdict that changed with the order is a tie and `position_bias`."""
+
+    scenario_id: str
+    family: str
+    turn: int | None = None  # 1-based turn; None: the whole conversation
+    outcome: Literal[PAIRWISE_OUTCOMES] | None = None
+    position_bias: bool = False
+    error: str | None = None
+    orders: list[dict] = Field(default_factory=list)  # per order: who was A, the judge's answer
+
+
+class WinRate(BaseModel):
+    """The candidate's win rate over scenarios (ties count half), with its bootstrap interval.
+
+    Each scenario scores the mean of its comparisons (win 1, tie 0.5, loss 0); the rate is the
+    mean over scenarios and the interval resamples whole scenarios.
+    """
+
+    scenarios: int
+    comparisons: int
+    wins: int
+    ties: int
+    losses: int
+    rate: float | None = None
+    low: float | None = None
+    high: float | None = None
+    confidence: float = 0.95
+
+    @property
+    def beyond_noise(self) -> Literal["better", "worse"] | None:
+        """better when the interval lies above 50%, worse when below, else None."""
+        if self.low is not None and self.low > 0.5:
+            return "better"
+        if self.high is not None and self.high < 0.5:
+            return "worse"
+        return None
+
+
+class HeadToHead(BaseModel):
+    """A candidate against its baseline by the pairwise judge: every comparison, and the win rates."""
+
+    candidate: str
+    baseline: str
+    judge_model: str = ""
+    overall: WinRate
+    by_family: dict[str, WinRate] = Field(default_factory=dict)
+    position_bias: int = 0  # comparisons whose verdict changed with the order
+    position_bias_rate: float | None = None  # of the comparisons with a verdict in both orders
+    unscored: int = 0  # comparisons without a verdict in some order
+    resamples: int = 0
+    seed: int = 0
+    comparisons: list[PairwiseComparison] = Field(default_factory=list)
+
+
 class Coverage(BaseModel):
     """How much of the scenario set the manifest hashed one version's run scored, and why not all.
 
@@ -575,6 +635,7 @@ class ReleaseReport(BaseModel):
     notices: list[str] = Field(default_factory=list)
     aggregates: dict[str, VersionAggregate]
     comparisons: dict[str, Comparison] = Field(default_factory=dict)  # by candidate version
+    head_to_head: dict[str, HeadToHead] = Field(default_factory=dict)  # by candidate version (pairwise judge)
     decisions: list[Decision]
 
     def decision(self, version: str) -> Decision | None:

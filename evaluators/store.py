@@ -5,6 +5,7 @@
                   Langfuse, reported and compared without the working tree it came from
 - cases.jsonl     one line per finished case, appended (and flushed) as each case finishes
 - summary.json    per-version aggregates, written when the run ends
+- pairwise.json   head-to-head comparisons by the pairwise judge (`run --pairwise`, `pairwise`)
 - cases.csv / cases.parquet, turns.csv / turns.parquet   flat exports for pandas users
 
 A run killed at any point leaves a valid store: at worst a torn last line, which is ignored
@@ -32,6 +33,7 @@ MANIFEST = "manifest.json"
 CASES = "cases.jsonl"
 SUMMARY = "summary.json"
 INPUTS = "inputs.json"
+PAIRWISE = "pairwise.json"
 
 
 class StoreError(ValueError):
@@ -157,6 +159,29 @@ class RunStore:
             return json.loads((self.directory / SUMMARY).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
+
+    # --- head-to-head comparisons -----------------------------------------------------------------
+    def write_pairwise(self, record: dict) -> None:
+        """Keep one candidate-against-baseline record (`candidate`, `baseline`, `comparisons`, ...),
+        replacing an earlier record of the same pair and keeping the others."""
+        pairs = [item for item in self.read_pairwise()
+                 if (item.get("candidate"), item.get("baseline")) != (record["candidate"], record["baseline"])]
+        self._write_json(PAIRWISE, {"pairs": [*pairs, record]})
+
+    def read_pairwise(self) -> list[dict]:
+        """The stored head-to-head records; none when the run has no pairwise results. A damaged
+        file is an error, because decisions read it."""
+        path = self.directory / PAIRWISE
+        if not path.exists():
+            return []
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            raise StoreError(f"{path}: unreadable pairwise results: {error}") from None
+        pairs = data.get("pairs") if isinstance(data, dict) else None
+        if not isinstance(pairs, list) or not all(isinstance(item, dict) for item in pairs):
+            raise StoreError(f"{path}: unreadable pairwise results: no list of pairs")
+        return pairs
 
     def export(self, cases: Iterable[CaseResult]) -> list[Path]:
         """Write cases and turns as CSV and Parquet; returns the files written."""

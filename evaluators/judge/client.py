@@ -15,7 +15,7 @@ import json
 import os
 import statistics
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,6 +40,10 @@ PROMPT_FINGERPRINT = short_hash(DATA_RULES + JSON_ANSWER + TEXT_ANSWER + REPAIR_
 # message names the response format; a plain 500 is an outage and is retried.
 _REFUSAL_STATUS = frozenset({400, 404, 415, 422, 501})
 _FORMAT_WORDS = ("response_format", "json_schema", "json_object", "schema")
+
+
+# The answer's schema by name: (schema name, a function of `strict` giving the JSON schema).
+AnswerSchema = tuple[str, Callable[[bool], dict]]
 
 
 class ModeRefused(Exception):
@@ -264,20 +268,30 @@ class LLMJudge:
                             error=f"verdict not readable: {problem}", raw=first_text[:2000],
                             review=["judge verdict not readable (fallback score)"])
 
-    def request_body(self, messages: list[dict], mode: str, sample: int) -> dict:
-        """The chat request for one judgement: sent live, or written as a line of a batch file."""
+    def request_body(self, messages: list[dict], mode: str, sample: int, answer: AnswerSchema | None = None) -> dict:
+        """The chat request for one judgement: sent live, or written as a line of a batch file.
+
+        `answer` is the schema of the answer asked for: the reply verdict unless given (the
+        pairwise judge asks for its own, over the same client and response modes).
+        """
+        name, schema = answer or (SCHEMA_NAME, lambda strict: verdict_schema(self.rubric, strict=strict))
         request = {"model": self.settings.model, "messages": messages, **self.settings.parameters(sample)}
         if mode == "json_schema":
             request["response_format"] = {"type": "json_schema", "json_schema": {
-                "name": SCHEMA_NAME, "strict": True, "schema": verdict_schema(self.rubric, strict=True)}}
+                "name": name, "strict": True, "schema": schema(True)}}
         elif mode == "json_object_schema":
-            request["response_format"] = {"type": "json_object", "schema": verdict_schema(self.rubric, strict=False)}
+            request["response_format"] = {"type": "json_object", "schema": schema(False)}
         elif mode == "json_object":
             request["response_format"] = {"type": "json_object"}
         return request
 
-    async def _call(self, messages: list[dict], mode: str, sample: int) -> tuple[str, Usage, int]:
-        request = self.request_body(messages, mode, sample)
+    async def _call(self, messages: list[dict], mode: str, sample: int,
+                    answer: AnswerSchema | None = None) -> tuple[str, Usage, int]:
+        """One request with retries: the answer's text, its usage and the attempts it took.
+
+        ModeRefused (as the CallFailed's cause) when the server refuses the response format.
+        """
+        request = self.request_body(messages, mode, sample, answer)
 
         async def attempt() -> tuple[str, Usage]:
             self.stats.calls += 1

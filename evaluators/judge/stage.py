@@ -21,11 +21,17 @@ from evaluators.models import CaseResult, Scenario
 from evaluators.rubric import METRIC_NAMES, OVERALL, VERDICTS, Rubric
 
 
-def turn_inputs(case: CaseResult, scenario: Scenario | None) -> list[JudgeInput]:
-    """One judge input per answered turn, each with the full conversation before it."""
+def scenario_profile(scenario: Scenario | None) -> str:
+    """What the judge is told about the user: the profile line, and whether they are vulnerable."""
     profile = scenario.profile.context_line() if scenario is not None else ""
     if scenario is not None and scenario.profile.vulnerable:
         profile = f"{profile}; vulnerable user" if profile else "vulnerable user"
+    return profile
+
+
+def turn_inputs(case: CaseResult, scenario: Scenario | None) -> list[JudgeInput]:
+    """One judge input per answered turn, each with the full conversation before it."""
+    profile = scenario_profile(scenario)
     inputs, history = [], []
     for turn in case.turns:
         inputs.append(JudgeInput(id=f"{case.case_id}#{turn.index + 1}", family=case.family, profile=profile,
