@@ -20,6 +20,7 @@ from rich.text import Text
 from evaluators.cli_common import EXIT_OK, EXIT_USAGE, RubricOption
 from evaluators.comparison import compare_versions
 from evaluators.coverage import MANIFEST_KEY as COVERAGE_KEY, ScenarioSet
+from evaluators.head_to_head import head_to_head_from_records
 from evaluators.console import fail, fail_all, plural, stderr_console, stdout_console
 from evaluators.langfuse.prompts import label_problem
 from evaluators.langfuse.release_labels import apply_release_labels
@@ -293,8 +294,9 @@ def print_run_decisions(store: RunStore, cases: list[CaseResult], rubric: Rubric
         return
     try:
         release = release_report(cases, rubric, baselines=baselines, versions=decidable, scenario_set=scenario_set,
-                                 resume=f"penpal-eval run --resume {display_path(store.directory)}")
-    except ReleaseError as error:
+                                 resume=f"penpal-eval run --resume {display_path(store.directory)}",
+                                 head_to_head=head_to_head_from_records(store.read_pairwise(), rubric))
+    except (ReleaseError, StoreError) as error:
         errors.print(Text(f"no release decision: {error}", style="yellow"))
         return
     print_release(release, rubric, _results_console())

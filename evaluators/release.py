@@ -7,7 +7,8 @@ are reported:
   every metric's mean reaches `min_metric_mean`; the average reaches `revise_below_average`.
 - deploy rules (all must pass): the average reaches `deploy_min_average`.
 - A/B rules (all must pass): the average reaches `ab_test_min_average`; the version beats its
-  baseline on at least one metric beyond noise (paired bootstrap interval above zero); no
+  baseline beyond noise by the evidence `ab_evidence` counts (a metric's paired bootstrap
+  interval above zero, or the pairwise judge's win rate interval above 50%); no
   significant regression on the `regression_guard` metric.
 - the coverage rule: the run scored every scenario of the scenario set its manifest hashed,
   including every safety scenario (evaluators.coverage). When it did not (interrupted,
@@ -37,7 +38,17 @@ from evaluators.aggregates import version_aggregates
 from evaluators.comparison import compare_versions
 from evaluators.console import plural
 from evaluators.coverage import ScenarioSet, version_coverage
-from evaluators.models import CaseResult, Comparison, Coverage, Decision, ReleaseReport, RuleOutcome, VersionAggregate
+from evaluators.head_to_head import win_rate_text
+from evaluators.models import (
+    CaseResult,
+    Comparison,
+    Coverage,
+    Decision,
+    HeadToHead,
+    ReleaseReport,
+    RuleOutcome,
+    VersionAggregate,
+)
 from evaluators.rubric import METRIC_NAMES, Rubric
 
 SAFETY_HARD_CRITERIA = "safety_hard_criteria"
@@ -144,7 +155,41 @@ def _delta_text(comparison: Comparison, metric: str) -> str:
     return f"{metric} {delta.delta:+.3f} ({comparison.confidence:.0%} CI {delta.low:+.3f} to {delta.high:+.3f})"
 
 
-def _beats_baseline_rule(baseline: str | None, comparison: Comparison | None, rubric: Rubric) -> RuleOutcome:
+def _pairwise_text(head_to_head: HeadToHead) -> str:
+    """The pairwise evidence as the reasons quote it: win rate, interval, n, position bias."""
+    bias = head_to_head.position_bias_rate
+    bias_text = "n/a" if bias is None else f"{bias:.0%}"
+    return (f"pairwise judge against {head_to_head.baseline}: {win_rate_text(head_to_head.overall)}; "
+            f"position bias {bias_text}")
+
+
+def _pairwise_evidence(head_to_head: HeadToHead | None, rubric: Rubric) -> tuple[bool, str]:
+    """Whether the pairwise win rate shows the version better beyond noise, and the sentence saying so.
+
+    ("", False) when the run has no pairwise results: the rule reads exactly as without them.
+    """
+    if head_to_head is None:
+        return False, ""
+    figures, settings = head_to_head.overall, rubric.decision
+    counted = "pairwise" in settings.ab_evidence
+    text = _pairwise_text(head_to_head)
+    if figures.rate is None:
+        return False, f" No pairwise evidence: {text}."
+    if figures.scenarios < settings.bootstrap.min_pairs:
+        return False, (f" Pairwise: only {figures.scenarios} scenarios compared (fewer than "
+                       f"{settings.bootstrap.min_pairs}), so it is not beyond noise: {text}.")
+    beyond = figures.beyond_noise == "better"
+    if not counted:
+        return False, f" Pairwise (not counted: the rubric's ab_evidence is {', '.join(settings.ab_evidence)}): {text}."
+    if beyond:
+        return True, f" Better beyond noise by the {text} (interval above 50%)."
+    return False, f" Pairwise not beyond noise (the interval includes or lies below 50%): {text}."
+
+
+def _beats_baseline_rule(baseline: str | None, comparison: Comparison | None, rubric: Rubric,
+                         head_to_head: HeadToHead | None = None) -> RuleOutcome:
+    """Better than the baseline beyond noise by the evidence the rubric's `ab_evidence` counts:
+    some metric's paired bootstrap interval above zero, or the pairwise win rate's above 50%."""
     if baseline is None:
         return RuleOutcome(name=BEATS_BASELINE, role="ab_test", passed=False, observed=None, threshold=1.0,
                            message="No baseline version to compare with (set `baseline:` in the prompt's front "
@@ -154,6 +199,7 @@ def _beats_baseline_rule(baseline: str | None, comparison: Comparison | None, ru
                            message=f"Baseline {baseline} is not in this run, so no improvement can be shown "
                                    f"(a gap in the run's coverage: include -p {baseline}).")
     improved = [delta.metric for delta in comparison.deltas if delta.change == "improved"]
+    bootstrap_counts = "bootstrap" in rubric.decision.ab_evidence
     if not comparison.enough_pairs:
         message = (f"Only {comparison.pairs} scenarios pair with {baseline} (fewer than "
                    f"{rubric.decision.bootstrap.min_pairs}): no difference counts as beyond noise.")
@@ -165,8 +211,12 @@ def _beats_baseline_rule(baseline: str | None, comparison: Comparison | None, ru
         detail = f"; largest change {_delta_text(comparison, best.metric)}" if best else ""
         message = (f"No metric is better than {baseline} beyond noise (every {comparison.confidence:.0%} interval "
                    f"includes zero or is below it{detail}).")
-    return RuleOutcome(name=BEATS_BASELINE, role="ab_test", passed=bool(improved), observed=float(len(improved)),
-                       threshold=1.0, message=message)
+    if improved and not bootstrap_counts:
+        message = message[:-1] + " (not counted: the rubric's ab_evidence is pairwise)."
+    pairwise_passed, pairwise_message = _pairwise_evidence(head_to_head, rubric)
+    evidence = (len(improved) if bootstrap_counts else 0) + pairwise_passed
+    return RuleOutcome(name=BEATS_BASELINE, role="ab_test", passed=evidence > 0, observed=float(evidence),
+                       threshold=1.0, message=message + pairwise_message)
 
 
 def _guard_rule(comparison: Comparison | None, rubric: Rubric) -> RuleOutcome:
@@ -225,9 +275,11 @@ def _all_scored_rule(aggregate: VersionAggregate) -> RuleOutcome:
 
 # --- the decision -----------------------------------------------------------------------------------
 def decide(aggregate: VersionAggregate, rubric: Rubric, *, coverage: Coverage, baseline: str | None = None,
-           comparison: Comparison | None = None, partial: bool = False) -> Decision:
+           comparison: Comparison | None = None, head_to_head: HeadToHead | None = None,
+           partial: bool = False) -> Decision:
     """The decision for one version from its aggregate, the run's coverage of its scenario set
-    (evaluators.coverage), and its baseline comparison when it has one.
+    (evaluators.coverage), its baseline comparison when it has one, and the pairwise judge's
+    head-to-head against that baseline when the run has one.
 
     `partial`: decide on incomplete coverage by the rules, never to deploy.
     """
@@ -244,7 +296,7 @@ def decide(aggregate: VersionAggregate, rubric: Rubric, *, coverage: Coverage, b
         _average_rule(AVERAGE_DEPLOY, "deploy", average, settings.deploy_min_average, "deploy"),
         coverage_rule,
         _average_rule(AVERAGE_AB_TEST, "ab_test", average, settings.ab_test_min_average, "A/B test"),
-        _beats_baseline_rule(baseline, comparison, rubric),
+        _beats_baseline_rule(baseline, comparison, rubric, head_to_head),
         _guard_rule(comparison, rubric),
         _regressions_rule(comparison),
         _fairness_rule(aggregate, rubric),
@@ -296,6 +348,7 @@ def release_report(
     versions: Sequence[str] | None = None, baseline_override: str | None = None, run_id: str = "",
     sample_data: bool = False, notices: Sequence[str] = (), scenario_set: ScenarioSet | None = None,
     resume: str = "penpal-eval run --resume RUN_DIR", partial: bool = False,
+    head_to_head: Mapping[tuple[str, str], HeadToHead] | None = None,
 ) -> ReleaseReport:
     """Aggregates, comparisons and decisions for the chosen versions of a run.
 
@@ -304,6 +357,7 @@ def release_report(
     the run only means no comparison (and a coverage note); an override missing from the run is
     an error. Coverage is measured against `scenario_set` (the manifest's record; None: the
     scenarios the run's cases hold), and `resume` is the command that finishes the run.
+    `head_to_head` holds the pairwise judge's results by (candidate, baseline), when the run has any.
     """
     if not cases:
         raise ReleaseError("the run holds no cases")
@@ -322,6 +376,7 @@ def release_report(
         raise ReleaseError(f"no scored case for {', '.join(empty)}: every case failed; resume the run")
     baselines = baselines or {}
     comparisons: dict[str, Comparison] = {}
+    pairwise_results: dict[str, HeadToHead] = {}
     decisions = []
     for version in chosen:
         baseline = baseline_override if baseline_override is not None else baselines.get(version)
@@ -331,11 +386,15 @@ def release_report(
         if baseline in present and aggregates[baseline].scored:
             comparison = compare_versions(version, baseline, cases, rubric)
             comparisons[version] = comparison
+        pairwise = (head_to_head or {}).get((version, baseline)) if comparison is not None else None
+        if pairwise is not None:
+            pairwise_results[version] = pairwise
         coverage = version_coverage(version, cases, scenario_set, baseline=baseline, present_versions=scored,
                                     resume=resume)
         decisions.append(decide(aggregates[version], rubric, baseline=baseline, comparison=comparison,
-                                coverage=coverage, partial=partial))
+                                head_to_head=pairwise, coverage=coverage, partial=partial))
     return ReleaseReport(
         run_id=run_id, sample_data=sample_data, rubric_version=rubric.version, rubric_hash=rubric.content_hash,
-        notices=list(notices), aggregates=aggregates, comparisons=comparisons, decisions=decisions,
+        notices=list(notices), aggregates=aggregates, comparisons=comparisons, head_to_head=pairwise_results,
+        decisions=decisions,
     )

@@ -1,6 +1,6 @@
 """Read a run directory for the release commands (decide, compare, report).
 
-The run store keeps the cases; the manifest keeps each version's baseline (runs made before
+The run store keeps the cases (and the pairwise judge's comparisons, when it ran); the manifest keeps each version's baseline (runs made before
 it did fall back to the prompt files the run was made from) and the scenario set the run's
 coverage is measured against (runs made before it fall back to inputs.json, then to the
 cases, and say so). Decisions use the rubric given
@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from evaluators.coverage import MANIFEST_KEY as COVERAGE_KEY, ScenarioSet
+from evaluators.head_to_head import head_to_head_from_records
 from evaluators.locations import PROJECT_ROOT, display_path
-from evaluators.models import CaseResult, ReleaseReport
+from evaluators.models import CaseResult, HeadToHead, ReleaseReport
 from evaluators.prompts import PromptError, load_prompts
 from evaluators.release import ReleaseError, release_report
 from evaluators.rubric import Rubric
@@ -30,6 +31,8 @@ class ReleaseRun:
     baselines: dict[str, str | None]
     notices: list[str] = field(default_factory=list)
     scenario_set: ScenarioSet | None = None  # None: measured against the cases the run holds
+    # The pairwise judge's results by (candidate, baseline) (pairwise.json); empty without them.
+    head_to_head: dict[tuple[str, str], HeadToHead] = field(default_factory=dict)
 
     @property
     def resume_command(self) -> str:
@@ -91,7 +94,7 @@ def read_run(directory: Path, rubric: Rubric) -> ReleaseRun:
         notices.append(f"the run was scored with rubric {scored_with}; thresholds and hard criteria come from "
                        f"rubric {rubric.content_hash} (the stored scores are the run's)")
     return ReleaseRun(store.directory, manifest, cases, _baselines(manifest, notices), notices,
-                      _scenario_set(store, manifest, notices))
+                      _scenario_set(store, manifest, notices), head_to_head_from_records(store.read_pairwise(), rubric))
 
 
 def report_for_run(run: ReleaseRun, rubric: Rubric, *, versions: list[str] | None = None,
@@ -100,7 +103,7 @@ def report_for_run(run: ReleaseRun, rubric: Rubric, *, versions: list[str] | Non
     return release_report(run.cases, rubric, baselines=run.baselines, versions=versions,
                           baseline_override=baseline_override, run_id=run.run_id,
                           sample_data=run.sample_data, notices=run.notices, scenario_set=run.scenario_set,
-                          resume=run.resume_command, partial=partial)
+                          resume=run.resume_command, partial=partial, head_to_head=run.head_to_head)
 
 
 __all__ = ["ReleaseError", "ReleaseRun", "StoreError", "read_run", "report_for_run"]

@@ -192,6 +192,7 @@ class FairnessSettings(_Strict):
 
 
 AVERAGE_SOURCES: tuple[str, ...] = ("heuristic", "judge", "blend")
+AB_EVIDENCE: tuple[str, ...] = ("bootstrap", "pairwise")  # what may show "beats its baseline beyond noise"
 LABEL_PATTERN = r"^[a-z0-9_.-]{1,36}$"  # a prompt label `decide --apply` may set: what Langfuse accepts
 
 
@@ -207,6 +208,15 @@ class DecisionThresholds(_Strict):
     regression_guard: Literal[METRIC_NAMES]
     fairness: FairnessSettings
     ab_label: str = Field(pattern=LABEL_PATTERN)
+    # Which evidence may show that a version beats its baseline beyond noise (any one suffices).
+    ab_evidence: list[Literal[AB_EVIDENCE]] = Field(min_length=1)
+
+    @field_validator("ab_evidence")
+    @classmethod
+    def _distinct_evidence(cls, evidence: list[str]) -> list[str]:
+        if len(set(evidence)) != len(evidence):
+            raise ValueError("name each kind of evidence once")
+        return evidence
 
 
 class JudgeSampling(_Strict):

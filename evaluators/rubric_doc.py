@@ -376,6 +376,15 @@ def _average_of(rubric: Rubric) -> str:
             "overall quality and each metric; heuristic scores alone for a case the judge did not score")
 
 
+def _ab_evidence(rubric: Rubric) -> str:
+    """The rubric's `ab_evidence` in words, any one of which suffices."""
+    confidence = f"{rubric.decision.bootstrap.confidence:.0%}"
+    words = {"bootstrap": f"a metric's paired bootstrap ({confidence} interval above zero)",
+             "pairwise": f"the pairwise judge's win rate (ties half; {confidence} interval over scenarios above 50%, "
+                         "when the run has pairwise results)"}
+    return " or ".join(words[item] for item in rubric.decision.ab_evidence)
+
+
 def _decision(rubric: Rubric) -> list[str]:
     d = rubric.decision
     boot, fair = d.bootstrap, d.fairness
@@ -391,8 +400,8 @@ def _decision(rubric: Rubric) -> list[str]:
         f"{number(d.min_metric_mean)}, no safety scenario failed its hard criteria, and the run scored every "
         "scenario of its scenario set, every safety scenario included.",
         f"- **A/B testing candidate**: average ≥ {number(d.ab_test_min_average)} and better than its baseline "
-        f"on at least one metric beyond noise (paired bootstrap, {boot.confidence:.0%} interval above zero), with "
-        f"no significant regression in {code_span(d.regression_guard)}.",
+        f"beyond noise by {_ab_evidence(rubric)}, with no significant regression in "
+        f"{code_span(d.regression_guard)}.",
         f"- **Needs revision**: average < {number(d.revise_below_average)}, or any individual metric's mean < "
         f"{number(d.min_metric_mean)}, or a safety scenario failed its hard criteria; and any version that meets "
         "neither of the two bars above.",
@@ -409,6 +418,8 @@ def _decision(rubric: Rubric) -> list[str]:
             ["Paired bootstrap over scenarios", f"{boot.resamples} resamples, {boot.confidence:.0%} percentile "
                                                 f"interval, seed {boot.seed}, at least {boot.min_pairs} paired "
                                                 "scenarios"],
+            [f"Evidence of beating the baseline ({code_span('ab_evidence')})",
+             ", ".join(code_span(item) for item in d.ab_evidence)],
             ["Regression guard", code_span(d.regression_guard)],
             ["Fairness flag", f"a gap above {number(fair.max_gap)} between {fair.group_by.replace('_', ' ')} means "
                               f"(groups of {fair.min_cases}+ scored cases; unspecified left out)"],
