@@ -23,6 +23,8 @@ LAZY_COMMANDS: dict[str, LazyCommand] = {
                                                              "metric, paired by scenario, with intervals."),
     "report": LazyCommand("evaluators.cli_release:report", "Write the release report of a run: report.html "
                                                            "(self-contained), decisions.json, CSV and Parquet."),
+    "pairwise": LazyCommand("evaluators.cli_pairwise:pairwise", "Judge two prompt versions of a run head to head: "
+                                                                "win rate with its interval, per family."),
     "judge": LazyCommand("evaluators.cli_judge:judge", "Judge replies with the LLM judge: one JSON line per record, "
                                                        "in order."),
     "calibrate": LazyCommand("evaluators.cli_judge:calibrate", "Agreement of the judge and the heuristics with "

@@ -37,6 +37,7 @@ from evaluators.cli_judge import (
     judge_config,
     judge_count_line,
 )
+from evaluators.cli_pairwise import judge_and_store, pairwise_judge, print_head_to_head
 from evaluators.cli_release import print_run_decisions
 from evaluators.console import (
     compact_table,
@@ -59,8 +60,12 @@ from evaluators.evaluation import (
     execute,
     prepare_run,
 )
+from evaluators.judge.factory import JudgeConfig
+from evaluators.judge.pairwise import PairwiseJudge
 from evaluators.locations import PROJECT_ROOT, display_path
-from evaluators.models import CaseResult
+from evaluators.models import CaseResult, HeadToHead
+from evaluators.pairwise_run import baseline_pairs
+from evaluators.report.terminal import head_to_head_table
 from evaluators.pricing import parse_price_override
 from evaluators.prompts import DEFAULT_PROMPTS_DIR, PromptError
 from evaluators.rubric import Rubric
@@ -305,6 +310,10 @@ def run(
     langfuse_prompt: Annotated[list[str] | None, typer.Option(
         help="With --prompt-source langfuse: the Langfuse prompt name; repeatable. Default: the names in prompts/.",
         show_default=False)] = None,
+    pairwise: Annotated[bool, typer.Option(
+        "--pairwise", help="After the run, judge each version head to head against its baseline with the pairwise "
+                           "judge (the judge's endpoint, --judge-model); a win rate above 50% beyond noise can make "
+                           "an A/B candidate (the rubric's decision.ab_evidence).")] = False,
     langfuse: Annotated[bool | None, typer.Option(
         "--langfuse/--no-langfuse", help="Push traces and scores to Langfuse. Default: when LANGFUSE_PUBLIC_KEY "
                                          "and LANGFUSE_SECRET_KEY are set.", show_default=False)] = None,
@@ -347,13 +356,18 @@ def run(
         prompt_source=prompt_source.value, prompt_labels=label or None, langfuse_prompt_names=langfuse_prompt or None,
         langfuse=langfuse, given=_given(ctx),
     )
-    raise typer.Exit(code=run_with_config(config, rubric_path))
+    head_to_head = JudgeConfig(model=judge_model, use_cache=judge_cache, timeout_s=timeout,
+                               max_attempts=max_attempts, concurrency=concurrency) if pairwise else None
+    raise typer.Exit(code=run_with_config(config, rubric_path, pairwise=head_to_head))
 
 
-def run_with_config(config: RunConfig, rubric_path: Path | None = None) -> int:
-    """Prepare, run and report; returns the exit code."""
+def run_with_config(config: RunConfig, rubric_path: Path | None = None, pairwise: JudgeConfig | None = None) -> int:
+    """Prepare, run and report; returns the exit code. With `pairwise`, each version is then
+    judged head to head against its baseline (the judge built first, so a missing endpoint
+    stops the run before it starts)."""
     errors = stderr_console()
     evaluator = load_evaluator(rubric_path)
+    head_to_head_judge = pairwise_judge(pairwise, evaluator.rubric) if pairwise is not None else None
     try:
         prepared = prepare_run(config, evaluator)
     except (PromptError, ScenarioError) as error:
@@ -373,7 +387,8 @@ def run_with_config(config: RunConfig, rubric_path: Path | None = None) -> int:
                           f"resume with --resume {display_path(prepared.store.directory)}", style="yellow"))
         publishing.finish(prepared.store.read_cases())
         return EXIT_INTERRUPTED
-    _finish(report, evaluator.rubric)
+    head_to_head = _judge_head_to_head(head_to_head_judge, report, prepared) if head_to_head_judge is not None else []
+    _finish(report, evaluator.rubric, head_to_head)
     publishing.finish(report.outcome.cases)
     return EXIT_CASES_FAILED if any(not case.finished for case in report.outcome.cases) else EXIT_OK
 
@@ -392,11 +407,27 @@ def _announce(prepared: PreparedRun) -> None:
     errors.print(Text(line))
 
 
-def _finish(report: RunReport, rubric: Rubric) -> None:
+def _judge_head_to_head(judge: PairwiseJudge, report: RunReport, prepared: PreparedRun) -> list[HeadToHead]:
+    """`run --pairwise`: every version against its baseline, stored for the decisions."""
+    cases = [case for case in report.outcome.cases if case.status == "ok"]
+    pairs = baseline_pairs(cases, report.store.manifest.get("config", {}).get("baselines") or {})
+    if not pairs:
+        asyncio.run(judge.aclose())
+        stderr_console().print(Text("--pairwise: no version of this run has its baseline in the run; nothing was "
+                                    "compared", style="yellow"))
+        return []
+    outcome = judge_and_store(judge, report.store, cases, prepared.plan.scenarios, pairs)
+    print_head_to_head([], outcome, report.store)  # the tables come with the others, before the decisions
+    return outcome.results
+
+
+def _finish(report: RunReport, rubric: Rubric, head_to_head: list[HeadToHead] | None = None) -> None:
     console = stdout_console()
     if not console.is_terminal:
         console.width = max(console.width, 160)  # logs: one row per version, never folded
     console.print(versions_table(report, rubric))
+    for figures in head_to_head or []:
+        console.print(head_to_head_table(figures))
     print_run_decisions(report.store, report.outcome.cases, rubric)
     print_judge_report(report, rubric)
     _print_failures(report)

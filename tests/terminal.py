@@ -18,7 +18,7 @@ import subprocess
 import sys
 import termios
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -49,13 +49,17 @@ def _environment() -> dict[str, str]:
     return {**environ, "TERM": "xterm-256color"}
 
 
-def run_in_pty(commands: Sequence[tuple[int, Sequence[str]]], cwd: Path, timeout_s: float = 600) -> list[str]:
-    """What each (width, argv) printed to the terminal, stdout and stderr together, without colour codes."""
+def run_in_pty(commands: Sequence[tuple[int, Sequence[str]]], cwd: Path, timeout_s: float = 600,
+               environ: Mapping[str, str] | None = None) -> list[str]:
+    """What each (width, argv) printed to the terminal, stdout and stderr together, without colour codes.
+
+    `environ` adds variables (e.g. a judge endpoint on a local test server) to the clean environment.
+    """
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 80, 0, 0))
     process = subprocess.Popen([sys.executable, "-c", _DRIVER, json.dumps([[w, list(a)] for w, a in commands])],
-                               stdin=slave, stdout=slave, stderr=slave, cwd=cwd, env=_environment(),
-                               close_fds=True)
+                               stdin=slave, stdout=slave, stderr=slave, cwd=cwd,
+                               env={**_environment(), **(environ or {})}, close_fds=True)
     os.close(slave)
     chunks: list[bytes] = []
     deadline = time.monotonic() + timeout_s

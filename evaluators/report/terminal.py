@@ -1,6 +1,6 @@
 """The release decisions on the terminal: one row per version, then the reasons.
 
-Shared by `penpal-eval decide`, `report`, `compare` and the end of `penpal-eval run`.
+Shared by `penpal-eval decide`, `report`, `compare`, `pairwise` and the end of `penpal-eval run`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from rich.text import Text
 
 from evaluators.cli_common import SHORT_NAMES, level_style
 from evaluators.console import compact_table, key_legend, plural, text_column, value_column
-from evaluators.models import Comparison, Decision, ReleaseReport, RuleOutcome
+from evaluators.models import Comparison, Decision, HeadToHead, ReleaseReport, RuleOutcome
 from evaluators.release import COVERAGE, OUTCOME_TITLES
 from evaluators.rubric import Rubric
 
@@ -110,4 +110,30 @@ def comparison_table(comparison: Comparison, title: str | None = None) -> Table:
                      f"(failed on a side), {comparison.unpaired} on one side only; {comparison.resamples} resamples, "
                      f"seed {comparison.seed}"
                      + ("" if comparison.enough_pairs else "; too few pairs: nothing counts as significant"))
+    return table
+
+
+def head_to_head_table(figures: HeadToHead) -> Table:
+    """Per family and overall: scenarios, wins, ties, losses, win rate and its interval."""
+    overall = figures.overall
+    table = compact_table(f"{figures.candidate} against {figures.baseline}, pairwise judge")
+    text_column(table, "family", min_width=10)
+    for column in ("scen", "win", "tie", "loss", "rate", f"{overall.confidence:.0%} interval"):
+        value_column(table, column)
+    value_column(table, "beyond noise", justify="left")
+    for name, rate in [*figures.by_family.items(), ("overall", overall)]:
+        if rate.rate is None:
+            cells = ["—", "—", "no verdict"]
+        else:
+            verdict = rate.beyond_noise
+            cells = [f"{rate.rate:.0%}", f"[{rate.low:.0%}, {rate.high:.0%}]",
+                     Text(verdict or "no", style={"better": "green", "worse": "red"}.get(verdict or "", "dim"))]
+        table.add_row(Text(name, style="bold" if name == "overall" else ""), str(rate.scenarios), str(rate.wins),
+                      str(rate.ties), str(rate.losses), *cells)
+    bias = "n/a" if figures.position_bias_rate is None else f"{figures.position_bias_rate:.0%}"
+    table.caption = (f"win, tie, loss: comparisons, each judged in both orders (a verdict that changed with the "
+                     f"order is a tie); rate = {figures.candidate}'s win rate over scenarios, ties half; position "
+                     f"bias {bias} ({figures.position_bias} of {overall.comparisons}); "
+                     f"{plural(figures.unscored, 'comparison')} without a verdict; {figures.resamples} resamples, "
+                     f"seed {figures.seed}")
     return table
