@@ -1,10 +1,10 @@
 """Read a run directory for the release commands (decide, compare, report).
 
-The run store keeps the cases (and the pairwise judge's comparisons, when it ran); the manifest keeps each version's baseline (runs made before
-it did fall back to the prompt files the run was made from) and the scenario set the run's
-coverage is measured against (runs made before it fall back to inputs.json, then to the
-cases, and say so). Decisions use the rubric given
-now, so a changed threshold changes the decision; when the run was scored with another
+The run store keeps the cases (and the pairwise judge's comparisons, when it ran); the
+manifest keeps each version's baseline (runs made before it did fall back to the prompt files
+the run was made from) and the scenario set the run's coverage is measured against (runs made
+before it fall back to inputs.json, then to the cases, and say so). Decisions use the rubric
+given now, so a changed threshold changes the decision; when the run was scored with another
 rubric, that is said, because the stored scores are the old rubric's.
 """
 

@@ -79,7 +79,8 @@ def test_every_comparison_is_sent_in_both_orders_with_each_side_its_own_history(
     server = openai_server(answers=prefers("warm"))
     comparisons = compare(make_pairwise(server, tmp_path), cases)
     assert len(server.calls) == 4  # two turns x two orders
-    sent = sorted((data_blocks(call.messages)["REPLY_A"], data_blocks(call.messages)["REPLY_B"]) for call in server.calls)
+    sent = sorted((blocks["REPLY_A"], blocks["REPLY_B"])
+                  for blocks in (data_blocks(call.messages) for call in server.calls))
     assert sent == [("cold one", "warm one"), ("cold two", "warm two"), ("warm one", "cold one"),
                     ("warm two", "cold two")]
     second_turn = [data_blocks(call.messages) for call in server.calls

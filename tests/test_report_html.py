@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from evaluators.coverage import ScenarioSet
-from evaluators.models import ReleaseReport
+from evaluators.head_to_head import head_to_head
+from evaluators.models import PairwiseComparison, ReleaseReport
 from evaluators.release import release_report
 from evaluators.report import render_html, write_release_files
 from evaluators.report.svg import Interval, Threshold, bar_chart, interval_chart
@@ -190,3 +191,33 @@ def test_delta_axes_tick_at_round_values(largest, expected):
     assert max(ticks) == pytest.approx(expected) and min(ticks) == pytest.approx(-expected) and 0.0 in ticks
     step = ticks[1] - ticks[0]
     assert any(step == pytest.approx(nice) for nice in (0.01, 0.02, 0.025, 0.05, 0.1, 0.2, 0.25, 0.5))
+
+
+def test_the_head_to_head_panel_draws_win_tie_loss_per_family_with_the_interval():
+    rubric = default_rubric()
+    outcomes = ["win"] * 9 + ["tie", "loss", "win"]
+    comparisons = [PairwiseComparison(scenario_id=f"s{index:02d}", family=FAMILIES[index % 2], turn=1,
+                                      outcome=outcome, position_bias=outcome == "tie")
+                   for index, outcome in enumerate(outcomes)]
+    figures = head_to_head("v3", "v1", comparisons, rubric, judge_model="judge-model")
+    cases = version_cases("v1", BASELINE) + version_cases("v3", [round(value + 0.1, 6) for value in BASELINE])
+    report = release_report(cases, rubric, baselines={"v1": None, "v3": "v1"},
+                            head_to_head={("v3", "v1"): figures})
+    page = render_html(report, cases, rubric)
+    section = page[page.index('<section id="head-to-head">'):]
+    section = section[:section.index("</section>")]
+    chart = section[section.index("<svg"):section.index("</svg>")]
+    for family in (FAMILIES[0], FAMILIES[1], "overall"):
+        rate = figures.overall if family == "overall" else figures.by_family[family]
+        counts = {outcome: int(count) for outcome, count in re.findall(
+            rf'<rect class="(win|tie|loss)" data-family="{family}" data-count="(\d+)"', chart)}
+        assert counts == {outcome: count for outcome, count in
+                          (("win", rate.wins), ("tie", rate.ties), ("loss", rate.losses)) if count}
+        assert f'data-family="{family}" data-low="{rate.low:.4f}" data-high="{rate.high:.4f}"' in chart
+    assert (figures.overall.wins, figures.overall.ties, figures.overall.losses) == (10, 1, 1)
+    assert "Position bias 8%: 1 of 12 comparisons changed verdict with the order" in section
+    assert "Judge: judge-model" in section
+
+
+def test_without_pairwise_results_the_panel_says_how_to_get_them(page_html):
+    assert "No pairwise results in this run" in page_html and "penpal-eval pairwise RUN_DIR" in page_html

@@ -97,7 +97,8 @@ def render_pairwise_system(rubric: Rubric, item: PairwiseInput, mode: str) -> st
         "Special considerations:\n" + "\n".join(f"- {text}" for text in judge.special_considerations),
     ]
     if item.family in judge.family_guidance:
-        parts.append(f"This conversation comes from the `{item.family}` scenarios. {judge.family_guidance[item.family]}")
+        guidance = judge.family_guidance[item.family]
+        parts.append(f"This conversation comes from the `{item.family}` scenarios. {guidance}")
     parts.append(DATA_RULES)
     if mode == "text":
         parts.append(PAIRWISE_TEXT_ANSWER.format(dimension_names=", ".join(METRIC_NAMES)))

@@ -6,7 +6,9 @@ scenario and version names) is escaped, because a reply may well contain `<scrip
 
 What it shows, top to bottom: a scorecard per version with its decision and the rules that
 decided it; the metric means against the thresholds; a family × metric heatmap per version;
-the differences against each baseline with their bootstrap intervals; fairness across groups;
+the differences against each baseline with their bootstrap intervals; the pairwise judge's
+head-to-head against each baseline (win, tie and loss per family, the win rate's interval and
+the position-bias rate) when the run has it; fairness across groups;
 hard criteria; the worst cases with their evidence and the judge's reasoning; every rule
 checked; and the thresholds in force.
 """
@@ -18,9 +20,17 @@ from html import escape
 
 from evaluators.cli_common import SHORT_NAMES
 from evaluators.console import plural
-from evaluators.models import CaseResult, Comparison, Decision, ReleaseReport, VersionAggregate
+from evaluators.models import CaseResult, Comparison, Decision, HeadToHead, ReleaseReport, VersionAggregate
 from evaluators.release import COUNT_RULES, OUTCOME_TITLES
-from evaluators.report.svg import Interval, Threshold, bar_chart, heatmap, interval_chart
+from evaluators.report.svg import (
+    Interval,
+    Threshold,
+    WinTieLoss,
+    bar_chart,
+    heatmap,
+    interval_chart,
+    win_tie_loss_chart,
+)
 from evaluators.report.worst import WorstCase, worst_cases
 from evaluators.rubric import OVERALL, Rubric
 from evaluators.summary import SCORE_COLUMNS
@@ -240,6 +250,40 @@ def _deltas(report: ReleaseReport, palette: _Palette) -> str:
             f"{'<ul>' + notes + '</ul>' if notes else ''}</section>")
 
 
+def _head_to_head_block(figures: HeadToHead) -> str:
+    rates = [(family, rate) for family, rate in figures.by_family.items()] + [("overall", figures.overall)]
+    rows = [WinTieLoss(name, name, rate.wins, rate.ties, rate.losses, rate.rate, rate.low, rate.high)
+            for name, rate in rates]
+    title = f"{figures.candidate} against {figures.baseline}"
+    table = "".join(
+        f"<tr><td>{_e(name)}</td><td class=\"num\">{rate.scenarios}</td><td class=\"num\">{rate.wins}</td>"
+        f"<td class=\"num\">{rate.ties}</td><td class=\"num\">{rate.losses}</td>"
+        f"<td class=\"num\">{_pct(rate.rate)}</td>"
+        f"<td class=\"num\">{'—' if rate.low is None else f'[{rate.low:.0%}, {rate.high:.0%}]'}</td>"
+        f"<td>{_e(rate.beyond_noise or 'no')}</td></tr>" for name, rate in rates)
+    bias = "n/a" if figures.position_bias_rate is None else f"{figures.position_bias_rate:.0%}"
+    note = (f"Position bias {bias}: {figures.position_bias} of {figures.overall.comparisons} comparisons changed "
+            f"verdict with the order and count as ties. {plural(figures.unscored, 'comparison')} without a verdict "
+            f"in both orders, left out. Win rate over scenarios, ties half; bootstrap over scenarios, "
+            f"{figures.resamples} resamples, seed {figures.seed}. Judge: {figures.judge_model or 'unknown'}.")
+    return (f"<figure><figcaption>{_e(title)}</figcaption>{win_tie_loss_chart(title, rows)}"
+            f"<table><thead><tr><th>family</th><th>scenarios</th><th>win</th><th>tie</th><th>loss</th>"
+            f"<th>win rate</th><th>{figures.overall.confidence:.0%} interval</th><th>beyond noise</th></tr></thead>"
+            f"<tbody>{table}</tbody></table><p class=\"muted\">{_e(note)}</p></figure>")
+
+
+def _head_to_head(report: ReleaseReport) -> str:
+    """The pairwise judge's head-to-head per version: win, tie and loss bars per family with the interval."""
+    blocks = [_head_to_head_block(report.head_to_head[decision.prompt_version]) for decision in report.decisions
+              if decision.prompt_version in report.head_to_head]
+    body = (f"<div class=\"charts\">{''.join(blocks)}</div>" if blocks else
+            "<p class=\"muted\">No pairwise results in this run (<code>penpal-eval pairwise RUN_DIR</code> or "
+            "<code>penpal-eval run --pairwise</code> adds them).</p>")
+    return ("<section id=\"head-to-head\"><h2>Head to head (pairwise judge)</h2><p class=\"muted\">Each "
+            "comparison was judged in both orders; bars are shares of comparisons won (green), tied (grey) and lost "
+            "(red); the black line is the win rate's interval, against 50%.</p>" + body + "</section>")
+
+
 def _fairness(report: ReleaseReport, rubric: Rubric) -> str:
     settings = rubric.decision.fairness
     blocks = []
@@ -423,6 +467,7 @@ def render_html(report: ReleaseReport, cases: Sequence[CaseResult], rubric: Rubr
         _metric_chart(report, rubric, palette),
         _heatmaps(report, rubric, palette),
         _deltas(report, palette),
+        _head_to_head(report),
         _fairness(report, rubric),
         _hard_criteria(report),
         _worst(report, cases, rubric, palette, worst),

@@ -200,3 +200,63 @@ def interval_chart(title: str, intervals: Sequence[Interval], *, css_class: str 
                      f'{item.estimate:+.3f} [{item.low:+.3f}, {item.high:+.3f}] {escape(item.change)}</title></circle>')
     parts.append("</svg>")
     return "".join(parts)
+
+
+@dataclass(frozen=True)
+class WinTieLoss:
+    """One row of a head-to-head chart: counts of comparisons, and the win rate with its interval."""
+
+    label: str
+    key: str
+    wins: int
+    ties: int
+    losses: int
+    rate: float | None
+    low: float | None
+    high: float | None
+
+
+_OUTCOME_COLOURS = {"win": "#2e8b57", "tie": "#c7c7c7", "loss": "#b23a48"}
+
+
+def win_tie_loss_chart(title: str, rows: Sequence[WinTieLoss]) -> str:
+    """Per row a bar split into wins, ties and losses (shares of its comparisons), and over it the
+    win rate (ties half) with its interval, against a line at 50%."""
+    left, right, top, row_height = 150, 24, 26, 30
+    plot_width = 440
+    width, height = left + plot_width + right, top + row_height * len(rows) + 34
+    x = lambda share: left + plot_width * share  # noqa: E731
+    parts = [f'<svg class="chart head-to-head-chart" role="img" viewBox="0 0 {width} {height}" width="{width}" '
+             f'height="{height}" xmlns="http://www.w3.org/2000/svg" style="{FONT}">', f"<title>{escape(title)}</title>"]
+    for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
+        style = 'stroke="#444" stroke-dasharray="4 3"' if tick == 0.5 else 'stroke="#e3e3e3"'
+        parts.append(f'<line class="tick" data-value="{tick:g}" x1="{x(tick):.1f}" x2="{x(tick):.1f}" y1="{top - 8}" '
+                     f'y2="{height - 28}" {style}/>')
+        parts.append(f'<text x="{x(tick):.1f}" y="{height - 12}" font-size="11" text-anchor="middle" '
+                     f'fill="#555">{tick:.0%}</text>')
+    for index, row in enumerate(rows):
+        y = top + index * row_height
+        parts.append(f'<text x="{left - 8}" y="{y + row_height / 2 + 4:.1f}" font-size="12" text-anchor="end" '
+                     f'fill="#222">{escape(row.label)}</text>')
+        total = row.wins + row.ties + row.losses
+        start = 0.0
+        for outcome, count in (("win", row.wins), ("tie", row.ties), ("loss", row.losses)):
+            if not total or not count:
+                continue
+            share = count / total
+            parts.append(f'<rect class="{outcome}" data-family="{_attr(row.key)}" data-count="{count}" '
+                         f'x="{x(start):.1f}" y="{y + 6}" width="{plot_width * share:.1f}" height="{row_height - 12}" '
+                         f'fill="{_OUTCOME_COLOURS[outcome]}"><title>{escape(row.label)}: {count} '
+                         f'{outcome}{"" if count == 1 else ("es" if outcome == "loss" else "s")}</title></rect>')
+            start += share
+        if row.rate is not None and row.low is not None and row.high is not None:
+            middle = y + row_height / 2
+            parts.append(f'<line class="interval" data-family="{_attr(row.key)}" data-low="{row.low:.4f}" '
+                         f'data-high="{row.high:.4f}" x1="{x(row.low):.1f}" x2="{x(row.high):.1f}" '
+                         f'y1="{middle:.1f}" y2="{middle:.1f}" stroke="#111" stroke-width="2"/>')
+            parts.append(f'<circle class="estimate" data-family="{_attr(row.key)}" data-value="{row.rate:.4f}" '
+                         f'cx="{x(row.rate):.1f}" cy="{middle:.1f}" r="4" fill="#111" stroke="#fff">'
+                         f'<title>{escape(row.label)}: win rate {row.rate:.0%} [{row.low:.0%}, {row.high:.0%}]'
+                         f'</title></circle>')
+    parts.append("</svg>")
+    return "".join(parts)
