@@ -3,7 +3,8 @@ scores, so Langfuse's experiment comparison shows them beside the per-trace scor
 
 The numbers are the ones `penpal-eval decide` prints (evaluators.release), computed from the
 same stored cases, baselines and scenario set (the run's manifest), so Langfuse and the
-terminal never disagree; the coverage goes along as its own score.
+terminal never disagree; the coverage goes along as its own score, and so do the pairwise
+judge's win rate and position-bias rate when the run has pairwise results.
 """
 
 from __future__ import annotations
@@ -18,19 +19,41 @@ from evaluators.langfuse.score_configs import (
     JUDGE_OVERALL,
     RELEASE_AVERAGE,
     RELEASE_COVERAGE,
+    PAIRWISE_POSITION_BIAS,
+    PAIRWISE_WIN_RATE,
     RELEASE_DECISION,
     mean_name,
 )
-from evaluators.models import CaseResult
+from evaluators.head_to_head import head_to_head_from_records, win_rate_text
+from evaluators.models import CaseResult, HeadToHead
 from evaluators.release import ReleaseError, release_report
 from evaluators.rubric import METRIC_NAMES, OVERALL
 from evaluators.store import RunStore, StoreError
 
 
+def _run_store(publisher: LangfusePublisher) -> RunStore | None:
+    """The run directory (it holds the ledger)."""
+    try:
+        return RunStore.open(publisher.ledger.path.parent)
+    except StoreError:
+        return None
+
+
+def _head_to_head(publisher: LangfusePublisher) -> dict[tuple[str, str], HeadToHead]:
+    """The run's pairwise results, as `decide` reads them; none when it has none or they are unreadable."""
+    store = _run_store(publisher)
+    try:
+        return head_to_head_from_records(store.read_pairwise(), publisher.rubric) if store else {}
+    except (StoreError, ValueError) as error:
+        publisher.report.problems.append(f"run-level scores: pairwise results left out: {error}")
+        return {}
+
+
 def _scenario_set(publisher: LangfusePublisher) -> ScenarioSet:
     """The manifest's scenario set (the run directory holds the ledger), else the run's inputs."""
     try:
-        record = RunStore.open(publisher.ledger.path.parent).manifest.get(COVERAGE_KEY)
+        store = _run_store(publisher)
+        record = store.manifest.get(COVERAGE_KEY) if store else None
     except StoreError:
         record = None
     if isinstance(record, dict) and record.get("scenarios"):
@@ -47,7 +70,7 @@ def add_run_scores(publisher: LangfusePublisher, cases: Sequence[CaseResult],
         return
     try:
         report = release_report(cases, publisher.rubric, baselines=baselines or {}, versions=versions,
-                                scenario_set=_scenario_set(publisher))
+                                scenario_set=_scenario_set(publisher), head_to_head=_head_to_head(publisher))
     except ReleaseError as error:
         publisher.report.problems.append(f"run-level scores: {error}")
         return
@@ -67,4 +90,11 @@ def add_run_scores(publisher: LangfusePublisher, cases: Sequence[CaseResult],
                     RELEASE_COVERAGE: coverage.message if coverage else "",
                     RELEASE_AVERAGE: f"average of {decision.average_of}",
                     COMPOSITE: "composite of mean quality and hard-criteria pass rate (weights in the rubric)"}
+        pairwise = report.head_to_head.get(decision.prompt_version)
+        if pairwise is not None and pairwise.overall.rate is not None:
+            values[PAIRWISE_WIN_RATE] = pairwise.overall.rate
+            values[PAIRWISE_POSITION_BIAS] = pairwise.position_bias_rate
+            comments[PAIRWISE_WIN_RATE] = f"against {pairwise.baseline}: {win_rate_text(pairwise.overall)}"
+            comments[PAIRWISE_POSITION_BIAS] = (f"{pairwise.position_bias} of {pairwise.overall.comparisons} "
+                                                "comparisons changed verdict with the order (counted as ties)")
         publisher.add_scores(version_scores(publisher, decision.prompt_version, values, comments))

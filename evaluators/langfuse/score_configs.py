@@ -38,6 +38,8 @@ HARD_CRITERIA_PASS_RATE = "hard_criteria_pass_rate"
 RELEASE_AVERAGE = "release_average"
 RELEASE_DECISION = "release_decision"
 RELEASE_COVERAGE = "release_coverage"
+PAIRWISE_WIN_RATE = "pairwise_win_rate"  # against the baseline, by the pairwise judge (when the run has it)
+PAIRWISE_POSITION_BIAS = "pairwise_position_bias"
 # Category values are the positions, so a new outcome goes at the end: existing configs keep
 # their values. "incomplete": a version whose run did not cover enough to decide.
 DECISION_OUTCOMES: tuple[str, ...] = ("revise", "ab_test", "deploy", "incomplete")
@@ -117,6 +119,10 @@ def score_definitions(rubric: Rubric) -> list[ScoreDefinition]:
     definitions.append(_unit(COMPOSITE, "Composite of mean quality and hard-criteria pass rate."))
     definitions.append(_unit(RELEASE_AVERAGE, "The average the release decision is taken on."))
     definitions.append(_unit(RELEASE_COVERAGE, "Share of the run's scenario set scored for the version (1: all)."))
+    definitions.append(_unit(PAIRWISE_WIN_RATE, "Pairwise judge: the version's win rate against its baseline over "
+                                                "scenarios, ties half (the comment gives the interval)."))
+    definitions.append(_unit(PAIRWISE_POSITION_BIAS, "Pairwise judge: share of comparisons whose verdict changed "
+                                                     "with the order of the two replies."))
     definitions.append(ScoreDefinition(RELEASE_DECISION, CATEGORICAL, "Release decision for the prompt version.",
                                        categories=DECISION_OUTCOMES))
     return definitions

@@ -27,6 +27,7 @@ from evaluators.judge.factory import JudgeConfig
 from tests.langfuse.conftest import LANGFUSE_SECRET, run_replay
 from tests.servers.judge_answers import judged_reply, verdict_json
 from tests.servers.langfuse_compat import DEFAULT_SPEC
+from tests.test_cli_pairwise import prefers_longer
 
 runner = CliRunner()
 
@@ -233,3 +234,30 @@ def test_the_judge_arrives_as_its_own_observation_with_typed_scores(small_projec
 def test_request_bodies_are_checked_against_the_shared_openapi_spec_when_it_is_there(langfuse):
     server = langfuse()
     assert server.validates_bodies == DEFAULT_SPEC.is_file()
+
+
+def test_pairwise_results_arrive_as_run_level_scores_on_the_next_push(small_project, langfuse, openai_server,
+                                                                      monkeypatch):
+    server = langfuse()
+    code, store = run_replay(small_project)
+    assert code == 0
+    assert not [score for score in server.scores.values() if score["name"].startswith("pairwise_")]
+    judge = openai_server(answers=prefers_longer)
+    monkeypatch.setenv("PENPAL_JUDGE_BASE_URL", judge.base_url)
+    monkeypatch.setenv("PENPAL_JUDGE_API_KEY", "sk-judge-DO-NOT-LEAK-6262")
+    compared = runner.invoke(app, ["pairwise", str(store.directory), "--judge-model", "judge-model"])
+    assert compared.exit_code == 0, compared.output
+    pushed = runner.invoke(app, ["push", str(store.directory)])
+    assert pushed.exit_code == 0, pushed.output
+    posted = {score["name"]: score for score in server.scores.values()
+              if score["name"].startswith("pairwise_") and score["metadata"]["prompt_version"] == "v2"}
+    assert set(posted) == {"pairwise_win_rate", "pairwise_position_bias"}
+    assert posted["pairwise_win_rate"]["value"] == 1.0 and posted["pairwise_position_bias"]["value"] == 0.0
+    assert "against v1: wins 100% (95% CI 100% to 100%; 3 scenarios, 5 comparisons" in (
+        posted["pairwise_win_rate"]["comment"])
+    configs = {config["id"]: config for config in server.score_configs.values()}
+    assert all(configs[score["configId"]]["name"] == name for name, score in posted.items())
+    assert not [score for score in server.scores.values()
+                if score["name"].startswith("pairwise_") and score["metadata"]["prompt_version"] == "v1"]
+    assert "DO-NOT-LEAK" not in json.dumps(list(server.scores.values()))
+    assert server.schema_errors == []
