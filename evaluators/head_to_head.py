@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from statistics import fmean
 
 from evaluators.bootstrap import paired_bootstrap
+from evaluators.console import plural
 from evaluators.models import HeadToHead, PairwiseComparison, WinRate
 from evaluators.rubric import Rubric
 
@@ -69,9 +70,10 @@ def win_rate_text(figures: WinRate) -> str:
     """'wins 68% (95% CI 55% to 80%; 20 scenarios, 40 comparisons: 25 wins, 4 ties, 11 losses)'."""
     if figures.rate is None:
         return "no comparison with a verdict in both orders"
+    counts = ", ".join([plural(figures.wins, "win"), plural(figures.ties, "tie"),
+                        plural(figures.losses, "loss", "losses")])
     return (f"wins {figures.rate:.0%} ({figures.confidence:.0%} CI {figures.low:.0%} to {figures.high:.0%}; "
-            f"{figures.scenarios} scenarios, {figures.comparisons} comparisons: {figures.wins} wins, "
-            f"{figures.ties} ties, {figures.losses} losses)")
+            f"{plural(figures.scenarios, 'scenario')}, {plural(figures.comparisons, 'comparison')}: {counts})")
 
 
 def head_to_head_from_records(records: Sequence[dict], rubric: Rubric) -> dict[tuple[str, str], HeadToHead]:
