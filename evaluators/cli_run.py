@@ -65,9 +65,9 @@ from evaluators.judge.pairwise import PairwiseJudge
 from evaluators.locations import PROJECT_ROOT, display_path
 from evaluators.models import CaseResult, HeadToHead
 from evaluators.pairwise_run import baseline_pairs
-from evaluators.report.terminal import head_to_head_table
 from evaluators.pricing import parse_price_override
 from evaluators.prompts import DEFAULT_PROMPTS_DIR, PromptError
+from evaluators.report.terminal import head_to_head_table
 from evaluators.rubric import Rubric
 from evaluators.scenarios import DEFAULT_SCENARIOS_DIR, ScenarioError
 from evaluators.summary import SCORE_COLUMNS

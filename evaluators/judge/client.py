@@ -233,7 +233,7 @@ class LLMJudge:
         while True:
             messages = judge_messages(self.rubric, item, mode)
             try:
-                text, usage, tries = await self._call(messages, mode, sample)
+                text, usage, tries = await self.call(messages, mode, sample)
             except CallFailed as failure:
                 attempts += failure.attempts
                 if isinstance(failure.__cause__, ModeRefused) and mode != RESPONSE_MODES[-1]:
@@ -253,8 +253,8 @@ class LLMJudge:
         except VerdictParseError as problem:
             first_problem, first_text = str(problem), text
         try:
-            text, call_usage, tries = await self._call(repair_messages(messages, first_text, first_problem),
-                                                       mode, sample)
+            text, call_usage, tries = await self.call(repair_messages(messages, first_text, first_problem),
+                                                      mode, sample)
             attempts += tries
             usage += call_usage
             return self._parsed(parse_verdict(text, self.rubric), "repaired", mode, attempts, usage, started)
@@ -285,8 +285,8 @@ class LLMJudge:
             request["response_format"] = {"type": "json_object"}
         return request
 
-    async def _call(self, messages: list[dict], mode: str, sample: int,
-                    answer: AnswerSchema | None = None) -> tuple[str, Usage, int]:
+    async def call(self, messages: list[dict], mode: str, sample: int,
+                   answer: AnswerSchema | None = None) -> tuple[str, Usage, int]:
         """One request with retries: the answer's text, its usage and the attempts it took.
 
         ModeRefused (as the CallFailed's cause) when the server refuses the response format.

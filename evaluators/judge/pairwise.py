@@ -217,7 +217,7 @@ class PairwiseJudge:
         while True:
             messages = pairwise_messages(self.rubric, item, mode)
             try:
-                text, usage, tries = await self.judge._call(messages, mode, 0, _ANSWER)
+                text, usage, tries = await self.judge.call(messages, mode, 0, _ANSWER)
             except CallFailed as failure:
                 attempts += failure.attempts
                 if isinstance(failure.__cause__, ModeRefused) and mode != RESPONSE_MODES[-1]:
@@ -232,8 +232,8 @@ class PairwiseJudge:
         except PairwiseParseError as problem:
             first_problem, first_text = str(problem), text
             try:
-                text, more, tries = await self.judge._call(repair_messages(messages, first_text, first_problem),
-                                                           mode, 0, _ANSWER)
+                text, more, tries = await self.judge.call(repair_messages(messages, first_text, first_problem),
+                                                          mode, 0, _ANSWER)
                 attempts += tries
                 usage += more
                 parsed, status = parse_preference(text), "repaired"
