@@ -57,7 +57,7 @@ def print_head_to_head(results: Sequence[HeadToHead], outcome: PairwiseOutcome |
     for figures in results:
         console.print(head_to_head_table(figures))
     errors = stderr_console()
-    for figures in results:
+    for figures in outcome.results if outcome is not None else results:
         failed = [comparison for comparison in figures.comparisons if comparison.outcome is None]
         for comparison in failed[:5]:
             where = f"turn {comparison.turn}" if comparison.turn else "conversation"
@@ -67,7 +67,7 @@ def print_head_to_head(results: Sequence[HeadToHead], outcome: PairwiseOutcome |
             errors.print(Text(f"  ... and {len(failed) - 5} more (see {display_path(store.directory / PAIRWISE)})",
                               style="yellow"))
     if outcome is not None:
-        compared = sum(len(figures.comparisons) for figures in results)
+        compared = sum(len(figures.comparisons) for figures in outcome.results)
         errors.print(Text(f"pairwise: {plural(compared, 'comparison')} in both orders, {outcome.calls} API calls "
                           f"({outcome.cached} comparisons from cache); results in "
                           f"{display_path(store.directory / PAIRWISE)}"))

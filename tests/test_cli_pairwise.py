@@ -58,11 +58,13 @@ def small_run(project: dict[str, Path]) -> tuple[RunConfig, Path]:
 def test_run_pairwise_judges_v2_against_its_baseline_and_decide_quotes_it(small_project, judged, capsys):
     config, run_dir = small_run(small_project)
     assert run_with_config(config, pairwise=JudgeConfig(model="judge-model")) == 0
-    out = flat(capsys.readouterr().out)
+    captured = capsys.readouterr()
+    out = flat(captured.out)
     assert "v2 against v1, pairwise judge" in out
     assert out.index("v2 against v1, pairwise judge") < out.index("Release decision per prompt version")
     assert "overall 3 5 0 0 100% [100%, 100%] better" in out  # 3 scenarios, 5 turns, every one won
     assert len(judged.calls) == 10  # five turns, each in both orders
+    assert "pairwise: 5 comparisons in both orders, 10 API calls" in flat(captured.err)
     assert all(call.model == "judge-model" for call in judged.calls)
     stored = json.loads((run_dir / PAIRWISE).read_text())["pairs"]
     assert [(item["candidate"], item["baseline"], item["overall"]["wins"]) for item in stored] == [("v2", "v1", 5)]

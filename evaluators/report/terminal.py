@@ -132,7 +132,7 @@ def head_to_head_table(figures: HeadToHead) -> Table:
                       str(rate.ties), str(rate.losses), *cells)
     bias = "n/a" if figures.position_bias_rate is None else f"{figures.position_bias_rate:.0%}"
     table.caption = (f"win, tie, loss: comparisons, each judged in both orders (a verdict that changed with the "
-                     f"order is a tie); rate = {figures.candidate}'s win rate over scenarios, ties half; position "
+                     f"order is a tie); rate = win rate of {figures.candidate} over scenarios, ties half; position "
                      f"bias {bias} ({figures.position_bias} of {overall.comparisons}); "
                      f"{plural(figures.unscored, 'comparison')} without a verdict; {figures.resamples} resamples, "
                      f"seed {figures.seed}")
