@@ -259,7 +259,7 @@ def _head_to_head_block(figures: HeadToHead) -> str:
         f"<tr><td>{_e(name)}</td><td class=\"num\">{rate.scenarios}</td><td class=\"num\">{rate.wins}</td>"
         f"<td class=\"num\">{rate.ties}</td><td class=\"num\">{rate.losses}</td>"
         f"<td class=\"num\">{_pct(rate.rate)}</td>"
-        f"<td class=\"num\">{'—' if rate.low is None else f'[{rate.low:.0%}, {rate.high:.0%}]'}</td>"
+        f"<td class=\"num\">{'—' if rate.low is None else f'[{rate.low:.0%},&nbsp;{rate.high:.0%}]'}</td>"
         f"<td>{_e(rate.beyond_noise or 'no')}</td></tr>" for name, rate in rates)
     bias = "n/a" if figures.position_bias_rate is None else f"{figures.position_bias_rate:.0%}"
     note = (f"Position bias {bias}: {figures.position_bias} of {figures.overall.comparisons} comparisons changed "
