@@ -166,7 +166,7 @@ def _pairwise_text(head_to_head: HeadToHead) -> str:
 def _pairwise_evidence(head_to_head: HeadToHead | None, rubric: Rubric) -> tuple[bool, str]:
     """Whether the pairwise win rate shows the version better beyond noise, and the sentence saying so.
 
-    ("", False) when the run has no pairwise results: the rule reads exactly as without them.
+    (False, "") when the run has no pairwise results: the rule reads exactly as without them.
     """
     if head_to_head is None:
         return False, ""
@@ -178,10 +178,10 @@ def _pairwise_evidence(head_to_head: HeadToHead | None, rubric: Rubric) -> tuple
     if figures.scenarios < settings.bootstrap.min_pairs:
         return False, (f" Pairwise: only {figures.scenarios} scenarios compared (fewer than "
                        f"{settings.bootstrap.min_pairs}), so it is not beyond noise: {text}.")
-    beyond = figures.beyond_noise == "better"
     if not counted:
-        return False, f" Pairwise (not counted: the rubric's ab_evidence is {', '.join(settings.ab_evidence)}): {text}."
-    if beyond:
+        evidence = ", ".join(settings.ab_evidence)
+        return False, f" Pairwise (not counted: the rubric's ab_evidence is {evidence}): {text}."
+    if figures.beyond_noise == "better":
         return True, f" Better beyond noise by the {text} (interval above 50%)."
     return False, f" Pairwise not beyond noise (the interval includes or lies below 50%): {text}."
 

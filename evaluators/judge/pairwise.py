@@ -20,6 +20,7 @@ import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -32,8 +33,9 @@ from evaluators.judge.pairwise_prompt import (
     pairwise_schema,
 )
 from evaluators.judge.prompt import repair_messages
-from evaluators.judge.result import RESPONSE_MODES, HistoryItem
+from evaluators.judge.result import RESPONSE_MODES, HistoryItem, ParseStatus
 from evaluators.judge.stage import scenario_profile
+from evaluators.judge.verdict import json_object
 from evaluators.locations import short_hash
 from evaluators.models import CaseResult, PairwiseComparison, Scenario, Usage
 from evaluators.retry import CallFailed
@@ -43,7 +45,6 @@ SCHEMA_NAME = "companion_reply_comparison"
 PAIRWISE_FINGERPRINT = short_hash(PAIRWISE_TEXTS)
 _ANSWER = (SCHEMA_NAME, pairwise_schema)
 
-_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.IGNORECASE)
 _WINNER_LINE = re.compile(r"(?im)^[\W_]*(?:winner|better(?:\s+reply)?|preference|verdict)[\W_]*[:=]\s*\**\s*"
                           r"(?:reply\s+|response\s+|conversation\s+)?([ab]\b|tie\b|draw\b|equal\b|neither\b|both\b)")
 _REASONING_LINE = re.compile(r"(?is)\breasoning\s*[:=]\s*(.+?)(?=\n\s*[a-z][\w &-]{1,40}\s*[:=]|\Z)")
@@ -73,24 +74,11 @@ class ParsedPreference:
     form: str  # "json" or "text"
 
 
-def _json_object(text: str) -> dict | None:
-    stripped = _FENCE.sub("", text.strip())
-    start, end = stripped.find("{"), stripped.rfind("}")
-    for candidate in (stripped, stripped[start:end + 1] if 0 <= start < end else ""):
-        try:
-            value = json.loads(candidate, strict=False)
-        except ValueError:
-            continue
-        if isinstance(value, dict):
-            return value
-    return None
-
-
 def parse_preference(text: str | None) -> ParsedPreference:
     """The preference in a pairwise judge's answer: JSON, else `Winner: A|B|tie` lines."""
     if not text or not text.strip():
         raise PairwiseParseError("the answer is empty")
-    data = _json_object(text)
+    data = json_object(text)
     if data is not None:
         flat = {re.sub(r"[\s-]+", "_", str(key).strip().lower()): value for key, value in data.items()}
         key = next((name for name in ("winner", "better", "preference", "verdict", "choice") if name in flat), None)
@@ -117,9 +105,9 @@ def parse_preference(text: str | None) -> ParsedPreference:
 class OrderJudgement(BaseModel):
     """The judge's answer in one order: which position won, read how, at what cost."""
 
-    status: str = "ok"  # "ok" or "failed" (the call failed after retries)
-    parse_status: str | None = None  # json | text | repaired | fallback (unreadable even after repair)
-    winner: str | None = None  # "A", "B" or "tie"; None without a readable answer
+    status: Literal["ok", "failed"] = "ok"  # failed: the call failed after retries
+    parse_status: ParseStatus | None = None  # fallback: unreadable even after the repair request
+    winner: Literal[PREFERENCES] | None = None  # None without a readable answer
     reasoning: str = ""
     dimensions: dict[str, str | None] = Field(default_factory=dict)
     mode: str | None = None

@@ -100,7 +100,7 @@ def _finish(rubric: Rubric, reasoning: str, overall: float, verdict: object, fai
     return ParsedVerdict(reasoning.strip(), overall, verdict, failure_mode, dimensions, form)
 
 
-def _json_object(text: str) -> dict | None:
+def json_object(text: str) -> dict | None:
     """The answer's JSON object: whole, fenced, or embedded in prose; None when there is none."""
     stripped = _FENCE.sub("", text.strip())
     candidates = [stripped]
@@ -161,7 +161,7 @@ def parse_verdict(text: str | None, rubric: Rubric) -> ParsedVerdict:
     """The verdict in a judge's answer, from JSON or the rubric's text format."""
     if not text or not text.strip():
         raise VerdictParseError("the answer is empty")
-    data = _json_object(text)
+    data = json_object(text)
     if data is not None:
         return _from_json(data, rubric)
     parsed = _from_text(text, rubric)

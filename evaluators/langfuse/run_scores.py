@@ -12,19 +12,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from evaluators.coverage import MANIFEST_KEY as COVERAGE_KEY, ScenarioSet
+from evaluators.head_to_head import head_to_head_from_records, win_rate_text
 from evaluators.langfuse.publisher import LangfusePublisher, version_scores
 from evaluators.langfuse.score_configs import (
     COMPOSITE,
     HARD_CRITERIA_PASS_RATE,
     JUDGE_OVERALL,
-    RELEASE_AVERAGE,
-    RELEASE_COVERAGE,
     PAIRWISE_POSITION_BIAS,
     PAIRWISE_WIN_RATE,
+    RELEASE_AVERAGE,
+    RELEASE_COVERAGE,
     RELEASE_DECISION,
     mean_name,
 )
-from evaluators.head_to_head import head_to_head_from_records, win_rate_text
 from evaluators.models import CaseResult, HeadToHead
 from evaluators.release import ReleaseError, release_report
 from evaluators.rubric import METRIC_NAMES, OVERALL
