@@ -21,7 +21,15 @@ from pathlib import Path
 
 import openai
 
-from evaluators.judge.prompt import DATA_RULES, JSON_ANSWER, REPAIR_REQUEST, TEXT_ANSWER, judge_messages, repair_messages
+from evaluators.judge.prompt import (
+    CONVERSATION_TASK,
+    DATA_RULES,
+    JSON_ANSWER,
+    REPAIR_REQUEST,
+    TEXT_ANSWER,
+    judge_messages,
+    repair_messages,
+)
 from evaluators.judge.result import RESPONSE_MODES, JudgeInput, JudgeResult
 from evaluators.judge.verdict import SCHEMA_NAME, ParsedVerdict, VerdictParseError, parse_verdict, verdict_schema
 from evaluators.locations import short_hash, write_text_atomic
@@ -34,7 +42,7 @@ from evaluators.rubric import METRIC_NAMES, Rubric
 
 DEFAULT_JUDGE_MODEL = "gpt-4.1"
 # Bumped with the instructions written in code, so cached judgements follow them like the rubric.
-PROMPT_FINGERPRINT = short_hash(DATA_RULES + JSON_ANSWER + TEXT_ANSWER + REPAIR_REQUEST)
+PROMPT_FINGERPRINT = short_hash(DATA_RULES + JSON_ANSWER + TEXT_ANSWER + REPAIR_REQUEST + CONVERSATION_TASK)
 # Statuses with which servers refuse a response_format they do not support. llama.cpp's
 # Python server answers 500 (its request validation error), so 500 counts only when the
 # message names the response format; a plain 500 is an outage and is retried.
@@ -191,7 +199,8 @@ class LLMJudge:
         payload = json.dumps({
             "rubric": self.rubric.content_hash, "prompt": PROMPT_FINGERPRINT, "endpoint": self.endpoint,
             "model": self.settings.model, "parameters": self.settings.parameters(sample), "sample": sample,
-            "input": item.model_dump(mode="json", exclude={"id"}),
+            # A reply's key leaves out its (default) scope, so judgements cached before scopes stay valid.
+            "input": item.model_dump(mode="json", exclude={"id"} | ({"scope"} if item.scope == "reply" else set())),
         }, sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 

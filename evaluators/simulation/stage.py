@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from evaluators.judge.client import LLMJudge
+from evaluators.judge.conversation import judge_conversation
+from evaluators.judge.result import is_usable
 from evaluators.models import CaseResult
 from evaluators.rubric import Rubric
 from evaluators.simulation.conversation_metrics import PERSONA_FAMILY, conversation_metrics
@@ -37,14 +40,27 @@ def with_metrics(case: CaseResult, personas: Mapping[str, Persona], rubric: Rubr
 
 
 class ConversationStage:
-    """A `CaseStage` (evaluators.runner) that fills `case.conversation` for simulated conversations."""
+    """A `CaseStage` (evaluators.runner) that fills `case.conversation` for simulated conversations.
 
-    def __init__(self, personas: Mapping[str, Persona], rubric: Rubric) -> None:
+    With a `judge` (a run with `--judge`) the conversation judge reads each simulated
+    conversation once and its verdict is stored as `case.conversation["judge"]`; a usable
+    verdict already stored (a resumed run) is not asked for again.
+    """
+
+    def __init__(self, personas: Mapping[str, Persona], rubric: Rubric, *, judge: LLMJudge | None = None) -> None:
         self.personas = dict(personas)
         self.rubric = rubric
+        self.judge = judge
 
     async def __call__(self, case: CaseResult) -> CaseResult:
-        return with_metrics(case, self.personas, self.rubric)
+        case = with_metrics(case, self.personas, self.rubric)
+        if self.judge is None or case.conversation is None:
+            return case
+        stored = case.conversation.get("judge")
+        if stored and is_usable(stored.get("status"), stored.get("parse_status"), stored.get("overall")):
+            return case
+        result = await judge_conversation(self.judge, case, self.personas.get(case.scenario_id))
+        return case.model_copy(update={"conversation": {**case.conversation, "judge": result.to_record()}})
 
 
 def with_conversation_metrics(cases: Iterable[CaseResult], personas: Mapping[str, Persona],
