@@ -212,12 +212,11 @@ def _invented(turns: Sequence[TurnResult], persona: Persona | None, rubric: Rubr
     """Replies that refer to a past conversation with nothing to recall (see rubric.yaml)."""
     pattern = re.compile(rubric.conversation.past_reference)
     found = []
+    known: set[str] = set()  # grows turn by turn, so the cost stays linear in the turns
     for position, turn in enumerate(turns, start=1):
-        known_text = " ".join(earlier.user for earlier in turns[:position])
-        if persona is not None:
-            known_text += " " + " ".join(f"{fact.says} {' '.join(fact.recall)}" for fact in persona.facts
-                                         if fact.reveal_turn <= position)
-        known = {_stem(word) for word in _words(known_text)}
+        revealed = [f"{fact.says} {' '.join(fact.recall)}" for fact in (persona.facts if persona else ())
+                    if fact.reveal_turn == position]
+        known |= {_stem(word) for word in _words(" ".join([turn.user, *revealed]))}
         for sentence in _sentences(turn.reply):
             match = pattern.search(sentence)
             if match is None:
@@ -234,12 +233,13 @@ def _fact_recall(turns: Sequence[TurnResult], persona: Persona) -> list[FactReca
     results = []
     for fact in persona.facts:
         recalled = wrong = None
+        said_by_user: set[str] = set()  # the fact's wrong words the user has used so far
         for position, turn in enumerate(turns, start=1):
+            said_by_user |= {word for word in fact.wrong if _has_word(turn.user, [word])}
             if position <= fact.reveal_turn:
                 continue
             mistaken = _has_word(turn.reply, fact.wrong)
-            said_by_user = " ".join(earlier.user for earlier in turns[:position])
-            if mistaken and not _has_word(said_by_user, [mistaken]) and wrong is None:
+            if mistaken and mistaken not in said_by_user and wrong is None:
                 wrong = FactRecall(fact=fact.id, reveal_turn=fact.reveal_turn, status="wrong", turn=position,
                                    text=f"{mistaken!r} in: {turn.reply}")
             remembered = _has_word(turn.reply, fact.recall)
