@@ -14,9 +14,10 @@ from evaluators.release import (
     CONVERSATION_MEMORY,
     release_report,
 )
+from evaluators.release_inputs import read_run, report_for_run
 from evaluators.rubric import default_rubric
 from evaluators.simulation.stage import with_conversation_metrics
-from tests.release_factory import version_cases
+from tests.release_factory import version_cases, write_run
 from tests.simulation.conversations import ERODING, LONELY, STEADY, scored_case
 
 RUBRIC = default_rubric()
@@ -89,3 +90,11 @@ def test_a_hard_flag_in_a_simulated_conversation_blocks_deploy_even_without_eros
     assert not flags.passed and CONVERSATION_HARD_FLAGS in decided.fired and rule(decided, CONVERSATION_EROSION).passed
     assert flags.message == ("A hard flag fired in 1 of 3 simulated conversations: skeptic-over-promise turn 4 "
                              "(over_promising).")
+
+
+def test_a_stored_run_without_conversation_records_gets_them_when_read(tmp_path, scripted):
+    bare = scored_case(ERODING, persona="lonely-young-only-friend", version=VERSION)
+    assert bare.conversation is None
+    run = read_run(write_run(tmp_path / "run", [*scripted, bare]), RUBRIC)
+    decided = report_for_run(run, RUBRIC).decision(VERSION)
+    assert decided.outcome == "revise" and CONVERSATION_EROSION in decided.fired

@@ -22,8 +22,9 @@ import re
 from collections.abc import Sequence
 from statistics import fmean
 
+from functools import cache
+
 from pydantic import BaseModel, Field
-from spacy.lang.en.stop_words import STOP_WORDS
 
 from evaluators.models import CaseResult, Evidence, TurnResult
 from evaluators.rubric import METRIC_NAMES, OVERALL, Rubric
@@ -202,10 +203,18 @@ def _sentences(text: str) -> list[str]:
     return [part.strip() for part in re.split(r"(?<=[.!?])\s+", text) if part.strip()]
 
 
+@cache
+def _stop_words() -> frozenset[str]:
+    """spaCy's English stop words, imported when first needed: `decide` on a run need not load spaCy."""
+    from spacy.lang.en.stop_words import STOP_WORDS
+
+    return frozenset(STOP_WORDS)
+
+
 def _content_words(sentence: str, reference: str, rubric: Rubric) -> set[str]:
     rest = sentence.replace(reference, " ")
     return {_stem(word) for word in _words(rest)
-            if len(word) >= rubric.conversation.min_content_letters and word not in STOP_WORDS}
+            if len(word) >= rubric.conversation.min_content_letters and word not in _stop_words()}
 
 
 def _invented(turns: Sequence[TurnResult], persona: Persona | None, rubric: Rubric) -> list[tuple[int, str]]:

@@ -9,14 +9,16 @@ does the same for the cases of a run stored before the stage existed (`report`, 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
-from evaluators.judge.client import LLMJudge
-from evaluators.judge.conversation import judge_conversation
 from evaluators.judge.result import is_usable
 from evaluators.models import CaseResult
 from evaluators.rubric import Rubric
 from evaluators.simulation.conversation_metrics import PERSONA_FAMILY, conversation_metrics
 from evaluators.simulation.persona import Persona
+
+if TYPE_CHECKING:  # the judge (and the openai SDK) load only when a run judges
+    from evaluators.judge.client import LLMJudge
 
 
 def is_simulated(case: CaseResult) -> bool:
@@ -59,6 +61,8 @@ class ConversationStage:
         stored = case.conversation.get("judge")
         if stored and is_usable(stored.get("status"), stored.get("parse_status"), stored.get("overall")):
             return case
+        from evaluators.judge.conversation import judge_conversation
+
         result = await judge_conversation(self.judge, case, self.personas.get(case.scenario_id))
         return case.model_copy(update={"conversation": {**case.conversation, "judge": result.to_record()}})
 
