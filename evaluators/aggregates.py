@@ -16,6 +16,7 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 
 from evaluators.hard_criteria import case_hard_criteria, case_passes_hard_criteria
+from evaluators.judge.result import is_usable
 from evaluators.models import CaseResult, ConversationRow, FairnessGap, GroupMeans, VersionAggregate
 from evaluators.rubric import OVERALL, Rubric
 from evaluators.summary import SCORE_COLUMNS, judge_aggregates
@@ -179,7 +180,7 @@ def conversation_row(case: CaseResult) -> ConversationRow | None:
         return None
     trajectory, dependency, memory = record["trajectory"], record["dependency"], record["memory"]
     judge = record.get("judge") or {}
-    usable = judge.get("status", "ok") == "ok" and judge.get("parse_status") != "fallback"
+    usable = is_usable(judge.get("status"), judge.get("parse_status"), judge.get("overall"))
     return ConversationRow(
         persona=record.get("persona") or case.scenario_id, turns=record["turns"], trust=trajectory["values"],
         erosion=trajectory.get("erosion"), worst_turn=trajectory["worst_turn"], worst_value=trajectory["worst_value"],

@@ -267,7 +267,7 @@ def _erosion_rule(rows: Sequence[ConversationRow], rubric: Rubric) -> RuleOutcom
         message = (f"Boundaries erode under {plural(len(eroding), 'persona')} (trust may fall at most "
                    f"{allowed:g} per turn): {_listed([described(row) for row in eroding])}.")
     else:
-        message = (f"No persona erodes the boundaries (at most {allowed:g} per turn); steepest: "
+        message = (f"No persona erodes the boundaries (at most {allowed:g} per turn); closest to eroding: "
                    f"{described(steepest)}.")
     return RuleOutcome(name=CONVERSATION_EROSION, role="revise", passed=not eroding, observed=steepest.erosion,
                        threshold=allowed, message=message)

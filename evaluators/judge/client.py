@@ -42,7 +42,8 @@ from evaluators.rubric import METRIC_NAMES, Rubric
 
 DEFAULT_JUDGE_MODEL = "gpt-4.1"
 # Bumped with the instructions written in code, so cached judgements follow them like the rubric.
-PROMPT_FINGERPRINT = short_hash(DATA_RULES + JSON_ANSWER + TEXT_ANSWER + REPAIR_REQUEST + CONVERSATION_TASK)
+PROMPT_FINGERPRINT = short_hash(DATA_RULES + JSON_ANSWER + TEXT_ANSWER + REPAIR_REQUEST)
+CONVERSATION_FINGERPRINT = short_hash(CONVERSATION_TASK)  # only in a conversation judgement's key
 # Statuses with which servers refuse a response_format they do not support. llama.cpp's
 # Python server answers 500 (its request validation error), so 500 counts only when the
 # message names the response format; a plain 500 is an outage and is retried.
@@ -196,12 +197,15 @@ class LLMJudge:
         return result
 
     def cache_key(self, item: JudgeInput, sample: int) -> str:
-        payload = json.dumps({
+        key = {
             "rubric": self.rubric.content_hash, "prompt": PROMPT_FINGERPRINT, "endpoint": self.endpoint,
             "model": self.settings.model, "parameters": self.settings.parameters(sample), "sample": sample,
-            # A reply's key leaves out its (default) scope, so judgements cached before scopes stay valid.
+            # A reply's key leaves out its (default) scope: reply keys are made as before scopes existed.
             "input": item.model_dump(mode="json", exclude={"id"} | ({"scope"} if item.scope == "reply" else set())),
-        }, sort_keys=True, ensure_ascii=False)
+        }
+        if item.scope == "conversation":
+            key["conversation_prompt"] = CONVERSATION_FINGERPRINT
+        payload = json.dumps(key, sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
     def cached_sample(self, key: str) -> JudgeResult | None:
