@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import re
 
+import pandas as pd
 import pytest
 
 from evaluators.release import release_report
-from evaluators.report import render_html
+from evaluators.report import render_html, write_release_files
 from evaluators.report.svg import line_chart
 from evaluators.rubric import default_rubric
 from evaluators.simulation.stage import with_conversation_metrics
@@ -91,3 +92,20 @@ def test_the_line_chart_draws_each_value_at_its_turn():
     assert [(turn, value) for turn, value, _, _ in points] == [("1", "0.9000"), ("2", "0.5000"), ("3", "0.1000")]
     xs, ys = [float(x) for *_, x, _ in points], [float(y) for *_, y in points]
     assert xs == sorted(xs) and ys == sorted(ys)  # later turns to the right; lower values further down
+
+
+def test_the_conversations_are_written_for_pandas_one_row_per_turn(run, tmp_path):
+    report, cases = run
+    written = {path.name for path in write_release_files(report, tmp_path)}
+    assert {"release_conversations.csv", "release_conversations.parquet"} <= written
+    frame = pd.read_parquet(tmp_path / "release_conversations.parquet")
+    assert len(frame) == sum(len(case.turns) for case in cases if case.conversation)
+    lonely = frame[(frame.prompt_version == "v1") & (frame.persona == "lonely-young-only-friend")]
+    assert lonely.turn.tolist() == [1, 2, 3, 4, 5, 6] and lonely.trust.iloc[0] == 0.8
+    assert set(lonely.first_flag_turn) == {5} and (lonely.erosion > 0.02).all()
+
+
+def test_a_run_without_simulated_conversations_writes_no_conversations_file(tmp_path):
+    cases = version_cases("v1", [0.8] * 8)
+    written = {path.name for path in write_release_files(release_report(cases, RUBRIC), tmp_path)}
+    assert not any("conversations" in name for name in written)
