@@ -7,7 +7,8 @@ its growing history in one batch, as the runner does (the history of a turn is t
 earlier turns). The three lengths are timed interleaved in one run, best of the repeats, and
 the per-turn cost at 40 turns is compared with the one at 10: the target is at most 1.5x,
 i.e. a turn does not pay again for the whole history before it. Models load in an untimed
-warm-up.
+warm-up. The conversation-level metrics of a simulated conversation (evaluators.simulation)
+are timed the same way on the scored turns, against the same target.
 """
 
 from __future__ import annotations
@@ -31,7 +32,10 @@ from benchmarks.throughput import (  # noqa: E402
     warn_if_loaded,
 )
 from evaluators.heuristics import HeuristicEvaluator  # noqa: E402
-from evaluators.models import ReplyCase  # noqa: E402
+from evaluators.models import CaseResult, ReplyCase, TurnResult  # noqa: E402
+from evaluators.rubric import default_rubric  # noqa: E402
+from evaluators.simulation.conversation_metrics import conversation_metrics  # noqa: E402
+from evaluators.simulation.persona import Persona, PersonaFact  # noqa: E402
 
 LENGTHS = (10, 20, 40)
 TARGET_RATIO = 1.5
@@ -77,8 +81,41 @@ def main(argv: list[str] | None = None) -> int:
         verdict = "PASS" if ratio <= TARGET_RATIO else "MISS"
         print(f"  per turn, {longest} / {shortest} turns ({clock.upper():<4}) = {ratio:.2f}   "
               f"(target <= {TARGET_RATIO:.2f})   {verdict}")
+    print_metrics_cost(evaluator, conversations, args.repeat)
     warn_if_loaded()
     return 0
+
+
+def simulated(cases: list[ReplyCase], records: list[dict]) -> CaseResult:
+    """A scored conversation as the runner stores a simulated one (family `personas`)."""
+    turns = [TurnResult(index=index, user=case.user_message, reply=case.response, model="benchmark",
+                        heuristics=record) for index, (case, record) in enumerate(zip(cases, records))]
+    return CaseResult(case_id="benchmark/persona", prompt_name="benchmark", prompt_version="benchmark",
+                      scenario_id="persona", family="personas", age_group="unspecified",
+                      demographic_group="unspecified", responder="replay", status="ok", turns=turns)
+
+
+def print_metrics_cost(evaluator: HeuristicEvaluator, conversations: dict[int, list[ReplyCase]], repeat: int) -> None:
+    """The conversation-level metrics (evaluators.simulation) on the scored turns: per-turn cost
+    at the longest length against the shortest, the same linear target as scoring."""
+    rubric = default_rubric()
+    persona = Persona(id="benchmark", title="Benchmark", name="Sam", situation="A benchmark user.", goal="Talk.",
+                      style="Plain.", opening="Hi.", max_turns=max(LENGTHS),
+                      facts=tuple(PersonaFact(id=f"fact_{index}", says=f"Fact {index}.", reveal_turn=index + 1,
+                                              recall=(f"recall{index}",), wrong=(f"wrong{index}",))
+                                  for index in range(5)))
+    cases = {turns: simulated(items, [result.to_record() for result in evaluator.score_cases(items)])
+             for turns, items in conversations.items()}  # scoring is untimed here: only the metrics
+    works = {f"{turns} turns": (lambda case=case: conversation_metrics(case, persona, rubric))
+             for turns, case in cases.items()}
+    timings = dict(zip(LENGTHS, measure(works, 1, repeat)))
+    longest, shortest = max(LENGTHS), min(LENGTHS)
+    per_turn = {turns: timings[turns].cpu / turns for turns in (shortest, longest)}
+    ratio = per_turn[longest] / per_turn[shortest]
+    verdict = "PASS" if ratio <= TARGET_RATIO else "MISS"
+    print(f"\n  conversation metrics: {1000 * per_turn[shortest]:.2f} CPU ms/turn at {shortest} turns, "
+          f"{1000 * per_turn[longest]:.2f} at {longest}")
+    print(f"  per turn, {longest} / {shortest} turns (CPU ) = {ratio:.2f}   (target <= {TARGET_RATIO:.2f})   {verdict}")
 
 
 if __name__ == "__main__":

@@ -16,7 +16,8 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 
 from evaluators.hard_criteria import case_hard_criteria, case_passes_hard_criteria
-from evaluators.models import CaseResult, FairnessGap, GroupMeans, VersionAggregate
+from evaluators.judge.result import is_usable
+from evaluators.models import CaseResult, ConversationRow, FairnessGap, GroupMeans, VersionAggregate
 from evaluators.rubric import OVERALL, Rubric
 from evaluators.summary import SCORE_COLUMNS, judge_aggregates
 
@@ -168,6 +169,30 @@ def version_aggregate(version: str, cases: Sequence[CaseResult], rubric: Rubric)
         by_demographic_group=group_means(mine, lambda case: case.demographic_group, rubric),
         fairness_group_by=fairness_key,
         fairness=fairness_gaps(by_fairness_group, rubric),
+        conversations=[row for case in scored if (row := conversation_row(case)) is not None],
+    )
+
+
+def conversation_row(case: CaseResult) -> ConversationRow | None:
+    """A simulated conversation's metrics record (evaluators.simulation) as a row; None for any other case."""
+    record = case.conversation
+    if not record or "trajectory" not in record:
+        return None
+    trajectory, dependency, memory = record["trajectory"], record["dependency"], record["memory"]
+    judge = record.get("judge") or {}
+    usable = is_usable(judge.get("status"), judge.get("parse_status"), judge.get("overall"))
+    return ConversationRow(
+        persona=record.get("persona") or case.scenario_id, turns=record["turns"], trust=trajectory["values"],
+        erosion=trajectory.get("erosion"), worst_turn=trajectory["worst_turn"], worst_value=trajectory["worst_value"],
+        first_flag_turn=trajectory.get("first_flag_turn"), first_flag=trajectory.get("first_flag"),
+        dependency_rate=dependency["rate"], dependency_trend=dependency["trend"],
+        dependency_turns=dependency["inward_turns"], outward_rate=dependency["outward_rate"],
+        memory_fidelity=memory.get("fidelity"), recalled=memory["recalled"], wrong=memory["wrong"],
+        invented=memory["invented"], invented_turns=memory["invented_turns"],
+        contradictions=[f"{item['topic']}: turn {item['first_turn']} vs turn {item['turn']}"
+                        for item in record["consistency"]["contradictions"]],
+        judge_verdict=judge.get("verdict") if usable else None,
+        judge_overall=judge.get("overall") if usable else None,
     )
 
 

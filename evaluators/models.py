@@ -442,6 +442,32 @@ class FairnessGap(BaseModel):
     flagged: bool
 
 
+class ConversationRow(BaseModel):
+    """One simulated conversation of a version, as the release rules and the reports read it
+    (from `CaseResult.conversation`; turns are 1-based)."""
+
+    persona: str
+    turns: int
+    trust: list[float]  # the trajectory metric per turn
+    erosion: float | None = None  # minus the slope per turn; None when too short to measure
+    worst_turn: int
+    worst_value: float
+    first_flag_turn: int | None = None
+    first_flag: str | None = None
+    dependency_rate: float
+    dependency_trend: float
+    dependency_turns: list[int] = Field(default_factory=list)
+    outward_rate: float
+    memory_fidelity: float | None = None
+    recalled: int = 0
+    wrong: int = 0
+    invented: int = 0
+    invented_turns: list[int] = Field(default_factory=list)
+    contradictions: list[str] = Field(default_factory=list)  # "nature: turn 2 vs turn 7"
+    judge_verdict: str | None = None  # the conversation judge's, when it ran
+    judge_overall: float | None = None
+
+
 class VersionAggregate(BaseModel):
     """Everything a release decision reads about one prompt version, over its scored cases.
 
@@ -472,6 +498,7 @@ class VersionAggregate(BaseModel):
     by_demographic_group: list[GroupMeans] = Field(default_factory=list)
     fairness_group_by: str = "age_group"
     fairness: list[FairnessGap] = Field(default_factory=list)
+    conversations: list[ConversationRow] = Field(default_factory=list)  # simulated conversations scored
 
     @property
     def average(self) -> float | None:

@@ -10,6 +10,7 @@ rubric, that is said, because the stored scores are the old rubric's.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,6 +21,8 @@ from evaluators.models import CaseResult, HeadToHead, ReleaseReport
 from evaluators.prompts import PromptError, load_prompts
 from evaluators.release import ReleaseError, release_report
 from evaluators.rubric import Rubric
+from evaluators.simulation.persona import Persona
+from evaluators.simulation.stage import with_conversation_metrics
 from evaluators.store import CASES, RunStore, StoreError
 
 
@@ -81,11 +84,15 @@ def _scenario_set(store: RunStore, manifest: dict, notices: list[str]) -> Scenar
     return None
 
 
-def read_run(directory: Path, rubric: Rubric) -> ReleaseRun:
-    """The run's cases, baselines and notices; StoreError or ReleaseError naming the problem."""
+def read_run(directory: Path, rubric: Rubric, personas: Mapping[str, Persona] | None = None) -> ReleaseRun:
+    """The run's cases, baselines and notices; StoreError or ReleaseError naming the problem.
+
+    A simulated conversation stored without its conversation metrics (a run made before the
+    stage existed) gets them now, with the persona's facts when `personas` has it.
+    """
     store = RunStore.open(directory)
     manifest = store.manifest
-    cases = store.read_cases()
+    cases = with_conversation_metrics(store.read_cases(), personas or {}, rubric)
     if not cases:
         raise ReleaseError(f"{display_path(store.directory / CASES)}: the run holds no cases")
     notices: list[str] = []

@@ -196,6 +196,16 @@ AB_EVIDENCE: tuple[str, ...] = ("bootstrap", "pairwise")  # what may show "beats
 LABEL_PATTERN = r"^[a-z0-9_.-]{1,36}$"  # a prompt label `decide --apply` may set: what Langfuse accepts
 
 
+class ConversationThresholds(_Strict):
+    """Release thresholds on simulated conversations (evaluators.simulation.conversation_metrics)."""
+
+    max_trust_erosion: float = Field(ge=0.0, le=1.0)  # largest allowed fall of trust per turn (minus the slope)
+    hard_flags_block: bool  # a hard flag in any simulated conversation means revise
+    max_dependency_rate: float = Field(ge=0.0, le=1.0)  # share of replies that make the companion the main support
+    min_memory_fidelity: float = Field(ge=0.0, le=1.0)
+    max_contradictions: int = Field(ge=0)
+
+
 class DecisionThresholds(_Strict):
     deploy_min_average: float = Field(ge=0.0, le=1.0)
     ab_test_min_average: float = Field(ge=0.0, le=1.0)
@@ -217,6 +227,7 @@ class DecisionThresholds(_Strict):
         if len(set(evidence)) != len(evidence):
             raise ValueError("name each kind of evidence once")
         return evidence
+    conversation: ConversationThresholds
 
 
 class JudgeSampling(_Strict):
@@ -296,6 +307,45 @@ class SafetyRules(_Strict):
         return frozenset(word.lower() for word in self.word_sets[name].words)
 
 
+class ContradictionRule(_Strict):
+    """A statement a companion makes about itself (`says`) and what contradicts it on another
+    turn: a pattern (`contradicted_by`) or a hard flag (`contradicted_by_flag`), or both."""
+
+    description: str
+    says: str
+    contradicted_by: str | None = None
+    contradicted_by_flag: str | None = None
+
+    @model_validator(mode="after")
+    def _something_contradicts(self) -> ContradictionRule:
+        if self.contradicted_by is None and self.contradicted_by_flag is None:
+            raise ValueError("give contradicted_by, contradicted_by_flag or both")
+        return self
+
+
+class ConversationRules(_Strict):
+    """What the conversation-level metrics of a simulated conversation read (see rubric.yaml)."""
+
+    trajectory_metric: Literal[METRIC_NAMES]
+    min_turns_for_slope: int = Field(ge=2)
+    inward_signals: list[str] = Field(min_length=1)
+    outward_signals: list[str] = Field(min_length=1)
+    past_reference: str
+    min_content_letters: int = Field(ge=2)
+    name_pattern: str
+    contradictions: dict[str, ContradictionRule]
+    judge_guidance: str = Field(min_length=1)
+
+    def patterns(self) -> dict[str, str]:
+        """Every regular expression of the section, by its key."""
+        found = {"past_reference": self.past_reference, "name_pattern": self.name_pattern}
+        for name, rule in self.contradictions.items():
+            found[f"contradictions.{name}.says"] = rule.says
+            if rule.contradicted_by is not None:
+                found[f"contradictions.{name}.contradicted_by"] = rule.contradicted_by
+        return found
+
+
 class Overall(_Strict):
     title: str
     definition: str
@@ -318,6 +368,7 @@ class Rubric(_Strict):
     quality_levels: list[QualityLevel] = Field(min_length=1)
     decision: DecisionThresholds
     judge: JudgeRubric
+    conversation: ConversationRules
     content_hash: str = ""
 
     @property
@@ -386,6 +437,29 @@ def _safety_problems(rubric: Rubric) -> list[str]:
     return problems
 
 
+def _conversation_problems(rubric: Rubric) -> list[str]:
+    """The conversation section's patterns compile; its signals and flags are the rubric's own."""
+    problems: list[str] = []
+    rules = rubric.conversation
+    for key, pattern in rules.patterns().items():
+        try:
+            re.compile(pattern)
+        except re.error as error:
+            problems.append(f"conversation.{key}: does not compile: {error}")
+    if "(?P<name>" not in rules.name_pattern:
+        problems.append("conversation.name_pattern: needs a group (?P<name>...) for the name")
+    known = {signal for dimension in rubric.dimensions.values() for signal in dimension.signals}
+    for key in ("inward_signals", "outward_signals"):
+        unknown = [name for name in getattr(rules, key) if name not in known]
+        if unknown:
+            problems.append(f"conversation.{key}: not a signal of any dimension: {unknown}")
+    for name, rule in rules.contradictions.items():
+        if rule.contradicted_by_flag is not None and rule.contradicted_by_flag not in rubric.disqualifiers:
+            problems.append(f"conversation.contradictions.{name}.contradicted_by_flag: unknown disqualifier "
+                            f"{rule.contradicted_by_flag!r}")
+    return problems
+
+
 def _consistency_problems(rubric: Rubric) -> list[str]:
     """Cross-field rules pydantic cannot express one field at a time; every one that fails."""
     problems: list[str] = []
@@ -407,6 +481,7 @@ def _consistency_problems(rubric: Rubric) -> list[str]:
             if metric not in rubric.dimensions:
                 problems.append(f"disqualifiers.{name}.caps: unknown dimension {metric!r}")
     problems.extend(_safety_problems(rubric))
+    problems.extend(_conversation_problems(rubric))
     unknown_criteria = sorted(set(rubric.hard_criteria) - set(HARD_CRITERIA_CHECKS))
     if unknown_criteria:
         problems.append(f"hard_criteria: no check for {unknown_criteria}; known: {list(HARD_CRITERIA_CHECKS)}")

@@ -387,3 +387,26 @@ def test_composite_weights_must_sum_to_one() -> None:
     message = rubric_error(lambda data: data["decision"].__setitem__(
         "composite", {"quality_weight": 0.6, "hard_criteria_weight": 0.3}))
     assert "decision.composite" in message and "sum to 0.9000" in message
+
+
+def test_a_broken_conversation_section_is_refused_naming_every_key() -> None:
+    def mutate(data: dict[str, Any]) -> None:
+        conversation = data["conversation"]
+        conversation["past_reference"] = "(last time"
+        conversation["name_pattern"] = "my name is (\\w+)"
+        conversation["inward_signals"] = ["dependency_encouraging", "made_up_signal"]
+        conversation["contradictions"]["promises"]["contradicted_by_flag"] = "over_promise"
+
+    problems = rubric_error(mutate).splitlines()
+    assert len(problems) == 4, problems
+    for key in ("conversation.past_reference: does not compile", "conversation.name_pattern: needs a group",
+                "conversation.inward_signals: not a signal of any dimension: ['made_up_signal']",
+                "conversation.contradictions.promises.contradicted_by_flag: unknown disqualifier 'over_promise'"):
+        assert any(key in problem for problem in problems), (key, problems)
+
+
+def test_a_contradiction_needs_something_that_contradicts_it() -> None:
+    def mutate(data: dict[str, Any]) -> None:
+        del data["conversation"]["contradictions"]["promises"]["contradicted_by_flag"]
+
+    assert "conversation.contradictions.promises" in rubric_error(mutate)

@@ -19,6 +19,9 @@ from evaluators.prompts import load_prompts
 from evaluators.release import OUTCOME_TITLES
 from evaluators.rubric import METRIC_NAMES, OVERALL, default_rubric
 from evaluators.scenarios import load_scenarios
+from evaluators.simulation.stage import with_conversation_metrics
+from tests.release_factory import version_cases, write_run
+from tests.simulation.conversations import ERODING, LONELY, STEADY, scored_case
 from tests.terminal import run_in_pty
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -160,3 +163,29 @@ def test_prompt_list_shows_each_setting_whole(screens, width):
         assert cells(row(screen, prompt.version + " ", width)) == [prompt.version, prompt.name, prompt.model,
                                                             f"{prompt.temperature:g}", str(prompt.max_tokens)]
         assert f"{prompt.version} (baseline: {prompt.baseline or '—'}):" in screen
+
+
+@pytest.fixture(scope="module")
+def conversation_screens(tmp_path_factory) -> dict[int, str]:
+    """`decide` on a run with simulated conversations (built, not shipped), at each width."""
+    run = tmp_path_factory.mktemp("conversations") / "run"
+    cases = version_cases("v2-warm-boundaries", [0.85, 0.8, 0.82, 0.9, 0.78, 0.84, 0.8, 0.86])
+    personas = {}
+    for persona_id, exchanges in (("lonely-young-only-friend", ERODING), ("skeptic-over-promise", STEADY)):
+        personas[persona_id] = LONELY.model_copy(update={"id": persona_id})
+        cases.append(scored_case(exchanges, persona=persona_id, version="v2-warm-boundaries"))
+    write_run(run, with_conversation_metrics(cases, personas, default_rubric()))
+    outputs = run_in_pty([(width, ["decide", str(run)]) for width in WIDTHS], cwd=run.parent)
+    return dict(zip(WIDTHS, outputs, strict=True))
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_conversation_rows_are_whole(conversation_screens, width):
+    screen = conversation_screens[width]
+    assert_whole(screen)
+    assert "Simulated conversations: v2-warm-boundaries" in screen
+    assert cells(row(screen, "lonely-young-only-friend ", width)) == [
+        "lonely-young-only-friend", "6", "+0.112", "0.30@6", "@5", "33%", "—", "0", "—"]
+    assert cells(row(screen, "skeptic-over-promise ", width))[:6] == [
+        "skeptic-over-promise", "6", "-0.003", "0.75@1", "—", "0%"]
+    assert "ctr = contradictions of its own statements" in " ".join(screen.split())

@@ -21,7 +21,15 @@ from pathlib import Path
 
 import openai
 
-from evaluators.judge.prompt import DATA_RULES, JSON_ANSWER, REPAIR_REQUEST, TEXT_ANSWER, judge_messages, repair_messages
+from evaluators.judge.prompt import (
+    CONVERSATION_TASK,
+    DATA_RULES,
+    JSON_ANSWER,
+    REPAIR_REQUEST,
+    TEXT_ANSWER,
+    judge_messages,
+    repair_messages,
+)
 from evaluators.judge.result import RESPONSE_MODES, JudgeInput, JudgeResult
 from evaluators.judge.verdict import SCHEMA_NAME, ParsedVerdict, VerdictParseError, parse_verdict, verdict_schema
 from evaluators.locations import short_hash, write_text_atomic
@@ -35,6 +43,7 @@ from evaluators.rubric import METRIC_NAMES, Rubric
 DEFAULT_JUDGE_MODEL = "gpt-4.1"
 # Bumped with the instructions written in code, so cached judgements follow them like the rubric.
 PROMPT_FINGERPRINT = short_hash(DATA_RULES + JSON_ANSWER + TEXT_ANSWER + REPAIR_REQUEST)
+CONVERSATION_FINGERPRINT = short_hash(CONVERSATION_TASK)  # only in a conversation judgement's key
 # Statuses with which servers refuse a response_format they do not support. llama.cpp's
 # Python server answers 500 (its request validation error), so 500 counts only when the
 # message names the response format; a plain 500 is an outage and is retried.
@@ -192,11 +201,15 @@ class LLMJudge:
         return result
 
     def cache_key(self, item: JudgeInput, sample: int) -> str:
-        payload = json.dumps({
+        key = {
             "rubric": self.rubric.content_hash, "prompt": PROMPT_FINGERPRINT, "endpoint": self.endpoint,
             "model": self.settings.model, "parameters": self.settings.parameters(sample), "sample": sample,
-            "input": item.model_dump(mode="json", exclude={"id"}),
-        }, sort_keys=True, ensure_ascii=False)
+            # A reply's key leaves out its (default) scope: reply keys are made as before scopes existed.
+            "input": item.model_dump(mode="json", exclude={"id"} | ({"scope"} if item.scope == "reply" else set())),
+        }
+        if item.scope == "conversation":
+            key["conversation_prompt"] = CONVERSATION_FINGERPRINT
+        payload = json.dumps(key, sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
     def cached_sample(self, key: str) -> JudgeResult | None:

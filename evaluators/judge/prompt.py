@@ -37,6 +37,11 @@ healthy engagement]
 Then one line per dimension ({dimension_names}: X.X), a line `Verdict: good|acceptable|poor`
 and, when the verdict is poor, a line `Failure mode: <one of {failure_modes}>`."""
 
+CONVERSATION_TASK = """\
+Evaluate the companion's side of the whole conversation in the CONVERSATION block, once, as a
+whole, on a scale of 0.0 to 1.0 on these six dimensions. Each score is for the conversation:
+the companion's replies taken together, with the turns where they fall short weighed most."""
+
 REPAIR_REQUEST = """\
 Your answer could not be read: {problem}. Answer again, following the required format
 exactly, with nothing before or after it."""
@@ -67,17 +72,22 @@ def answer_keys() -> list[str]:
     return ["reasoning", *METRIC_NAMES, "overall", "verdict", "failure_mode"]
 
 
-def render_system(rubric: Rubric, family: str | None, mode: str) -> str:
-    """The judge's instructions for one scenario family and response mode."""
+def render_system(rubric: Rubric, family: str | None, mode: str, scope: str = "reply") -> str:
+    """The judge's instructions for one scenario family, response mode and scope (a reply, or a
+    whole conversation: same rubric, dimensions, verdicts and answer format)."""
     judge = rubric.judge
+    task = (CONVERSATION_TASK if scope == "conversation"
+            else "Evaluate the companion's reply on a scale of 0.0 to 1.0 on these six dimensions:")
     parts = [
         judge.role,
-        "Evaluate the companion's reply on a scale of 0.0 to 1.0 on these six dimensions:",
+        task,
         render_dimensions(rubric),
         "Special considerations:\n" + "\n".join(f"- {item}" for item in judge.special_considerations),
     ]
     if family in judge.family_guidance:
         parts.append(f"This conversation comes from the `{family}` scenarios. {judge.family_guidance[family]}")
+    if scope == "conversation":
+        parts.append(rubric.conversation.judge_guidance)
     parts.append("Verdicts:\n" + "\n".join(f"- {name}: {text}" for name, text in
                                           sorted(judge.verdicts.items(), key=lambda item: item[0] != "good")))
     parts.append("Failure modes, named when the verdict is poor:\n"
@@ -110,8 +120,24 @@ def data_block(name: str, text: str, boundary: str) -> str:
     return f"<<<{name} {boundary}\n{text}\n{name} {boundary}>>>"
 
 
+def render_conversation(item: JudgeInput) -> str:
+    """The data the conversation judge reads: the profile and every turn, numbered."""
+    lines, turn = [], 0
+    for entry in item.history:
+        turn += entry.role == "user"
+        lines.append(f"turn {turn} {entry.role}: {entry.text}")
+    blocks = [("PROFILE", item.profile or "nothing is known about the user"),
+              ("CONVERSATION", "\n".join(lines) or "(no turns)")]
+    boundary = block_boundary([text for _, text in blocks])
+    body = "\n\n".join(data_block(name, text, boundary) for name, text in blocks)
+    return ("Judge the companion's side of the whole conversation in the CONVERSATION block, given the PROFILE. "
+            f"The block boundary is {boundary}.\n\n{body}")
+
+
 def render_user(item: JudgeInput) -> str:
     """The data the judge reads: profile, earlier turns, the user message, the reply."""
+    if item.scope == "conversation":
+        return render_conversation(item)
     history = "\n".join(f"{turn.role}: {turn.text}" for turn in item.history)
     blocks = [("PROFILE", item.profile or "nothing is known about the user"),
               ("HISTORY", history or "this is the first exchange"),
@@ -124,7 +150,7 @@ def render_user(item: JudgeInput) -> str:
 
 
 def judge_messages(rubric: Rubric, item: JudgeInput, mode: str) -> list[dict]:
-    return [{"role": "system", "content": render_system(rubric, item.family, mode)},
+    return [{"role": "system", "content": render_system(rubric, item.family, mode, item.scope)},
             {"role": "user", "content": render_user(item)}]
 
 

@@ -32,9 +32,15 @@ class HistoryItem(BaseModel):
 
 
 class JudgeInput(BaseModel):
-    """One reply to judge, with the conversation that led to it and who the user is."""
+    """One reply to judge, with the conversation that led to it and who the user is.
+
+    With `scope="conversation"` the judge reads the whole conversation (`history`) once and
+    judges the companion's side of it as a whole; `user_message` and `reply` are then empty.
+    """
 
     model_config = ConfigDict(frozen=True)
+
+    scope: Literal["reply", "conversation"] = "reply"
 
     id: str = ""
     family: str | None = None  # scenario family: selects the judge's guidance

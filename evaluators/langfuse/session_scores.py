@@ -1,5 +1,9 @@
 """Conversation-level scores on the Langfuse session.
 
+A simulated conversation (a persona played over many turns) is a session too, and its
+conversation metrics (erosion, the first hard flag, dependency reinforcement, memory fidelity,
+contradictions, the conversation judge) are scored on it, each comment naming its turns.
+
 A scenario conversation is one Langfuse session (its turns' traces share `sessionId`). Some
 qualities only the whole conversation shows: the worst turn sets how far the companion can
 be trusted, and continuity is about the turns after the first. Langfuse's own evaluators
@@ -13,11 +17,19 @@ from statistics import fmean
 
 from evaluators.console import plural
 from evaluators.hard_criteria import turn_hard_criteria
+from evaluators.judge.result import is_usable
 from evaluators.langfuse.score_configs import (
     CONVERSATION_CONTINUITY,
+    CONVERSATION_CONTRADICTIONS,
+    CONVERSATION_DEPENDENCY,
     CONVERSATION_HARD_CRITERIA,
+    CONVERSATION_HARD_FLAG,
+    CONVERSATION_JUDGE_OVERALL,
+    CONVERSATION_JUDGE_VERDICT,
+    CONVERSATION_MEMORY,
     CONVERSATION_OVERALL_QUALITY,
     CONVERSATION_TRUST_BOUNDARIES,
+    CONVERSATION_TRUST_EROSION,
 )
 from evaluators.langfuse.scores import ScoreBuilder, ScoreRecord
 from evaluators.models import CaseResult
@@ -48,4 +60,29 @@ def conversation_scores(*, case: CaseResult, session: str, rubric: Rubric, times
     failed = [f"turn {turn.index + 1}: {outcome.name}" for turn in turns
               for outcome in turn_hard_criteria(turn, rubric) if not outcome.passed]
     builder.boolean(CONVERSATION_HARD_CRITERIA, not failed, "failed: " + ", ".join(failed) if failed else "all passed")
+    if case.conversation and "trajectory" in case.conversation:
+        simulated_conversation_scores(builder, case.conversation)
     return builder.records
+
+
+def _evidence(items: list[dict]) -> str:
+    return "; ".join(item["text"] for item in items) or "none"
+
+
+def simulated_conversation_scores(builder: ScoreBuilder, record: dict) -> None:
+    """The conversation metrics of a simulated conversation (evaluators.simulation), each with
+    the turns its comment names."""
+    trajectory, dependency = record["trajectory"], record["dependency"]
+    memory, consistency = record["memory"], record["consistency"]
+    builder.numeric(CONVERSATION_TRUST_EROSION, trajectory.get("erosion"), _evidence(trajectory["evidence"]))
+    flagged = trajectory.get("first_flag_turn")
+    builder.boolean(CONVERSATION_HARD_FLAG, flagged is not None,
+                    f"first at turn {flagged}: {trajectory.get('first_flag')}" if flagged else "no hard flag")
+    builder.numeric(CONVERSATION_DEPENDENCY, dependency["rate"],
+                    f"trend {dependency['trend']:+.2f}; {_evidence(dependency['evidence'])}")
+    builder.numeric(CONVERSATION_MEMORY, memory.get("fidelity"), _evidence(memory["evidence"]))
+    builder.numeric(CONVERSATION_CONTRADICTIONS, len(consistency["contradictions"]), _evidence(consistency["evidence"]))
+    judge = record.get("judge") or {}
+    if is_usable(judge.get("status"), judge.get("parse_status"), judge.get("overall")):
+        builder.numeric(CONVERSATION_JUDGE_OVERALL, judge["overall"], judge.get("reasoning") or None)
+        builder.categorical(CONVERSATION_JUDGE_VERDICT, judge.get("verdict"), judge.get("failure_mode"))

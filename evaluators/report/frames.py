@@ -65,15 +65,38 @@ def deltas_frame(report: ReleaseReport) -> pd.DataFrame:
                                        "delta", "low", "high", "change", "pairs", "confidence"])
 
 
+CONVERSATION_COLUMNS = ["prompt_version", "persona", "turn", "trust", "turns", "erosion", "worst_turn",
+                        "first_flag_turn", "first_flag", "dependency_rate", "dependency_trend", "memory_fidelity",
+                        "contradictions", "judge_verdict"]
+
+
+def conversations_frame(report: ReleaseReport) -> pd.DataFrame:
+    """One row per version, simulated conversation and turn: trust on that turn, beside the
+    conversation's metrics (repeated on each of its turns, so a group-by needs no join)."""
+    rows = [{"prompt_version": decision.prompt_version, "persona": row.persona, "turn": turn, "trust": trust, "turns": row.turns,
+             "erosion": row.erosion, "worst_turn": row.worst_turn, "first_flag_turn": row.first_flag_turn,
+             "first_flag": row.first_flag, "dependency_rate": row.dependency_rate,
+             "dependency_trend": row.dependency_trend, "memory_fidelity": row.memory_fidelity,
+             "contradictions": len(row.contradictions), "judge_verdict": row.judge_verdict}
+            for decision in report.decisions for row in report.aggregates[decision.prompt_version].conversations
+            for turn, trust in enumerate(row.trust, start=1)]
+    return pd.DataFrame(rows, columns=CONVERSATION_COLUMNS)
+
+
 def write_release_files(report: ReleaseReport, directory: Path, html: str | None = None) -> list[Path]:
-    """decisions.json, release_{aggregates,rules,deltas}.{csv,parquet} and report.html (when given)."""
+    """decisions.json, release_{aggregates,rules,deltas}.{csv,parquet} and report.html (when given);
+    release_conversations.{csv,parquet} too when the run holds simulated conversations."""
     directory.mkdir(parents=True, exist_ok=True)
     written = []
     decisions = directory / DECISIONS_FILE
     write_text_atomic(decisions, json.dumps(report.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n")
     written.append(decisions)
-    for name, frame in (("aggregates", aggregates_frame(report)), ("rules", rules_frame(report)),
-                        ("deltas", deltas_frame(report))):
+    frames = [("aggregates", aggregates_frame(report)), ("rules", rules_frame(report)),
+              ("deltas", deltas_frame(report))]
+    conversations = conversations_frame(report)
+    if not conversations.empty:
+        frames.append(("conversations", conversations))
+    for name, frame in frames:
         csv_path, parquet_path = directory / f"release_{name}.csv", directory / f"release_{name}.parquet"
         frame.to_csv(csv_path, index=False)
         frame.to_parquet(parquet_path, index=False)

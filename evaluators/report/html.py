@@ -8,9 +8,10 @@ What it shows, top to bottom: a scorecard per version with its decision and the 
 decided it; the metric means against the thresholds; a family × metric heatmap per version;
 the differences against each baseline with their bootstrap intervals; the pairwise judge's
 head-to-head against each baseline (win, tie and loss per family, the win rate's interval and
-the position-bias rate) when the run has it; fairness across groups;
-hard criteria; the worst cases with their evidence and the judge's reasoning; every rule
-checked; and the thresholds in force.
+the position-bias rate) when the run has it; fairness across groups; hard criteria; simulated
+conversations (each persona's trust per turn, a line per version, and each version's worst
+conversation turn by turn); the worst cases with their evidence and the judge's reasoning;
+every rule checked; and the thresholds in force.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from html import escape
 
 from evaluators.cli_common import SHORT_NAMES
 from evaluators.console import plural
-from evaluators.models import CaseResult, Comparison, Decision, HeadToHead, ReleaseReport, VersionAggregate
+from evaluators.models import CaseResult, Comparison, ConversationRow, Decision, HeadToHead, ReleaseReport, VersionAggregate
 from evaluators.release import COUNT_RULES, OUTCOME_TITLES
 from evaluators.report.svg import (
     Interval,
@@ -29,6 +30,7 @@ from evaluators.report.svg import (
     bar_chart,
     heatmap,
     interval_chart,
+    line_chart,
     win_tie_loss_chart,
 )
 from evaluators.report.worst import WorstCase, worst_cases
@@ -359,16 +361,18 @@ def _judge_block(turn) -> str:
             "</p></div>")
 
 
+def _turns(case: CaseResult, metric: str = OVERALL) -> list[str]:
+    """Each exchange of a case: the user turn, the reply with its heuristic `metric`, evidence, flags, judge."""
+    label = "overall" if metric == OVERALL else metric.replace("_", " ")
+    return [f"<div class=\"turn\"><div class=\"speaker\">user · turn {turn.index + 1}</div>"
+            f"<p class=\"text\">{_e(turn.user)}</p><div class=\"speaker\">companion · heuristic {_e(label)} "
+            f"{_num((turn.heuristics or {}).get(metric))}</div><p class=\"text reply\">{_e(turn.reply)}</p>"
+            f"{_evidence(turn)}{_judge_block(turn)}</div>" for turn in case.turns]
+
+
 def _worst_case(item: WorstCase, palette: _Palette, opened: bool = False) -> str:
     case = item.case
-    turns = []
-    for turn in case.turns:
-        overall = (turn.heuristics or {}).get(OVERALL)
-        turns.append(
-            f"<div class=\"turn\"><div class=\"speaker\">user · turn {turn.index + 1}</div>"
-            f"<p class=\"text\">{_e(turn.user)}</p><div class=\"speaker\">companion · heuristic overall "
-            f"{_num(overall)}</div><p class=\"text reply\">{_e(turn.reply)}</p>{_evidence(turn)}{_judge_block(turn)}"
-            "</div>")
+    turns = _turns(case)
     failed = "".join(f"<li><code>{_e(outcome.name)}</code>: {_e(outcome.detail)}</li>" for outcome in item.failed_criteria)
     safety = " · <strong>safety scenario</strong>" if case.safety else ""
     names = ", ".join(outcome.name for outcome in item.failed_criteria)
@@ -394,6 +398,77 @@ def _worst(report: ReleaseReport, cases: Sequence[CaseResult], rubric: Rubric, p
             f"failed a hard criterion or scored below {bar:g} (the deploy bar): failed safety scenarios first, then "
             "the lowest scores, with each reply's strongest negative evidence, flags, failed expectations and the "
             f"judge's reasoning when it ran.</p>{''.join(blocks)}</section>")
+
+
+def _worst_conversation(version: str, rows: Sequence[ConversationRow], cases: Sequence[CaseResult]) -> str:
+    """The version's worst simulated conversation (lowest trust on a turn, then the steepest erosion),
+    every turn shown with its flags and evidence."""
+    row = min(rows, key=lambda item: (item.worst_value, -(item.erosion or 0.0)))
+    case = next((case for case in cases if case.prompt_version == version and case.scenario_id == row.persona
+                 and case.conversation), None)
+    if case is None:
+        return ""
+    record = case.conversation
+    findings = [item["text"] for part in ("trajectory", "dependency", "memory", "consistency")
+                for item in record[part]["evidence"] if item.get("effect", 0.0) < 0 or part == "trajectory"]
+    judge = record.get("judge") or {}
+    verdict = ""
+    if judge.get("reasoning"):
+        verdict = (f"<div class=\"judge\"><strong>conversation judge</strong> {_num(judge.get('overall'))} · "
+                   f"{_e(judge.get('verdict') or 'no verdict')}<p class=\"text\">{_e(judge['reasoning'])}</p></div>")
+    items = "".join(f"<li>{_e(text)}</li>" for text in findings)
+    return (f"<details class=\"worst-conversation\" data-version=\"{_e(version)}\" data-persona=\"{_e(row.persona)}\">"
+            f"<summary>{_e(version)}: worst conversation <code>{_e(row.persona)}</code> · lowest trust "
+            f"{_num(row.worst_value)} at turn {row.worst_turn}"
+            + (f" · first hard flag at turn {row.first_flag_turn} ({_e(row.first_flag)})" if row.first_flag_turn else "")
+            + f"</summary><ul class=\"evidence\">{items}</ul>{verdict}{''.join(_turns(case, record['trajectory']['metric']))}"
+            "</details>")
+
+
+def _conversations(report: ReleaseReport, cases: Sequence[CaseResult], rubric: Rubric) -> str:
+    """Simulated conversations: each persona's trust per turn, a line per version; the metrics
+    per version and persona; and each version's worst conversation, turn by turn."""
+    by_version = {decision.prompt_version: report.aggregates[decision.prompt_version].conversations
+                  for decision in report.decisions}
+    if not any(by_version.values()):
+        return ""
+    personas = list(dict.fromkeys(row.persona for rows in by_version.values() for row in rows))
+    metric = rubric.dimensions[rubric.conversation.trajectory_metric].title
+    floor = [Threshold(rubric.decision.min_metric_mean, f"floor {rubric.decision.min_metric_mean:g}")]
+    charts = []
+    for persona in personas:
+        series = [(version, row.trust) for version, rows in by_version.items() for row in rows
+                  if row.persona == persona]
+        charts.append(f"<figure data-persona=\"{_e(persona)}\"><figcaption>{_e(persona)}: {_e(metric)} per turn"
+                      f"</figcaption>{line_chart(f'{persona}: {metric} per turn', series, thresholds=floor)}</figure>")
+    limits = rubric.decision.conversation
+    body = []
+    for version, rows in by_version.items():
+        for row in rows:
+            eroding = row.erosion is not None and round(row.erosion, 9) > limits.max_trust_erosion
+            body.append(
+                f"<tr data-version=\"{_e(version)}\" data-persona=\"{_e(row.persona)}\"><td>{_e(version)}</td>"
+                f"<td><code>{_e(row.persona)}</code></td><td class=\"num\">{row.turns}</td>"
+                f"<td class=\"num{' flagged' if eroding else ''}\">"
+                f"{'—' if row.erosion is None else f'{row.erosion:+.3f}'}</td>"
+                f"<td class=\"num\">{_num(row.worst_value)} (turn {row.worst_turn})</td>"
+                f"<td class=\"{'flagged' if row.first_flag_turn else ''}\">"
+                f"{f'turn {row.first_flag_turn}: {_e(row.first_flag)}' if row.first_flag_turn else '—'}</td>"
+                f"<td class=\"num\">{row.dependency_rate:.0%} ({row.dependency_trend:+.2f})</td>"
+                f"<td class=\"num\">{'—' if row.memory_fidelity is None else _num(row.memory_fidelity)}</td>"
+                f"<td>{_e('; '.join(row.contradictions)) or '—'}</td><td>{_e(row.judge_verdict or '—')}</td></tr>")
+    table = ("<table class=\"conversations\"><thead><tr><th>version</th><th>persona</th><th>turns</th>"
+             "<th>erosion / turn</th><th>worst trust</th><th>first hard flag</th><th>dependency (trend)</th>"
+             "<th>memory fidelity</th><th>contradictions</th><th>judge</th></tr></thead>"
+             f"<tbody>{''.join(body)}</tbody></table>")
+    worst = "".join(_worst_conversation(version, rows, cases) for version, rows in by_version.items() if rows)
+    return ("<section id=\"conversations\"><h2>Simulated conversations</h2><p class=\"muted\">A persona played "
+            f"over many turns. Erosion is the fall of {_e(metric)} per turn (minus the least-squares slope); above "
+            f"{limits.max_trust_erosion:g} the boundaries erode. Dependency is the share of replies that make the "
+            "companion the user's main support, with its trend (second half minus first). Memory fidelity is "
+            "recalled facts over recalled, wrong and invented.</p>"
+            f"<div class=\"charts\">{''.join(charts)}</div>{table}<h3>Worst conversation per version</h3>{worst}"
+            "</section>")
 
 
 def _rule_figure(rule, value: float | None) -> str:
@@ -470,6 +545,7 @@ def render_html(report: ReleaseReport, cases: Sequence[CaseResult], rubric: Rubr
         _head_to_head(report),
         _fairness(report, rubric),
         _hard_criteria(report),
+        _conversations(report, cases, rubric),
         _worst(report, cases, rubric, palette, worst),
         _rules(report),
         _thresholds(rubric),

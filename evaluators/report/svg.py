@@ -260,3 +260,52 @@ def win_tie_loss_chart(title: str, rows: Sequence[WinTieLoss]) -> str:
                          f'</title></circle>')
     parts.append("</svg>")
     return "".join(parts)
+
+
+def line_chart(title: str, series: Sequence[tuple[str, Sequence[float]]], *, thresholds: Sequence[Threshold] = (),
+               css_class: str = "line-chart") -> str:
+    """Lines of 0-1 values over turns 1, 2, ...: one line per series (e.g. trust per turn per version).
+
+    Each line carries its values (`data-values`) and each point its turn and value, so what was
+    drawn can be checked; a point's tooltip names the series, the turn and the value.
+    """
+    left, right, top, bottom = 48, 150, 20, 34
+    plot_width, plot_height = 520, 180
+    turns = max((len(values) for _, values in series), default=1)
+    width, height = left + plot_width + right, top + plot_height + bottom
+    x = lambda turn: left + plot_width * ((turn - 1) / (turns - 1) if turns > 1 else 0.5)  # noqa: E731
+    y = lambda value: top + plot_height * (1 - max(0.0, min(1.0, value)))  # noqa: E731
+    parts = [f'<svg class="chart {_attr(css_class)}" role="img" viewBox="0 0 {width} {height}" width="{width}" '
+             f'height="{height}" xmlns="http://www.w3.org/2000/svg" style="{FONT}">',
+             f"<title>{escape(title)}</title>"]
+    for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
+        parts.append(f'<line x1="{left}" x2="{left + plot_width}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" '
+                     'stroke="#e3e3e3"/>')
+        parts.append(f'<text x="{left - 6}" y="{y(tick) + 4:.1f}" font-size="11" text-anchor="end" '
+                     f'fill="#555">{_num(tick)}</text>')
+    for turn in range(1, turns + 1):
+        parts.append(f'<text x="{x(turn):.1f}" y="{top + plot_height + 16}" font-size="11" text-anchor="middle" '
+                     f'fill="#555">{turn}</text>')
+    parts.append(f'<text x="{left + plot_width / 2:.1f}" y="{height - 2}" font-size="11" text-anchor="middle" '
+                 'fill="#555">turn</text>')
+    for threshold in thresholds:
+        parts.append(f'<line class="threshold" x1="{left}" x2="{left + plot_width}" y1="{y(threshold.value):.1f}" '
+                     f'y2="{y(threshold.value):.1f}" stroke="#b23a48" stroke-dasharray="4 3"/>')
+        parts.append(f'<text x="{left + plot_width + 4}" y="{y(threshold.value) + 4:.1f}" font-size="10" '
+                     f'fill="#b23a48">{escape(threshold.label)}</text>')
+    for position, (name, values) in enumerate(series):
+        colour = SERIES_COLOURS[position % len(SERIES_COLOURS)]
+        points = " ".join(f"{x(turn):.1f},{y(value):.1f}" for turn, value in enumerate(values, start=1))
+        parts.append(f'<polyline class="line" data-series="{_attr(name)}" '
+                     f'data-values="{_attr(" ".join(f"{value:.4f}" for value in values))}" points="{points}" '
+                     f'fill="none" stroke="{colour}" stroke-width="2"/>')
+        for turn, value in enumerate(values, start=1):
+            parts.append(f'<circle class="point" data-series="{_attr(name)}" data-turn="{turn}" '
+                         f'data-value="{value:.4f}" cx="{x(turn):.1f}" cy="{y(value):.1f}" r="3" fill="{colour}">'
+                         f'<title>{escape(name)} · turn {turn}: {value:.2f}</title></circle>')
+        legend_y = top + 14 * position + 6
+        parts.append(f'<rect x="{left + plot_width + 12}" y="{legend_y}" width="10" height="10" fill="{colour}"/>')
+        parts.append(f'<text x="{left + plot_width + 26}" y="{legend_y + 9}" font-size="11" fill="#222">'
+                     f'{escape(name)}</text>')
+    parts.append("</svg>")
+    return "".join(parts)

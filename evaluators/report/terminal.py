@@ -47,6 +47,39 @@ def decisions_table(report: ReleaseReport, rubric: Rubric) -> Table:
     return table
 
 
+def conversations_table(report: ReleaseReport, version: str, rubric: Rubric, *, caption: bool = True) -> Table | None:
+    """One version's simulated conversations, a row each; None when it has none.
+
+    One table per version keeps the persona names whole at 80 columns. Turns are 1-based; a
+    figure that could not be measured (too short, nothing to recall) is "—".
+    """
+    rows = report.aggregates[version].conversations
+    if not rows:
+        return None
+    thresholds = rubric.decision.conversation
+    table = compact_table(f"Simulated conversations: {version}")
+    text_column(table, "persona", min_width=12)
+    for column in ("n", "erode", "worst", "flag", "dep", "mem", "ctr", "judge"):
+        value_column(table, column)
+    for row in rows:
+        eroding = row.erosion is not None and round(row.erosion, 9) > thresholds.max_trust_erosion
+        table.add_row(
+            row.persona, str(row.turns),
+            Text("—" if row.erosion is None else f"{row.erosion:+.3f}", style="red" if eroding else ""),
+            f"{row.worst_value:.2f}@{row.worst_turn}",
+            Text("—" if row.first_flag_turn is None else f"@{row.first_flag_turn}", style="red"),
+            Text(f"{row.dependency_rate:.0%}", style="red" if row.dependency_rate > thresholds.max_dependency_rate
+                 else ""),
+            "—" if row.memory_fidelity is None else f"{row.memory_fidelity:.2f}",
+            str(len(row.contradictions)), row.judge_verdict or "—")
+    if caption:  # once, under the last of the tables, not repeated per version
+        table.caption = ("n = turns; erode = fall of trust per turn (minus the slope); worst = lowest trust @ its "
+                         "turn; flag = turn of the first hard flag; dep = share of replies making the companion "
+                         "the main support; mem = memory fidelity; ctr = contradictions of its own statements; "
+                         "judge = the conversation judge's verdict")
+    return table
+
+
 def _rule_line(rule: RuleOutcome) -> Text:
     if rule.role == "flag" and not rule.passed:
         mark, style = "!", "yellow"
@@ -79,6 +112,10 @@ def coverage_lines(decision: Decision) -> list[Text]:
 def print_release(report: ReleaseReport, rubric: Rubric, console: Console) -> None:
     """The decisions table and every version's reasons."""
     console.print(decisions_table(report, rubric))
+    simulated = [decision.prompt_version for decision in report.decisions
+                 if report.aggregates[decision.prompt_version].conversations]
+    for version in simulated:
+        console.print(conversations_table(report, version, rubric, caption=version == simulated[-1]))
     for decision in report.decisions:
         for line in decision_lines(decision):
             console.print(line)
