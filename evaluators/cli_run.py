@@ -65,6 +65,7 @@ from evaluators.pricing import parse_price_override
 from evaluators.prompts import DEFAULT_PROMPTS_DIR, PromptError
 from evaluators.rubric import Rubric
 from evaluators.scenarios import DEFAULT_SCENARIOS_DIR, ScenarioError
+from evaluators.simulation.personas import PersonaError
 from evaluators.summary import SCORE_COLUMNS
 
 EXIT_CASES_FAILED = 1
@@ -230,7 +231,8 @@ def _print_failures(report: RunReport, limit: int = 10) -> None:
 
 # CLI parameter -> the RunConfig field it sets, for the inputs a resumed run restores.
 _RESUMED_PARAMETERS = {
-    "prompt": "prompt_versions", "family": "families", "scenario": "scenario_ids", "responder": "responder",
+    "prompt": "prompt_versions", "family": "families", "scenario": "scenario_ids", "persona": "persona_ids",
+    "turns": "max_turns", "responder": "responder",
     "model": "model", "prompts_dir": "prompts_dir", "scenarios_dir": "scenarios_dir", "run_id": "run_id",
     "prompt_source": "prompt_source", "label": "prompt_labels", "langfuse_prompt": "langfuse_prompt_names",
     "judge": "judge", "judge_model": "judge_model", "judge_samples": "judge_samples",
@@ -254,6 +256,15 @@ def run(
         "--family", "-f", help="Scenario family; repeatable. Default: all families.", show_default=False)] = None,
     scenario: Annotated[list[str] | None, typer.Option(
         "--scenario", "-s", help="Only this scenario id; repeatable.", show_default=False)] = None,
+    persona: Annotated[list[str] | None, typer.Option(
+        "--persona", help="Only this persona (scenarios/personas/); repeatable. The personas are played by a "
+                          "simulated user (PENPAL_SIMULATOR_MODEL, _BASE_URL, _API_KEY, else the OPENAI_* "
+                          "variables), or replayed from prompts/recorded/personas/ offline.",
+        show_default=False)] = None,
+    turns: Annotated[int | None, typer.Option(
+        "--turns", min=1, max=60, help="Simulated conversations stop after this many exchanges. Default: each "
+                                       "persona's max_turns (12 unless it says otherwise).",
+        show_default=False)] = None,
     responder: Annotated[ResponderChoice, typer.Option(
         help="openai: live API (OPENAI_API_KEY, OPENAI_BASE_URL). replay: the recorded sample replies. "
              "auto: openai when either variable is set, else replay.")] = ResponderChoice.auto,
@@ -336,7 +347,7 @@ def run(
         raise typer.BadParameter(str(error), param_hint="--price") from None
     config = RunConfig(
         prompt_versions=prompt, families=[item.value for item in family] if family else None,
-        scenario_ids=scenario, responder=responder.value, model=model, concurrency=concurrency,
+        scenario_ids=scenario, persona_ids=persona, max_turns=turns, responder=responder.value, model=model, concurrency=concurrency,
         timeout_s=timeout, max_attempts=max_attempts, use_cache=cache, cache_dir=cache_dir, output_dir=output,
         run_id=run_id, resume=resume, prompts_dir=prompts_dir, scenarios_dir=scenarios_dir, prices=prices,
         judge=judge_config(model=judge_model, samples=judge_samples, sampling=judge_sampling,
@@ -356,7 +367,7 @@ def run_with_config(config: RunConfig, rubric_path: Path | None = None) -> int:
     evaluator = load_evaluator(rubric_path)
     try:
         prepared = prepare_run(config, evaluator)
-    except (PromptError, ScenarioError) as error:
+    except (PromptError, ScenarioError, PersonaError) as error:
         for problem in error.problems:
             errors.print(Text(f"error: {problem}", style="red"))
         return EXIT_USAGE
