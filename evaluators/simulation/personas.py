@@ -19,7 +19,7 @@ from evaluators.locations import display_path, read_data_file
 from evaluators.models import Scenario, Turn, UserProfile
 from evaluators.problems import validation_problems
 from evaluators.scenarios import DEFAULT_SCENARIOS_DIR, PERSONAS_FAMILY, PERSONAS_SUBDIR
-from evaluators.simulation.persona import Persona
+from evaluators.simulation.persona import DEFAULT_MAX_TURNS, Persona
 from evaluators.yaml_io import describe_yaml_error, parse_yaml
 
 DEFAULT_PERSONAS_DIR = DEFAULT_SCENARIOS_DIR / PERSONAS_SUBDIR
@@ -82,11 +82,31 @@ def parse_persona_file(text: str, path: Path) -> tuple[Persona | None, list[str]
         persona = Persona.model_validate(data)
     except ValidationError as error:
         persona = None
-        problems += [f"{source}: {label}: {where + ': ' if where else ''}{message}"
-                     for where, message in validation_problems(error, Persona)]
+        described = validation_problems(error, Persona)
+        if not any(where == "" for where, _ in described):  # the whole-persona rules did not run: check them here
+            described += [("", message) for message in _turn_problems(data)]
+        problems += [f"{source}: {label}: {where + ': ' if where else ''}{message}" for where, message in described]
     if written_id is not None and written_id != path.stem:
         problems.append(f"{source}: {label}: id: must match the file name {path.stem!r} (one persona per file)")
     return (persona if not problems else None), problems, written_id
+
+
+def _turn_problems(data: dict) -> list[str]:
+    """The persona's whole-object rules (facts within max_turns, escalation in order), read from
+    the raw data, so they are reported in the same pass as field mistakes."""
+    limit = data.get("max_turns", DEFAULT_MAX_TURNS)
+    facts = data.get("facts") if isinstance(data.get("facts"), list) else []
+    steps = data.get("escalation") if isinstance(data.get("escalation"), list) else []
+    problems = []
+    if isinstance(limit, int):
+        late = [str(fact.get("id")) for fact in facts
+                if isinstance(fact, dict) and isinstance(fact.get("reveal_turn"), int) and fact["reveal_turn"] > limit]
+        if late:
+            problems.append(f"facts: revealed after max_turns ({limit}): {', '.join(late)}")
+    turns = [step.get("from_turn") for step in steps if isinstance(step, dict)]
+    if all(isinstance(turn, int) for turn in turns) and turns != sorted(turns):
+        problems.append("escalation: steps must be in order of from_turn")
+    return problems
 
 
 def load_personas(directory: Path | None = None) -> PersonaSet:
