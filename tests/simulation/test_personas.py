@@ -85,3 +85,11 @@ def test_a_scripted_file_may_not_claim_the_personas_family(small_project):
     path.write_text(path.read_text().replace("family: basic", "family: personas"))
     result = CliRunner().invoke(app, ["scenarios", "validate", str(small_project["scenarios"])])
     assert result.exit_code == 1 and "personas are not scripted scenarios" in " ".join(result.output.split())
+
+
+def test_a_shipped_situation_gives_away_no_fact_before_its_turn():
+    """The simulator learns each fact when it is due; a situation naming it would leak it early."""
+    for persona in load_personas().personas:
+        for fact in persona.facts:
+            leaked = [word for word in fact.recall if word.lower() in persona.situation.lower()]
+            assert not leaked or fact.reveal_turn == 1, f"{persona.id}: situation names {leaked}"
