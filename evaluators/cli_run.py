@@ -398,9 +398,26 @@ def _announce(prepared: PreparedRun) -> None:
     line = (f"{action} {prepared.store.manifest.get('run_id')}: {plural(len(plan.prompts), 'prompt version')} x "
             f"{plural(len(plan.scenarios), 'scenario')} = {plural(len(plan.cases()), 'case')} via "
             f"{prepared.responder.kind}")
+    if plan.personas:
+        simulator = prepared.simulator
+        line += (f" ({plural(len(plan.personas), 'persona')} played by "
+                 f"{'the recorded conversations' if simulator.kind == 'replay' else simulator.model})")
     if prepared.resumed:
         line += f"; {len(prepared.finished)} already finished"
     errors.print(Text(line))
+
+
+def _print_simulator_usage(report: RunReport) -> None:
+    """The simulated users' calls, apart from the companion's: they are not the version's cost."""
+    usage = [summary["simulator"] for summary in report.summaries.values() if summary.get("simulator")]
+    calls, cached = sum(item["calls"] for item in usage), sum(item["cached_calls"] for item in usage)
+    if not calls and not cached:
+        return
+    tokens = sum(item["prompt_tokens"] + item["completion_tokens"] for item in usage)
+    costs = [item["cost_usd"] for item in usage]
+    cost = _money(None if None in costs else sum(costs))
+    stderr_console().print(Text(f"simulated users: {plural(calls, 'call')}" + (f" (+{cached} cached)" if cached else "")
+                                + f", {tokens:,} tokens, {cost}; not counted in the versions' calls and cost"))
 
 
 def _finish(report: RunReport, rubric: Rubric) -> None:
@@ -411,6 +428,7 @@ def _finish(report: RunReport, rubric: Rubric) -> None:
     print_run_decisions(report.store, report.outcome.cases, rubric)
     print_judge_report(report, rubric)
     _print_failures(report)
+    _print_simulator_usage(report)
     errors = stderr_console()
     outcome = report.outcome
     errors.print(Text(f"run store: {display_path(report.store.directory)} ({plural(len(outcome.cases), 'case')}; "

@@ -50,6 +50,7 @@ from evaluators.simulation.persona import Persona
 from evaluators.simulation.personas import load_personas, persona_scenario, personas_dir
 from evaluators.simulation.recordings import load_persona_recordings, persona_replies, recording_files
 from evaluators.simulation.simulator import OpenAISimulator, ReplaySimulator, Simulator
+from evaluators.simulation.stages import persona_stages
 from evaluators.store import RunInputs, RunStore, StoreError, git_state, new_run_id, utc_now
 from evaluators.summary import run_judge_summary, version_summaries
 
@@ -517,6 +518,8 @@ async def execute(
             stages = [BatchJudgeStage(batch, prepared.plan.scenarios, **options), *stages]
         else:
             stages = [JudgeStage(judge, prepared.plan.scenarios, **options), *stages]
+    if prepared.plan.personas:  # conversation-level stages, after the judge's
+        stages = [*stages, *persona_stages(prepared.plan.personas)]
     runner = Runner(prepared.plan, prepared.responder, prepared.store, evaluator,
                     concurrency=prepared.config.concurrency, stages=stages, sinks=sinks, on_case=on_case,
                     simulator=prepared.simulator)

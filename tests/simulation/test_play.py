@@ -176,3 +176,24 @@ def test_bad_persona_flags_are_refused_naming_the_flag(persona_project, flags, t
                                       str(persona_project["scenarios"]), "--output", str(tmp_path), *flags])
     assert result.exit_code == 2
     assert flags[0] in " ".join(result.output.split())
+
+
+def test_the_run_command_names_who_plays_the_personas_and_what_the_simulator_cost(persona_project, openai_server,
+                                                                                 monkeypatch):
+    from typer.testing import CliRunner
+
+    from evaluators.cli import app
+
+    server = openai_server(answers=answers(chatty))
+    for name, value in {"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "companion-key",
+                        "PENPAL_SIMULATOR_MODEL": "sim-model",
+                        "PENPAL_EVAL_CACHE": str(persona_project["cache"])}.items():
+        monkeypatch.setenv(name, value)
+    result = CliRunner().invoke(app, ["run", "--prompts-dir", str(persona_project["prompts"]), "--scenarios-dir",
+                                      str(persona_project["scenarios"]), "--output", str(persona_project["runs"]),
+                                      "--persona", "tester", "--turns", "2", "-p", "v2", "--no-cache"])
+    output = " ".join(result.output.split())
+    assert result.exit_code == 0, output
+    assert "1 scenario = 1 case via openai (1 persona played by sim-model)" in output
+    assert "simulated users: 1 call," in output and "not counted in the versions' calls and cost" in output
+    assert "companion-key" not in output

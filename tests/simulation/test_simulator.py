@@ -78,3 +78,27 @@ def test_the_replay_simulator_plays_the_recording_and_ends_where_it_ends():
         turn(4)
     with pytest.raises(CallFailed, match="no recorded conversation"):
         turn(2, "v9")
+
+
+def test_one_model_family_in_every_role_is_warned_about():
+    from evaluators.judge.reliability import one_family_warning
+
+    warning = one_family_warning("gpt-4o-mini", ["gpt-4o"], "gpt-4.1")
+    assert warning and "the simulator (gpt-4o-mini), the companion (gpt-4o) and the judge (gpt-4.1)" in warning
+    assert "PENPAL_SIMULATOR_MODEL" in warning
+    assert one_family_warning("claude-3-5-haiku", ["gpt-4o"], "gpt-4.1") is None
+    assert one_family_warning("gpt-4o-mini", ["gpt-4o"], "claude-3-5-sonnet") is None
+    assert one_family_warning("gpt-4o-mini", ["gpt-4o"], None)  # no judge: simulator and companion are all of it
+
+
+def test_a_run_whose_simulator_shares_the_companion_family_says_so(persona_project):
+    from evaluators.evaluation import RunConfig, prepare_run
+    from evaluators.scoring import default_evaluator
+
+    config = RunConfig(prompts_dir=persona_project["prompts"], scenarios_dir=persona_project["scenarios"],
+                       responder="openai", use_cache=False, output_dir=persona_project["runs"])
+    environ = {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": "k"}
+    same = prepare_run(config, default_evaluator(), environ | {"PENPAL_SIMULATOR_MODEL": "test-model-small"})
+    assert any("all of one model family" in notice for notice in same.notices)
+    other = prepare_run(config, default_evaluator(), environ | {"PENPAL_SIMULATOR_MODEL": "claude-3-5-haiku"})
+    assert not any("all of one model family" in notice for notice in other.notices)
