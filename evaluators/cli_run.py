@@ -331,6 +331,12 @@ def run(
     PENPAL_JUDGE_API_KEY, else the OPENAI_* variables), and the judge's means, verdicts and
     cases for human review are reported beside the heuristics.
 
+    The personas (scenarios/personas/, family personas) are simulated users: a simulator LLM
+    (PENPAL_SIMULATOR_MODEL, PENPAL_SIMULATOR_BASE_URL, PENPAL_SIMULATOR_API_KEY, else the
+    OPENAI_* variables) writes each user turn after the persona's opening, until its goal is
+    reached, it leaves, the companion says goodbye, or --turns; offline, recorded
+    conversations are replayed.
+
     With LANGFUSE_PUBLIC_KEY and LANGFUSE_SECRET_KEY set, every turn becomes a Langfuse trace
     with its scores, on an experiment per prompt version (see docs/langfuse.md); what Langfuse
     did not take is reported and sent later by `penpal-eval push RUN_DIR`.
@@ -347,7 +353,8 @@ def run(
         raise typer.BadParameter(str(error), param_hint="--price") from None
     config = RunConfig(
         prompt_versions=prompt, families=[item.value for item in family] if family else None,
-        scenario_ids=scenario, persona_ids=persona, max_turns=turns, responder=responder.value, model=model, concurrency=concurrency,
+        scenario_ids=scenario, persona_ids=persona, max_turns=turns, responder=responder.value, model=model,
+        concurrency=concurrency,
         timeout_s=timeout, max_attempts=max_attempts, use_cache=cache, cache_dir=cache_dir, output_dir=output,
         run_id=run_id, resume=resume, prompts_dir=prompts_dir, scenarios_dir=scenarios_dir, prices=prices,
         judge=judge_config(model=judge_model, samples=judge_samples, sampling=judge_sampling,

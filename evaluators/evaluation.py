@@ -103,7 +103,8 @@ class RunConfig:
 # again on resume, such a flag must agree with the run, or the resume is refused naming it.
 RESUMED_INPUTS: dict[str, str] = {
     "prompt_versions": "--prompt", "families": "--family", "scenario_ids": "--scenario",
-    "persona_ids": "--persona", "max_turns": "--turns", "responder": "--responder", "model": "--model", "prompts_dir": "--prompts-dir",
+    "persona_ids": "--persona", "max_turns": "--turns", "responder": "--responder", "model": "--model",
+    "prompts_dir": "--prompts-dir",
     "scenarios_dir": "--scenarios-dir", "recorded_dir": "--recorded-dir", "run_id": "--run-id",
     "prompt_source": "--prompt-source", "prompt_labels": "--label", "langfuse_prompt_names": "--langfuse-prompt",
     "judge": "--judge", "judge_model": "--judge-model", "judge_samples": "--judge-samples",

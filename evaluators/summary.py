@@ -130,7 +130,8 @@ def simulator_usage(cases: Sequence[CaseResult], prices: Mapping[str, Price] | N
     records = [case.simulation for case in cases if case.simulation]
     cost: float | None = 0.0
     for record in records:
-        usage = Usage(prompt_tokens=record.get("prompt_tokens", 0), completion_tokens=record.get("completion_tokens", 0))
+        usage = Usage(prompt_tokens=record.get("prompt_tokens", 0),
+                      completion_tokens=record.get("completion_tokens", 0))
         if usage.total_tokens == 0:
             continue
         price = price_for(str(record.get("model", "")), prices)
