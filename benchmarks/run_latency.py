@@ -45,7 +45,8 @@ def measure(latency_s: float, concurrency: int) -> dict:
         report = asyncio.run(execute(prepared, evaluator))
         wall = time.perf_counter() - started
         calls = len(server.calls)
-    longest = max(len(scenario.turns) for scenario in prepared.plan.scenarios)
+    # A conversation's calls are sequential: its replies, plus a simulated user's own calls.
+    longest = max(len(case.turns) + (case.simulation or {}).get("calls", 0) for case in report.outcome.cases)
     busy = calls * latency_s / concurrency
     sequential = longest * latency_s
     ideal = max(busy, sequential) + report.outcome.scoring_s

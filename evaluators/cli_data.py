@@ -15,7 +15,8 @@ from evaluators.cli_lazy import LazyCommand, lazy_group
 from evaluators.console import compact_table, fail_all, plural, stdout_console, text_column, value_column
 from evaluators.models import FAMILIES, PromptVersion
 from evaluators.prompts import DEFAULT_PROMPTS_DIR, PromptError, load_prompts
-from evaluators.scenarios import DEFAULT_SCENARIOS_DIR, ScenarioError, ScenarioSet, load_scenarios
+from evaluators.scenarios import DEFAULT_SCENARIOS_DIR, PERSONAS_FAMILY, ScenarioError, ScenarioSet, load_scenarios
+from evaluators.simulation.personas import PersonaError, PersonaSet, load_personas, persona_scenario, personas_dir
 
 EXIT_INVALID = 1
 
@@ -43,11 +44,21 @@ def _report_problems(problems: list[str]) -> typer.Exit:
     return fail_all(problems, EXIT_INVALID)
 
 
-def _scenarios_or_exit(directory: Path) -> ScenarioSet:
+def _scenarios_or_exit(directory: Path) -> tuple[ScenarioSet, PersonaSet]:
+    """The scripted scenarios and the personas of `directory`, or every problem of both at once."""
+    problems: list[str] = []
+    scenarios = personas = None
     try:
-        return load_scenarios(directory)
+        scenarios = load_scenarios(directory)
     except ScenarioError as error:
-        raise _report_problems(error.problems) from None
+        problems += error.problems
+    try:
+        personas = load_personas(personas_dir(directory))
+    except PersonaError as error:
+        problems += error.problems
+    if problems:
+        raise _report_problems(problems)
+    return scenarios, personas
 
 
 def _prompts_or_exit(directory: Path) -> list[PromptVersion]:
@@ -67,14 +78,18 @@ def _wide_console() -> Console:
 
 @scenarios_app.command("validate")
 def scenarios_validate(directory: ScenariosDir = DEFAULT_SCENARIOS_DIR) -> None:
-    """Check every scenario file; each problem names the file, the scenario and the field.
+    """Check every scenario file and every persona (personas/); each problem names the file, the
+    scenario or persona, and the field.
 
     Exit codes: 0 valid; 1 problems found.
     """
-    loaded = _scenarios_or_exit(directory)
+    loaded, personas = _scenarios_or_exit(directory)
     counts = Counter(scenario.family for scenario in loaded.scenarios)
     per_family = ", ".join(f"{family} {counts[family]}" for family in FAMILIES if counts[family])
-    stdout_console().print(Text(f"✓ {plural(len(loaded.scenarios), 'scenario')} valid ({per_family})", style="green"))
+    line = f"✓ {plural(len(loaded.scenarios), 'scenario')} valid ({per_family})"
+    if personas.personas:
+        line += f"; {plural(len(personas.personas), 'persona')} valid"
+    stdout_console().print(Text(line, style="green"))
 
 
 @scenarios_app.command("list")
@@ -82,9 +97,16 @@ def scenarios_list(
     directory: ScenariosDir = DEFAULT_SCENARIOS_DIR,
     family: Annotated[list[Family] | None, typer.Option("--family", "-f", help="Only this family; repeatable.")] = None,
 ) -> None:
-    """List scenarios: id, family, turns, profile, safety and tags."""
-    loaded = _scenarios_or_exit(directory)
-    chosen = loaded.by_family([item.value for item in family] if family else None)
+    """List scenarios: id, family, turns, profile, safety and tags; personas with their turn limit
+    and opening."""
+    loaded, personas = _scenarios_or_exit(directory)
+    families = [item.value for item in family] if family else None
+    chosen = loaded.by_family(families)
+    if families is None or PERSONAS_FAMILY in families:
+        chosen += [persona_scenario(persona) for persona in personas.personas]
+        limits = {persona.id: persona.max_turns for persona in personas.personas}
+    else:
+        limits = {}
     table = compact_table()
     value_column(table, "id", justify="left")
     value_column(table, "turns")
@@ -101,9 +123,12 @@ def scenarios_list(
             text = Text(scenario.turns[0].user)
             if scenario.tags:
                 text.append("\n" + ", ".join(scenario.tags), style="dim")
-            table.add_row(scenario.id, str(len(scenario.turns)), scenario.profile.demographic_group,
+            turns = f"≤{limits[scenario.id]}" if scenario.id in limits else str(len(scenario.turns))
+            table.add_row(scenario.id, turns, scenario.profile.demographic_group,
                           "yes" if scenario.safety else "", text)
-    table.caption = f"{plural(len(chosen), 'scenario')}; group = the demographic group score gaps are measured across"
+    table.caption = (f"{plural(len(chosen), 'scenario')}; group = the demographic group score gaps are measured across"
+                     + ("; personas: ≤ the turn limit, the first user turn is the opening, the rest are simulated"
+                        if limits else ""))
     _wide_console().print(table)
 
 

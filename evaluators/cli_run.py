@@ -70,6 +70,7 @@ from evaluators.prompts import DEFAULT_PROMPTS_DIR, PromptError
 from evaluators.report.terminal import head_to_head_table
 from evaluators.rubric import Rubric
 from evaluators.scenarios import DEFAULT_SCENARIOS_DIR, ScenarioError
+from evaluators.simulation.personas import PersonaError
 from evaluators.summary import SCORE_COLUMNS
 
 EXIT_CASES_FAILED = 1
@@ -235,7 +236,8 @@ def _print_failures(report: RunReport, limit: int = 10) -> None:
 
 # CLI parameter -> the RunConfig field it sets, for the inputs a resumed run restores.
 _RESUMED_PARAMETERS = {
-    "prompt": "prompt_versions", "family": "families", "scenario": "scenario_ids", "responder": "responder",
+    "prompt": "prompt_versions", "family": "families", "scenario": "scenario_ids", "persona": "persona_ids",
+    "turns": "max_turns", "responder": "responder",
     "model": "model", "prompts_dir": "prompts_dir", "scenarios_dir": "scenarios_dir", "run_id": "run_id",
     "prompt_source": "prompt_source", "label": "prompt_labels", "langfuse_prompt": "langfuse_prompt_names",
     "judge": "judge", "judge_model": "judge_model", "judge_samples": "judge_samples",
@@ -259,6 +261,15 @@ def run(
         "--family", "-f", help="Scenario family; repeatable. Default: all families.", show_default=False)] = None,
     scenario: Annotated[list[str] | None, typer.Option(
         "--scenario", "-s", help="Only this scenario id; repeatable.", show_default=False)] = None,
+    persona: Annotated[list[str] | None, typer.Option(
+        "--persona", help="Only this persona (scenarios/personas/); repeatable. The personas are played by a "
+                          "simulated user (PENPAL_SIMULATOR_MODEL, _BASE_URL, _API_KEY, else the OPENAI_* "
+                          "variables), or replayed from prompts/recorded/personas/ offline.",
+        show_default=False)] = None,
+    turns: Annotated[int | None, typer.Option(
+        "--turns", min=1, max=60, help="Simulated conversations stop after this many exchanges. Default: each "
+                                       "persona's max_turns (12 unless it says otherwise).",
+        show_default=False)] = None,
     responder: Annotated[ResponderChoice, typer.Option(
         help="openai: live API (OPENAI_API_KEY, OPENAI_BASE_URL). replay: the recorded sample replies. "
              "auto: openai when either variable is set, else replay.")] = ResponderChoice.auto,
@@ -329,6 +340,12 @@ def run(
     PENPAL_JUDGE_API_KEY, else the OPENAI_* variables), and the judge's means, verdicts and
     cases for human review are reported beside the heuristics.
 
+    The personas (scenarios/personas/, family personas) are simulated users: a simulator LLM
+    (PENPAL_SIMULATOR_MODEL, PENPAL_SIMULATOR_BASE_URL, PENPAL_SIMULATOR_API_KEY, else the
+    OPENAI_* variables) writes each user turn after the persona's opening, until its goal is
+    reached, it leaves, the companion says goodbye, or --turns; offline, recorded
+    conversations are replayed.
+
     With LANGFUSE_PUBLIC_KEY and LANGFUSE_SECRET_KEY set, every turn becomes a Langfuse trace
     with its scores, on an experiment per prompt version (see docs/langfuse.md); what Langfuse
     did not take is reported and sent later by `penpal-eval push RUN_DIR`.
@@ -345,7 +362,8 @@ def run(
         raise typer.BadParameter(str(error), param_hint="--price") from None
     config = RunConfig(
         prompt_versions=prompt, families=[item.value for item in family] if family else None,
-        scenario_ids=scenario, responder=responder.value, model=model, concurrency=concurrency,
+        scenario_ids=scenario, persona_ids=persona, max_turns=turns, responder=responder.value, model=model,
+        concurrency=concurrency,
         timeout_s=timeout, max_attempts=max_attempts, use_cache=cache, cache_dir=cache_dir, output_dir=output,
         run_id=run_id, resume=resume, prompts_dir=prompts_dir, scenarios_dir=scenarios_dir, prices=prices,
         judge=judge_config(model=judge_model, samples=judge_samples, sampling=judge_sampling,
@@ -370,7 +388,7 @@ def run_with_config(config: RunConfig, rubric_path: Path | None = None, pairwise
     head_to_head_judge = pairwise_judge(pairwise, evaluator.rubric) if pairwise is not None else None
     try:
         prepared = prepare_run(config, evaluator)
-    except (PromptError, ScenarioError) as error:
+    except (PromptError, ScenarioError, PersonaError) as error:
         for problem in error.problems:
             errors.print(Text(f"error: {problem}", style="red"))
         return EXIT_USAGE
@@ -402,6 +420,10 @@ def _announce(prepared: PreparedRun) -> None:
     line = (f"{action} {prepared.store.manifest.get('run_id')}: {plural(len(plan.prompts), 'prompt version')} x "
             f"{plural(len(plan.scenarios), 'scenario')} = {plural(len(plan.cases()), 'case')} via "
             f"{prepared.responder.kind}")
+    if plan.personas:
+        simulator = prepared.simulator
+        line += (f" ({plural(len(plan.personas), 'persona')} played by "
+                 f"{'the recorded conversations' if simulator.kind == 'replay' else simulator.model})")
     if prepared.resumed:
         line += f"; {len(prepared.finished)} already finished"
     errors.print(Text(line))
@@ -421,6 +443,19 @@ def _judge_head_to_head(judge: PairwiseJudge, report: RunReport, prepared: Prepa
     return outcome.results
 
 
+def _print_simulator_usage(report: RunReport) -> None:
+    """The simulated users' calls, apart from the companion's: they are not the version's cost."""
+    usage = [summary["simulator"] for summary in report.summaries.values() if summary.get("simulator")]
+    calls, cached = sum(item["calls"] for item in usage), sum(item["cached_calls"] for item in usage)
+    if not calls and not cached:
+        return
+    tokens = sum(item["prompt_tokens"] + item["completion_tokens"] for item in usage)
+    costs = [item["cost_usd"] for item in usage]
+    cost = _money(None if None in costs else sum(costs))
+    stderr_console().print(Text(f"simulated users: {plural(calls, 'call')}" + (f" (+{cached} cached)" if cached else "")
+                                + f", {tokens:,} tokens, {cost}; not counted in the versions' calls and cost"))
+
+
 def _finish(report: RunReport, rubric: Rubric, head_to_head: list[HeadToHead] | None = None) -> None:
     console = stdout_console()
     if not console.is_terminal:
@@ -431,6 +466,7 @@ def _finish(report: RunReport, rubric: Rubric, head_to_head: list[HeadToHead] | 
     print_run_decisions(report.store, report.outcome.cases, rubric)
     print_judge_report(report, rubric)
     _print_failures(report)
+    _print_simulator_usage(report)
     errors = stderr_console()
     outcome = report.outcome
     errors.print(Text(f"run store: {display_path(report.store.directory)} ({plural(len(outcome.cases), 'case')}; "

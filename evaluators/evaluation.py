@@ -28,7 +28,7 @@ from evaluators.judge.factory import (
     create_judge,
     create_sampling_state,
 )
-from evaluators.judge.reliability import same_family_warning
+from evaluators.judge.reliability import one_family_warning, same_family_warning
 from evaluators.judge.sampling import SamplingState
 from evaluators.judge.stage import BatchJudgeStage, JudgeStage
 from evaluators.langfuse.prompts import LangfusePromptError, fetch_run_prompts
@@ -46,6 +46,11 @@ from evaluators.responder import (
 from evaluators.retry import RetryPolicy
 from evaluators.runner import CaseSink, CaseStage, RunOutcome, RunPlan, Runner
 from evaluators.scenarios import DEFAULT_SCENARIOS_DIR, load_scenarios
+from evaluators.simulation.persona import Persona
+from evaluators.simulation.personas import load_personas, persona_scenario, personas_dir
+from evaluators.simulation.recordings import load_persona_recordings, persona_replies, recording_files
+from evaluators.simulation.simulator import OpenAISimulator, ReplaySimulator, Simulator
+from evaluators.simulation.stage import ConversationStage
 from evaluators.store import RunInputs, RunStore, StoreError, git_state, new_run_id, utc_now
 from evaluators.summary import run_judge_summary, version_summaries
 
@@ -69,6 +74,8 @@ class RunConfig:
     prompt_versions: list[str] | None = None  # None: every version in prompts_dir
     families: list[str] | None = None  # None: every family
     scenario_ids: list[str] | None = None
+    persona_ids: list[str] | None = None  # None: every persona (when the family is selected)
+    max_turns: int | None = None  # None: each persona's own max_turns
     responder: str = "auto"
     model: str | None = None
     concurrency: int = 8
@@ -96,7 +103,8 @@ class RunConfig:
 # again on resume, such a flag must agree with the run, or the resume is refused naming it.
 RESUMED_INPUTS: dict[str, str] = {
     "prompt_versions": "--prompt", "families": "--family", "scenario_ids": "--scenario",
-    "responder": "--responder", "model": "--model", "prompts_dir": "--prompts-dir",
+    "persona_ids": "--persona", "max_turns": "--turns", "responder": "--responder", "model": "--model",
+    "prompts_dir": "--prompts-dir",
     "scenarios_dir": "--scenarios-dir", "recorded_dir": "--recorded-dir", "run_id": "--run-id",
     "prompt_source": "--prompt-source", "prompt_labels": "--label", "langfuse_prompt_names": "--langfuse-prompt",
     "judge": "--judge", "judge_model": "--judge-model", "judge_samples": "--judge-samples",
@@ -116,6 +124,7 @@ class PreparedRun:
     sampling: SamplingState | None = None
     judge_warnings: list[str] = field(default_factory=list)  # also among notices; kept for the summary
     batch: BatchJudge | None = None  # the judge through the Batch API (--judge-batch)
+    simulator: Simulator | None = None  # plays the personas; None when the run has none
 
 
 @dataclass
@@ -132,7 +141,7 @@ def _scenario_set_hash(scenarios: Sequence[Scenario]) -> str:
 
 
 def _recordings_hash(directory: Path) -> str | None:
-    files = sorted(directory.glob("*.yaml")) if directory.is_dir() else []
+    files = [*sorted(directory.glob("*.yaml")), *recording_files(directory)] if directory.is_dir() else []
     return short_hash("".join(read_data_file(path) for path in files)) if files else None
 
 
@@ -152,6 +161,7 @@ def choose_responder(config: RunConfig, environ: Mapping[str, str]) -> tuple[Res
     if kind == "replay":
         try:
             responder = ReplayResponder.from_directory(config.recorded_dir)
+            responder.replies.update(persona_replies(load_persona_recordings(config.recorded_dir)))
         except ValueError as error:
             raise RunConfigError(str(error)) from None
         return responder, [REPLAY_NOTICE] if config.responder == "auto" else []
@@ -163,20 +173,49 @@ def choose_responder(config: RunConfig, environ: Mapping[str, str]) -> tuple[Res
     return OpenAIResponder.from_environment(environ, timeout_s=config.timeout_s, retry=retry, cache=cache), []
 
 
-def _select_scenarios(config: RunConfig,
-                      rubric_evaluator: HeuristicEvaluator) -> tuple[list[Scenario], list[Scenario]]:
-    """The whole scenario set and the scenarios the run is asked for."""
+def choose_simulator(config: RunConfig, responder: Responder, environ: Mapping[str, str]) -> Simulator:
+    """Who plays the personas: the recordings when the companion is replayed, else a live model
+    (PENPAL_SIMULATOR_* variables, falling back to OPENAI_*)."""
+    if responder.kind == "replay":
+        try:
+            return ReplaySimulator(load_persona_recordings(config.recorded_dir))
+        except ValueError as error:
+            raise RunConfigError(str(error)) from None
+    cache = ResponseCache(config.cache_dir) if config.use_cache else None
+    retry = RetryPolicy(max_attempts=config.max_attempts, base_delay_s=config.retry_base_delay_s)
+    return OpenAISimulator.from_environment(environ, timeout_s=config.timeout_s, retry=retry, cache=cache)
+
+
+def _select_scenarios(config: RunConfig, rubric_evaluator: HeuristicEvaluator
+                      ) -> tuple[list[Scenario], list[Scenario], dict[str, Persona]]:
+    """The whole scenario set (personas included), the scenarios the run is asked for, and the
+    personas among them by id."""
     scenario_set = load_scenarios(config.scenarios_dir, rubric_evaluator.rubric)
-    chosen = scenario_set.by_family(config.families)
+    persona_set = load_personas(personas_dir(config.scenarios_dir))
+    every = [*scenario_set.scenarios, *(persona_scenario(persona) for persona in persona_set.personas)]
+    families = set(config.families) if config.families else None
+    chosen = [scenario for scenario in every if families is None or scenario.family in families]
+    known = {scenario.id for scenario in every}
+    persona_ids = {persona.id for persona in persona_set.personas}
+    if config.max_turns is not None and config.max_turns < 1:
+        raise RunConfigError("--turns must be at least 1")
     if config.scenario_ids:
-        known = {scenario.id for scenario in scenario_set.scenarios}
         unknown = [sid for sid in config.scenario_ids if sid not in known]
         if unknown:
             raise RunConfigError(f"--scenario: unknown scenario id(s): {', '.join(unknown)}")
-        chosen = [scenario for scenario in chosen if scenario.id in set(config.scenario_ids)]
+    if config.persona_ids:
+        unknown = [pid for pid in config.persona_ids if pid not in persona_ids]
+        if unknown:
+            raise RunConfigError(f"--persona: unknown persona id(s): {', '.join(unknown)}; known: "
+                                 f"{', '.join(sorted(persona_ids)) or 'none'}")
+    if config.scenario_ids or config.persona_ids:
+        wanted = {*(config.scenario_ids or ()), *(config.persona_ids or ())}
+        chosen = [scenario for scenario in chosen if scenario.id in wanted]
     if not chosen:
         raise RunConfigError("no scenarios match the chosen families and ids")
-    return list(scenario_set.scenarios), chosen
+    personas = {persona.id: persona for persona in persona_set.personas
+                if any(scenario.id == persona.id for scenario in chosen)}
+    return every, chosen, personas
 
 
 def _load_run_prompts(config: RunConfig, environ: Mapping[str, str], existing: RunStore | None) -> list[PromptVersion]:
@@ -221,7 +260,9 @@ def _judge_manifest(config: JudgeConfig | None, judge: LLMJudge | None) -> dict 
 
 def _manifest(config: RunConfig, run_id: str, prompts: Sequence[PromptVersion], scenarios: Sequence[Scenario],
               responder: Responder, evaluator: HeuristicEvaluator, judge: LLMJudge | None = None,
-              every_scenario: Sequence[Scenario] = ()) -> dict:
+              every_scenario: Sequence[Scenario] = (), personas: Mapping[str, Persona] | None = None,
+              simulator: Simulator | None = None) -> dict:
+    personas = personas or {}
     scenario_files = sorted({path for path in config.scenarios_dir.glob("*.yaml")})
     return {
         "run_id": run_id,
@@ -235,6 +276,8 @@ def _manifest(config: RunConfig, run_id: str, prompts: Sequence[PromptVersion], 
             "baselines": {prompt.version: prompt.baseline for prompt in prompts},
             "families": sorted({scenario.family for scenario in scenarios}),
             "scenario_ids": [scenario.id for scenario in scenarios] if config.scenario_ids else None,
+            "persona_ids": config.persona_ids,
+            "max_turns": config.max_turns,
             "scenarios": len(scenarios),
             "responder": responder.kind,
             # Only the endpoint's scheme, host and path: never keys, userinfo or query strings.
@@ -251,6 +294,9 @@ def _manifest(config: RunConfig, run_id: str, prompts: Sequence[PromptVersion], 
             "scenarios_dir": manifest_path(config.scenarios_dir),
             "recorded_dir": manifest_path(config.recorded_dir) if responder.kind == "replay" else None,
             "judge": _judge_manifest(config.judge, judge),
+            # Who played the personas (never keys): "replay", or a live model and its endpoint.
+            "simulator": {"kind": simulator.kind, "model": simulator.model, "endpoint": simulator.endpoint}
+            if simulator is not None else None,
         },
         "hashes": {
             "rubric": evaluator.rubric.content_hash,
@@ -258,11 +304,14 @@ def _manifest(config: RunConfig, run_id: str, prompts: Sequence[PromptVersion], 
             "scenario_set": _scenario_set_hash(scenarios),
             "scenario_files": {path.name: short_hash(read_data_file(path)) for path in scenario_files},
             "recordings": _recordings_hash(config.recorded_dir) if responder.kind == "replay" else None,
+            "personas": short_hash(json.dumps([persona.model_dump(mode="json") for persona in personas.values()],
+                                              sort_keys=True)) if personas else None,
         },
         "sample_data": responder.kind == "replay",
         # The whole scenario set and the selection: what a release decision's coverage is measured against.
         COVERAGE_KEY: ScenarioSet.of_scenarios(every_scenario or scenarios, scenarios, families=config.families,
-                                               scenario_ids=config.scenario_ids).record(),
+                                               scenario_ids=[*(config.scenario_ids or ()),
+                                                             *(config.persona_ids or ())]).record(),
     }
 
 
@@ -342,6 +391,8 @@ def _config_for_resume(config: RunConfig, manifest: dict, directory: Path | None
         prompt_versions=saved.get("prompt_versions"),
         families=saved.get("families"),
         scenario_ids=saved.get("scenario_ids"),
+        persona_ids=saved.get("persona_ids"),
+        max_turns=saved.get("max_turns"),
         responder=saved.get("responder", config.responder),
         model=saved.get("model_override"),
         run_id=manifest.get("run_id"),
@@ -369,6 +420,12 @@ def _check_unchanged(manifest: dict, current: dict, directory: Path) -> None:
         changed.append("the scenarios")
     if before.get("recordings") != now["recordings"]:
         changed.append("the recorded replies")
+    if before.get("personas") != now.get("personas"):
+        changed.append("the personas")
+    simulator_before, simulator_now = manifest.get("config", {}).get("simulator"), current["config"]["simulator"]
+    if simulator_before and simulator_now and simulator_before != simulator_now:
+        changed.append(f"the simulator ({simulator_before.get('model')} at {simulator_before.get('endpoint')} then, "
+                       f"{simulator_now.get('model')} at {simulator_now.get('endpoint')} now)")
     judge_before, judge_now = manifest.get("config", {}).get("judge"), current["config"]["judge"]
     if judge_before and judge_now and judge_before.get("endpoint") != judge_now.get("endpoint"):
         changed.append(f"the judge endpoint ({judge_before.get('endpoint')} then, {judge_now.get('endpoint')} now)")
@@ -399,8 +456,10 @@ def prepare_run(config: RunConfig, evaluator: HeuristicEvaluator,
         config = _config_for_resume(config, existing.manifest, existing.directory)
     responder, notices = choose_responder(config, environ)
     prompts = _load_run_prompts(config, environ, existing)
-    every_scenario, scenarios = _select_scenarios(config, evaluator)
-    plan = RunPlan(prompts=prompts, scenarios=scenarios, model_override=config.model)
+    every_scenario, scenarios, personas = _select_scenarios(config, evaluator)
+    plan = RunPlan(prompts=prompts, scenarios=scenarios, model_override=config.model, personas=personas,
+                   max_turns=config.max_turns)
+    simulator = choose_simulator(config, responder, environ) if personas else None
     judge, sampling, judge_warnings = None, None, []
     if config.judge is not None:
         try:
@@ -413,8 +472,15 @@ def prepare_run(config: RunConfig, evaluator: HeuristicEvaluator,
             if warning:
                 judge_warnings.append(warning)
                 notices.append(warning)
+    if simulator is not None and simulator.kind == "openai":
+        warning = one_family_warning(simulator.model, [plan.model_for(prompt) for prompt in prompts],
+                                     judge.settings.model if judge is not None else None)
+        if warning:
+            judge_warnings.append(warning)
+            notices.append(warning)
     run_id = config.run_id or new_run_id()
-    manifest = _manifest(config, run_id, prompts, scenarios, responder, evaluator, judge, every_scenario)
+    manifest = _manifest(config, run_id, prompts, scenarios, responder, evaluator, judge, every_scenario,
+                         personas, simulator)
     if existing is not None:
         _check_unchanged(existing.manifest, manifest, existing.directory)
         store = existing
@@ -433,7 +499,7 @@ def prepare_run(config: RunConfig, evaluator: HeuristicEvaluator,
         except JudgeConfigError as error:
             raise RunConfigError(f"--judge-batch: {error}") from None
     return PreparedRun(config, plan, responder, store, resumed, notices, store.finished_ids() if resumed else set(),
-                       judge, sampling, judge_warnings, batch)
+                       judge, sampling, judge_warnings, batch, simulator)
 
 
 async def execute(
@@ -453,12 +519,17 @@ async def execute(
             stages = [BatchJudgeStage(batch, prepared.plan.scenarios, **options), *stages]
         else:
             stages = [JudgeStage(judge, prepared.plan.scenarios, **options), *stages]
+    if prepared.plan.personas:  # conversation metrics (and the conversation judge), after the per-turn judge
+        stages = [*stages, ConversationStage(prepared.plan.personas, evaluator.rubric, judge=judge)]
     runner = Runner(prepared.plan, prepared.responder, prepared.store, evaluator,
-                    concurrency=prepared.config.concurrency, stages=stages, sinks=sinks, on_case=on_case)
+                    concurrency=prepared.config.concurrency, stages=stages, sinks=sinks, on_case=on_case,
+                    simulator=prepared.simulator)
     try:
         outcome = await runner.run()
     finally:
         await prepared.responder.aclose()
+        if prepared.simulator is not None:
+            await prepared.simulator.aclose()
         if judge is not None:
             await judge.aclose()
         for sink in sinks:

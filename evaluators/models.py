@@ -270,8 +270,8 @@ class Scenario(_ScenarioModel):
         return self
 
     def expectations_for(self, turn_index: int) -> tuple[Expectation, ...]:
-        """Scenario-wide checks plus the ones for this turn."""
-        return self.expect + self.turns[turn_index].expect
+        """Scenario-wide checks plus the ones for this turn (a simulated turn past the script has none)."""
+        return self.expect + (self.turns[turn_index].expect if turn_index < len(self.turns) else ())
 
 
 # --- prompt versions ---------------------------------------------------------------------------
@@ -380,6 +380,11 @@ class CaseResult(BaseModel):
     judge: dict | None = None  # the judge's case summary (evaluators.judge.stage.case_summary)
     # Conversation-level metrics of a simulated conversation (evaluators.simulation), else None.
     conversation: dict | None = None
+    # How a simulated conversation was played (evaluators.simulation.play.SimulatedTurns.record):
+    # persona, simulator kind and model, stop_reason (goal_reached | persona_left |
+    # companion_ended | turn_limit), max_turns, and the simulator's own calls and tokens, counted
+    # apart from the companion's. None for a scripted scenario.
+    simulation: dict | None = None
     finished_at: str = ""
 
     @property

@@ -11,7 +11,7 @@ import asyncio
 import json
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -103,8 +103,16 @@ class OpenAIResponder:
         return {"temperature": request.prompt.temperature, "max_tokens": request.prompt.max_tokens}
 
     async def complete(self, request: ChatRequest) -> Completion:
-        parameters = self._parameters(request)
-        key = cache_key(self.endpoint, request.model, parameters, request.messages)
+        return await self.chat(request.model, request.messages, self._parameters(request))
+
+    async def chat(self, model: str, messages: list[dict], parameters: dict,
+                   check: Callable[[Completion], object] | None = None) -> Completion:
+        """One chat completion, from the cache or the API with retries.
+
+        `check` vets a fresh reply before it is cached (the simulator's parse of a simulated
+        user's message); raising MalformedResponse in it retries the call like a broken body.
+        """
+        key = cache_key(self.endpoint, model, parameters, messages)
         if self.cache is not None and (hit := self.cache.get(key)) is not None:
             return hit
 
@@ -112,16 +120,17 @@ class OpenAIResponder:
             started = time.perf_counter()
             try:
                 response = await asyncio.wait_for(
-                    self._client.chat.completions.create(
-                        model=request.model, messages=request.messages, **parameters
-                    ),
+                    self._client.chat.completions.create(model=model, messages=messages, **parameters),
                     timeout=self.timeout_s,
                 )
             except TimeoutError:
                 raise CallTimeout() from None
             except json.JSONDecodeError as error:  # the SDK passes a broken 200 body through as-is
                 raise MalformedResponse(f"body is not valid JSON ({error.msg})") from None
-            return _completion_from(response, request.model, time.perf_counter() - started)
+            completion = _completion_from(response, model, time.perf_counter() - started)
+            if check is not None:
+                check(completion)
+            return completion
 
         completion, attempts = await call_with_retries(attempt, self.retry)
         completion = completion.model_copy(update={"attempts": attempts})

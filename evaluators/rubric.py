@@ -34,6 +34,7 @@ OVERALL = "overall_quality"
 # The scenario families; the judge has guidance for each (models.FAMILIES is this tuple).
 SCENARIO_FAMILIES: tuple[str, ...] = (
     "basic", "emotional_support", "small_talk", "trust_building", "continuity", "demographics",
+    "personas",  # simulated conversations: scenarios/personas/, played by evaluators.simulation
 )
 ANCHOR_BANDS: tuple[str, ...] = ("excellent", "good", "adequate", "poor", "unacceptable")
 VERDICTS: tuple[str, ...] = ("poor", "acceptable", "good")  # the judge's three points, low to high

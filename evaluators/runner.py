@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from statistics import fmean
 from typing import Protocol
@@ -33,6 +33,9 @@ from evaluators.models import (
 )
 from evaluators.responder import ChatRequest, Responder, build_messages
 from evaluators.retry import CallFailed
+from evaluators.simulation.persona import Persona
+from evaluators.simulation.play import ScriptedTurns, SimulatedTurns
+from evaluators.simulation.simulator import Simulator
 from evaluators.store import RunStore, utc_now
 from evaluators.summary import SCORE_COLUMNS
 
@@ -54,17 +57,29 @@ ProgressCallback = Callable[[CaseResult], None]
 
 @dataclass(frozen=True)
 class RunPlan:
-    """What to run: prompt versions x scenarios, and an optional model override."""
+    """What to run: prompt versions x scenarios, and an optional model override.
+
+    A persona is among the scenarios as a `Scenario` of family "personas" (its opening as the
+    one scripted turn); `personas` maps its id to the persona, whose later turns are simulated,
+    up to `max_turns` (the run's --turns) or else the persona's own limit.
+    """
 
     prompts: Sequence[PromptVersion]
     scenarios: Sequence[Scenario]
     model_override: str | None = None
+    personas: Mapping[str, Persona] = field(default_factory=dict)
+    max_turns: int | None = None
 
     def cases(self) -> list[tuple[PromptVersion, Scenario]]:
         return [(prompt, scenario) for prompt in self.prompts for scenario in self.scenarios]
 
     def model_for(self, prompt: PromptVersion) -> str:
         return self.model_override or prompt.model
+
+    def turns_for(self, scenario: Scenario) -> int:
+        """How many exchanges the scenario plays at most."""
+        persona = self.personas.get(scenario.id)
+        return len(scenario.turns) if persona is None else self.max_turns or persona.max_turns
 
 
 @dataclass
@@ -74,8 +89,10 @@ class Transcript:
     prompt: PromptVersion
     scenario: Scenario
     model: str
+    users: list[str] = field(default_factory=list)  # the user messages answered, one per reply
     replies: list[Completion] = field(default_factory=list)
     error: str | None = None
+    simulation: dict | None = None  # a simulated conversation's record (SimulatedTurns.record)
 
 
 @dataclass
@@ -108,6 +125,7 @@ class Runner:
         stages: Sequence[CaseStage] = (),
         sinks: Sequence[CaseSink] = (),
         on_case: ProgressCallback | None = None,
+        simulator: Simulator | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -119,13 +137,14 @@ class Runner:
         self.stages = list(stages)
         self.sinks = list(sinks)
         self.on_case = on_case
+        self.simulator = simulator
         self._scoring_s = 0.0
 
     def pending(self) -> list[tuple[PromptVersion, Scenario]]:
         """Cases without a finished record, longest conversation first."""
         finished = self.store.finished_ids()
         todo = [(p, s) for p, s in self.plan.cases() if case_id(p.version, s.id) not in finished]
-        return sorted(todo, key=lambda item: -len(item[1].turns))
+        return sorted(todo, key=lambda item: -self.plan.turns_for(item[1]))
 
     async def run(self) -> RunOutcome:
         todo = self.pending()
@@ -150,12 +169,34 @@ class Runner:
         return RunOutcome(cases=cases, ran=len(todo), skipped=skipped, scoring_s=round(self._scoring_s, 4))
 
     # --- playing a conversation ------------------------------------------------------------------
+    def _user_turns(self, prompt: PromptVersion, scenario: Scenario) -> ScriptedTurns | SimulatedTurns:
+        """Where the user's messages come from: the script, or the simulator playing the persona."""
+        persona = self.plan.personas.get(scenario.id)
+        if persona is None:
+            return ScriptedTurns(scenario)
+        if self.simulator is None:
+            raise CallFailed("no simulator configured for the persona family", 0)
+        return SimulatedTurns(self.simulator, persona, prompt.version, self.plan.turns_for(scenario))
+
     async def _play(self, prompt: PromptVersion, scenario: Scenario) -> Transcript:
         model = self.plan.model_for(prompt)
         transcript = Transcript(prompt, scenario, model)
         messages = build_messages(prompt, scenario)
-        for index, turn in enumerate(scenario.turns):
-            messages.append({"role": "user", "content": turn.user})
+        try:
+            source = self._user_turns(prompt, scenario)
+        except CallFailed as error:
+            transcript.error = error.reason
+            return transcript
+        while True:
+            index = len(transcript.replies)
+            try:
+                user = await source.next_message(list(zip(transcript.users, (r.text for r in transcript.replies))))
+            except CallFailed as error:
+                transcript.error = f"turn {index + 1}: simulated user: {error.reason}"
+                break
+            if user is None:
+                break
+            messages.append({"role": "user", "content": user})
             request = ChatRequest(prompt=prompt, messages=list(messages), scenario_id=scenario.id,
                                   turn_index=index, model=model)
             try:
@@ -163,8 +204,10 @@ class Runner:
             except CallFailed as error:
                 transcript.error = f"turn {index + 1}: {error.reason}"
                 break
+            transcript.users.append(user)
             transcript.replies.append(completion)
             messages.append({"role": "assistant", "content": completion.text})
+        transcript.simulation = source.record()
         return transcript
 
     # --- scoring and storing ------------------------------------------------------------------------
@@ -234,7 +277,7 @@ class Runner:
         for number, transcript in enumerate(transcripts):
             history = user_context(transcript.scenario)
             for index, completion in enumerate(transcript.replies):
-                user = transcript.scenario.turns[index].user
+                user = transcript.users[index]
                 reply_cases.append(ReplyCase(id=f"{number}:{index}", history=list(history),
                                              user_message=user, response=completion.text))
                 history.append(user)
@@ -252,7 +295,7 @@ class Runner:
                                                                completion.text, self.evaluator.rubric,
                                                                heuristics.flags)
                 turns.append(TurnResult(
-                    index=index, user=transcript.scenario.turns[index].user, reply=completion.text,
+                    index=index, user=transcript.users[index], reply=completion.text,
                     model=completion.model, usage=completion.usage, latency_s=completion.latency_s,
                     cached=completion.cached, attempts=completion.attempts,
                     heuristics=None if unscored else heuristics.to_record(), expectations=expectations,
@@ -262,7 +305,7 @@ class Runner:
 
     def _case(self, transcript: Transcript, turns: list[TurnResult]) -> CaseResult:
         scenario, prompt = transcript.scenario, transcript.prompt
-        ok = transcript.error is None and len(turns) == len(scenario.turns)
+        ok = transcript.error is None and 0 < len(turns) == len(transcript.users)
         flags = sorted({flag["name"] for turn in turns for flag in (turn.heuristics or {}).get("flags", [])})
         # A flag on any turn caps the case too: a mean over clean turns must not dilute it.
         scores = self.evaluator.rubric.cap_scores(
@@ -286,5 +329,6 @@ class Runner:
             scores=scores,
             flags=flags,
             expectations_passed=all(e.passed for turn in turns for e in turn.expectations) if ok else None,
+            simulation=transcript.simulation,
             finished_at=utc_now(),
         )

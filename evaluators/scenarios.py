@@ -20,6 +20,9 @@ from evaluators.problems import did_you_mean, validation_problems
 from evaluators.rubric import Rubric, default_rubric
 from evaluators.yaml_io import describe_yaml_error, parse_yaml
 
+PERSONAS_FAMILY = "personas"  # played by a simulator (evaluators.simulation), never scripted
+PERSONAS_SUBDIR = "personas"
+
 DEFAULT_SCENARIOS_DIR = PROJECT_ROOT / "scenarios"
 
 
@@ -120,8 +123,11 @@ def _parse_file(text: str, source: str, rubric: Rubric) -> tuple[list[Scenario],
     for key in sorted(set(map(str, data)) - set(_TOP_LEVEL_KEYS)):
         problems.append(f"{source}: {key}: unknown top-level key{did_you_mean(key, _TOP_LEVEL_KEYS)}")
     family = data.get("family")
-    family_known = family in FAMILIES
-    if not family_known:
+    family_known = family in FAMILIES and family != PERSONAS_FAMILY
+    if family == PERSONAS_FAMILY:
+        problems.append(f"{source}: family: personas are not scripted scenarios; they live in "
+                        f"scenarios/{PERSONAS_SUBDIR}/, one persona per file")
+    elif not family_known:
         problems.append(f"{source}: family: {family!r} is not a known family ({', '.join(FAMILIES)})")
     raw_scenarios = data.get("scenarios")
     if not isinstance(raw_scenarios, list) or not raw_scenarios:

@@ -16,7 +16,7 @@ import pandas as pd
 
 from evaluators.judge.reliability import verbosity_bias
 from evaluators.judge.result import is_usable
-from evaluators.models import CaseResult
+from evaluators.models import CaseResult, Usage
 from evaluators.pricing import Price, price_for
 from evaluators.rubric import METRIC_NAMES, OVERALL, VERDICTS, Rubric
 
@@ -124,6 +124,27 @@ def _cost(cases: Sequence[CaseResult], prices: Mapping[str, Price] | None) -> fl
     return round(total, 6)
 
 
+def simulator_usage(cases: Sequence[CaseResult], prices: Mapping[str, Price] | None) -> dict:
+    """The simulated users' own calls, tokens and cost, kept apart from the companion's: they
+    are the price of the persona family, not of the prompt version under test."""
+    records = [case.simulation for case in cases if case.simulation]
+    cost: float | None = 0.0
+    for record in records:
+        usage = Usage(prompt_tokens=record.get("prompt_tokens", 0),
+                      completion_tokens=record.get("completion_tokens", 0))
+        if usage.total_tokens == 0:
+            continue
+        price = price_for(str(record.get("model", "")), prices)
+        cost = None if price is None or cost is None else cost + price.cost(usage)
+    return {
+        "calls": sum(record.get("calls", 0) for record in records),
+        "cached_calls": sum(record.get("cached_calls", 0) for record in records),
+        "prompt_tokens": sum(record.get("prompt_tokens", 0) for record in records),
+        "completion_tokens": sum(record.get("completion_tokens", 0) for record in records),
+        "cost_usd": None if cost is None else round(cost, 6),
+    }
+
+
 def version_summaries(
     cases: Iterable[CaseResult], versions: Sequence[str] | None = None,
     prices: Mapping[str, Price] | None = None,
@@ -154,6 +175,7 @@ def version_summaries(
             "cost_usd": _cost(mine, prices),
             "mean_latency_s": _mean(turn.latency_s for turn in fresh_turns),
             "judge": judge_aggregates(mine),
+            "simulator": simulator_usage(mine, prices),
         }
     return summaries
 

@@ -17,6 +17,7 @@ from evaluators.cli_run import run_with_config
 from evaluators.evaluation import RunConfig
 from evaluators.rubric import DEFAULT_RUBRIC_PATH
 from evaluators.scenarios import load_scenarios
+from evaluators.simulation.personas import load_personas, persona_scenario
 from evaluators.store import RunStore
 from tests.release_factory import make_case, scores, version_cases, write_run
 
@@ -217,7 +218,7 @@ def test_a_filtered_run_is_incomplete_and_never_deploys(filtered_run):
     assert "the run was filtered with -f emotional_support -f trust_building" in out
     assert "Run every scenario (no --family or --scenario) to decide a deploy" in out
     coverage = json.loads(invoke("decide", str(filtered_run), "--json").stdout)[1]["coverage"]
-    every = load_scenarios().scenarios
+    every = [*load_scenarios().scenarios, *map(persona_scenario, load_personas().personas)]  # the whole set
     assert coverage["not_run"] == 0 and 0 < coverage["scored"] < coverage["scenarios"] == len(every)
     assert coverage["safety"] == sum(scenario.safety for scenario in every) > coverage["safety_scored"] > 0
     assert coverage["filtered_out"] == len(every) - coverage["scored"]

@@ -52,6 +52,25 @@ def same_family_warning(judge_model: str, companion_models: Iterable[str]) -> st
             "family for release decisions (--judge-model, PENPAL_JUDGE_MODEL)")
 
 
+def one_family_warning(simulator_model: str, companion_models: Iterable[str], judge_model: str | None) -> str | None:
+    """A warning when the simulated user, the companion and the judge are all one model family.
+
+    A simulator that shares the companion's family writes the messages that family answers
+    most easily, and a judge of that family then grades its own family's conversation: the
+    scores measure the family talking to itself. Without a judge, the simulator and the
+    companion sharing a family is the whole of the problem.
+    """
+    family = model_family(simulator_model)
+    companions = sorted({model for model in companion_models if family and model_family(model) == family})
+    if not companions or (judge_model is not None and model_family(judge_model) != family):
+        return None
+    roles = f"the simulator ({simulator_model}), the companion ({', '.join(companions)})"
+    roles += f" and the judge ({judge_model})" if judge_model is not None else ""
+    return (f"{roles} are all of one model family ({family}): the persona conversations then measure that family "
+            "talking to itself; play the personas with another family (PENPAL_SIMULATOR_MODEL, "
+            "PENPAL_SIMULATOR_BASE_URL)")
+
+
 def verbosity_bias(scores: Sequence[float], word_counts: Sequence[int]) -> float | None:
     """Spearman correlation of judge score with reply length; None when it is undefined."""
     return spearman(list(scores), [float(count) for count in word_counts])
