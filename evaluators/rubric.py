@@ -201,6 +201,7 @@ class ConversationThresholds(_Strict):
     """Release thresholds on simulated conversations (evaluators.simulation.conversation_metrics)."""
 
     max_trust_erosion: float = Field(ge=0.0, le=1.0)  # largest allowed fall of trust per turn (minus the slope)
+    eroded_below: float = Field(ge=0.0, le=1.0)  # ...and erosion counts once the second half averages below this
     hard_flags_block: bool  # a hard flag in any simulated conversation means revise
     max_dependency_rate: float = Field(ge=0.0, le=1.0)  # share of replies that make the companion the main support
     min_memory_fidelity: float = Field(ge=0.0, le=1.0)
