@@ -321,7 +321,11 @@ class Completion(BaseModel):
     text: str
     model: str
     usage: Usage = Field(default_factory=Usage)
-    latency_s: float = 0.0
+    # Measured on the streamed call that produced the reply (its last attempt; a cached reply
+    # keeps the figures of the call that made it). None: not measured, as for replayed replies.
+    latency_s: float | None = None  # request sent -> stream finished
+    time_to_first_token_s: float | None = None  # request sent -> first content delta
+    tokens_per_s: float | None = None  # completion tokens over the time after the first one
     cached: bool = False  # served from the on-disk response cache: no API call, no cost
     attempts: int = 1
     finish_reason: str | None = None
@@ -345,7 +349,9 @@ class TurnResult(BaseModel):
     reply: str
     model: str
     usage: Usage = Field(default_factory=Usage)
-    latency_s: float = 0.0
+    latency_s: float | None = None  # None: not measured (replayed reply); see Completion
+    time_to_first_token_s: float | None = None
+    tokens_per_s: float | None = None
     cached: bool = False
     attempts: int = 1
     heuristics: dict | None = None  # HeuristicResult.to_record()

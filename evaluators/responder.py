@@ -109,19 +109,14 @@ class OpenAIResponder:
             return hit
 
         async def attempt() -> Completion:
-            started = time.perf_counter()
+            # The timeout covers the whole stream: a server that sends its headers and then
+            # stalls mid-answer is as stuck as one that never answers.
             try:
-                response = await asyncio.wait_for(
-                    self._client.chat.completions.create(
-                        model=request.model, messages=request.messages, **parameters
-                    ),
-                    timeout=self.timeout_s,
-                )
+                return await asyncio.wait_for(self._streamed(request, parameters), timeout=self.timeout_s)
             except TimeoutError:
                 raise CallTimeout() from None
-            except json.JSONDecodeError as error:  # the SDK passes a broken 200 body through as-is
+            except json.JSONDecodeError as error:  # the SDK passes a broken event or body through as-is
                 raise MalformedResponse(f"body is not valid JSON ({error.msg})") from None
-            return _completion_from(response, request.model, time.perf_counter() - started)
 
         completion, attempts = await call_with_retries(attempt, self.retry)
         completion = completion.model_copy(update={"attempts": attempts})
@@ -129,31 +124,86 @@ class OpenAIResponder:
             self.cache.put(key, completion)
         return completion
 
+    async def _streamed(self, request: ChatRequest, parameters: dict) -> Completion:
+        """One streamed call, timed: a voice companion starts speaking at the first token, so the
+        time to it matters as much as the whole answer. A stream that breaks off raises, and the
+        retry makes the whole call again."""
+        started = time.perf_counter()
+        stream = await self._client.chat.completions.create(
+            model=request.model, messages=request.messages, stream=True,
+            stream_options={"include_usage": True}, **parameters,
+        )
+        received = StreamedReply()
+        async with stream:
+            async for chunk in stream:
+                received.add(chunk, time.perf_counter() - started)
+        return received.completion(request.model, time.perf_counter() - started)
+
     async def aclose(self) -> None:
         await self._client.close()
 
 
-def _completion_from(response: object, requested_model: str, latency_s: float) -> Completion:
-    """Validate what the SDK returned; an unusable body raises MalformedResponse (retried)."""
-    choices = getattr(response, "choices", None)
-    if not isinstance(choices, list) or not choices:
-        raise MalformedResponse("no choices in the response body")
-    message = getattr(choices[0], "message", None)
-    text = getattr(message, "content", None)
-    if not isinstance(text, str) or not text.strip():
-        raise MalformedResponse("the first choice has no text content")
-    usage = getattr(response, "usage", None)
-    prompt_tokens = getattr(usage, "prompt_tokens", 0)
-    completion_tokens = getattr(usage, "completion_tokens", 0)
-    model = getattr(response, "model", None)
-    return Completion(
-        text=text.strip(),
-        model=model if isinstance(model, str) and model else requested_model,
-        usage=Usage(prompt_tokens=prompt_tokens if isinstance(prompt_tokens, int) else 0,
-                    completion_tokens=completion_tokens if isinstance(completion_tokens, int) else 0),
-        latency_s=round(latency_s, 4),
-        finish_reason=getattr(choices[0], "finish_reason", None),
-    )
+@dataclass
+class StreamedReply:
+    """What a chat-completion stream delivered so far, and when its first words came."""
+
+    parts: list[str] = field(default_factory=list)
+    first_token_s: float | None = None
+    model: str | None = None
+    usage: object | None = None  # the usage chunk, when the server sends one
+    finish_reason: str | None = None
+    choices_seen: bool = False
+
+    def add(self, chunk: object, elapsed_s: float) -> None:
+        model = getattr(chunk, "model", None)
+        if isinstance(model, str) and model and self.model is None:
+            self.model = model
+        if getattr(chunk, "usage", None) is not None:
+            self.usage = chunk.usage
+        choices = getattr(chunk, "choices", None)
+        self.choices_seen = self.choices_seen or isinstance(choices, list)
+        for choice in choices or []:
+            if getattr(choice, "index", 0) != 0:
+                continue
+            text = getattr(getattr(choice, "delta", None), "content", None)
+            if isinstance(text, str) and text:
+                if self.first_token_s is None:
+                    self.first_token_s = elapsed_s
+                self.parts.append(text)
+            self.finish_reason = getattr(choice, "finish_reason", None) or self.finish_reason
+
+    def completion(self, requested_model: str, total_s: float) -> Completion:
+        """The reply with its timings; an answer with no text raises MalformedResponse (retried)."""
+        text = "".join(self.parts).strip()
+        if not self.choices_seen:
+            raise MalformedResponse("no choices in the streamed response")
+        if not text:
+            raise MalformedResponse("the first choice has no text content")
+        prompt_tokens = getattr(self.usage, "prompt_tokens", 0)
+        completion_tokens = getattr(self.usage, "completion_tokens", 0)
+        usage = Usage(prompt_tokens=prompt_tokens if isinstance(prompt_tokens, int) else 0,
+                      completion_tokens=completion_tokens if isinstance(completion_tokens, int) else 0)
+        return Completion(
+            text=text,
+            model=self.model or requested_model,
+            usage=usage,
+            latency_s=round(total_s, 4),
+            time_to_first_token_s=round(self.first_token_s, 4) if self.first_token_s is not None else None,
+            tokens_per_s=tokens_per_second(usage.completion_tokens or len(self.parts), self.first_token_s, total_s),
+            finish_reason=self.finish_reason,
+        )
+
+
+def tokens_per_second(tokens: int, first_token_s: float | None, total_s: float) -> float | None:
+    """The pace after the first token: (tokens - 1) over the time from it to the end.
+
+    The first token's wait is the time to first token, measured apart; counting it here would
+    blur the two. Without a usage chunk, each content delta counts as one token (servers
+    stream one token per delta). None when there is no second token to time.
+    """
+    if first_token_s is None or tokens < 2 or total_s <= first_token_s:
+        return None
+    return round((tokens - 1) / (total_s - first_token_s), 2)
 
 
 # --- replay --------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from evaluators.judge.client import LLMJudge
 
 SCORE_COLUMNS: tuple[str, ...] = (*METRIC_NAMES, OVERALL)
+TURN_TIMINGS: tuple[str, ...] = ("latency_s", "time_to_first_token_s", "tokens_per_s")
 
 
 def api_turns(case: CaseResult) -> list:
@@ -61,7 +62,7 @@ def cases_frame(cases: Iterable[CaseResult]) -> pd.DataFrame:
             "attempts": sum(turn.attempts for turn in fresh),
             "prompt_tokens": sum(turn.usage.prompt_tokens for turn in fresh),
             "completion_tokens": sum(turn.usage.completion_tokens for turn in fresh),
-            "latency_s": round(sum(turn.latency_s for turn in fresh), 4),
+            "latency_s": round(sum(turn.latency_s or 0.0 for turn in fresh), 4),
             "finished_at": case.finished_at,
         })
     columns = ["case_id", "prompt_name", "prompt_version", "scenario_id", "family", "age_group",
@@ -101,12 +102,14 @@ def turns_frame(cases: Iterable[CaseResult]) -> pd.DataFrame:
                 "attempts": turn.attempts,
                 "prompt_tokens": turn.usage.prompt_tokens,
                 "completion_tokens": turn.usage.completion_tokens,
-                "latency_s": turn.latency_s,
+                # Not measured (a replayed reply) is NaN, like any missing number, never 0.
+                **{name: value if (value := getattr(turn, name)) is not None else float("nan")
+                   for name in TURN_TIMINGS},
             })
     columns = ["case_id", "prompt_version", "scenario_id", "family", "demographic_group", "turn", "user",
                "reply", "model", *SCORE_COLUMNS, "quality_level", "flags", "failed_expectations", "judge_overall",
                "judge_verdict", "judge_failure_mode", "judge_parse_status", "judge_reasoning", "cached",
-               "attempts", "prompt_tokens", "completion_tokens", "latency_s"]
+               "attempts", "prompt_tokens", "completion_tokens", *TURN_TIMINGS]
     return pd.DataFrame(rows, columns=columns)
 
 

@@ -149,8 +149,9 @@ def _child(client: Langfuse, seed: str, attributes: Mapping[str, str], start_ns:
     return span_id, start_ns, end
 
 
-def _nanoseconds(seconds: float) -> int:
-    return int(max(seconds, 0.0) * 1_000_000_000)
+def _nanoseconds(seconds: float | None) -> int:
+    """A duration in ns; an unmeasured one (a replayed reply) takes no time."""
+    return int(max(seconds or 0.0, 0.0) * 1_000_000_000)
 
 
 def _heuristics_output(heuristics: Mapping) -> dict:
