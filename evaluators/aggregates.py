@@ -16,6 +16,7 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 
 from evaluators.hard_criteria import case_hard_criteria, case_passes_hard_criteria
+from evaluators.latency import version_latency
 from evaluators.models import CaseResult, FairnessGap, GroupMeans, VersionAggregate
 from evaluators.rubric import OVERALL, Rubric
 from evaluators.summary import SCORE_COLUMNS, judge_aggregates
@@ -168,6 +169,7 @@ def version_aggregate(version: str, cases: Sequence[CaseResult], rubric: Rubric)
         by_demographic_group=group_means(mine, lambda case: case.demographic_group, rubric),
         fairness_group_by=fairness_key,
         fairness=fairness_gaps(by_fairness_group, rubric),
+        latency=version_latency(mine, rubric.voice),
     )
 
 

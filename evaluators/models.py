@@ -448,6 +448,34 @@ class FairnessGap(BaseModel):
     flagged: bool
 
 
+class Percentiles(BaseModel):
+    """The median and the 95th percentile of a per-turn figure, over `count` turns."""
+
+    p50: float
+    p95: float
+    count: int
+
+
+class VersionLatency(BaseModel):
+    """How long a version keeps its user waiting and listening (evaluators.latency).
+
+    The timings are None when no turn was timed (replayed replies): not measured, not zero.
+    """
+
+    turns: int  # replies of scored cases
+    timed_turns: int  # of those, produced by a live, timed call
+    cached_turns: int  # of the timed ones, served from the response cache (timed when first made)
+    replayed_turns: int = 0  # recorded replies: never timed
+    time_to_first_token_s: Percentiles | None = None
+    total_s: Percentiles | None = None
+    tokens_per_s: Percentiles | None = None
+    speaking_s: Percentiles | None = None  # estimated from the words: every reply has one
+
+    @property
+    def measured(self) -> bool:
+        return self.time_to_first_token_s is not None
+
+
 class VersionAggregate(BaseModel):
     """Everything a release decision reads about one prompt version, over its scored cases.
 
@@ -478,6 +506,7 @@ class VersionAggregate(BaseModel):
     by_demographic_group: list[GroupMeans] = Field(default_factory=list)
     fairness_group_by: str = "age_group"
     fairness: list[FairnessGap] = Field(default_factory=list)
+    latency: VersionLatency | None = None
 
     @property
     def average(self) -> float | None:

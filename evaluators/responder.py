@@ -12,10 +12,12 @@ import json
 import os
 import time
 from collections.abc import Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+import httpx
 import openai
 import yaml
 
@@ -90,8 +92,12 @@ class OpenAIResponder:
         self.cache = cache
         # Local OpenAI-compatible servers accept any key; the SDK insists on one being set.
         self._client = openai.AsyncOpenAI(
-            api_key=api_key or "not-needed", base_url=base_url, timeout=timeout_s, max_retries=0
+            api_key=api_key or "not-needed", base_url=base_url, timeout=timeout_s, max_retries=0,
+            http_client=openai.DefaultAsyncHttpxClient(event_hooks={"request": [_mark_request_sent]}),
         )
+        # The SDK imports its chat resource on first use, ~0.1 s that would land in the first
+        # turn's time to first token; import it now, before anything is timed.
+        _ = self._client.chat.completions
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None, **options) -> OpenAIResponder:
@@ -128,11 +134,17 @@ class OpenAIResponder:
         """One streamed call, timed: a voice companion starts speaking at the first token, so the
         time to it matters as much as the whole answer. A stream that breaks off raises, and the
         retry makes the whole call again."""
+        sent: list[float] = []
+        marker = _REQUEST_SENT.set(sent)
         started = time.perf_counter()
-        stream = await self._client.chat.completions.create(
-            model=request.model, messages=request.messages, stream=True,
-            stream_options={"include_usage": True}, **parameters,
-        )
+        try:
+            stream = await self._client.chat.completions.create(
+                model=request.model, messages=request.messages, stream=True,
+                stream_options={"include_usage": True}, **parameters,
+            )
+        finally:
+            _REQUEST_SENT.reset(marker)
+        started = sent[0] if sent else started  # the clock starts when the request leaves the SDK
         received = StreamedReply()
         async with stream:
             async for chunk in stream:
@@ -141,6 +153,18 @@ class OpenAIResponder:
 
     async def aclose(self) -> None:
         await self._client.close()
+
+
+# Set around one call: the HTTP client's request hook appends the moment the request goes to
+# the transport. Timing from there leaves out the SDK's own preparation of the request (a
+# one-off import or platform probe on a process's first call), which no user waits for.
+_REQUEST_SENT: ContextVar[list[float] | None] = ContextVar("penpal_request_sent", default=None)
+
+
+async def _mark_request_sent(_request: httpx.Request) -> None:
+    sent = _REQUEST_SENT.get()
+    if sent is not None:
+        sent.append(time.perf_counter())
 
 
 @dataclass

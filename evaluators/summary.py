@@ -16,9 +16,10 @@ import pandas as pd
 
 from evaluators.judge.reliability import verbosity_bias
 from evaluators.judge.result import is_usable
+from evaluators.latency import version_latency
 from evaluators.models import CaseResult
 from evaluators.pricing import Price, price_for
-from evaluators.rubric import METRIC_NAMES, OVERALL, VERDICTS, Rubric
+from evaluators.rubric import METRIC_NAMES, OVERALL, VERDICTS, Rubric, VoiceRules
 
 if TYPE_CHECKING:
     from evaluators.judge.client import LLMJudge
@@ -129,9 +130,10 @@ def _cost(cases: Sequence[CaseResult], prices: Mapping[str, Price] | None) -> fl
 
 def version_summaries(
     cases: Iterable[CaseResult], versions: Sequence[str] | None = None,
-    prices: Mapping[str, Price] | None = None,
+    prices: Mapping[str, Price] | None = None, voice: VoiceRules | None = None,
 ) -> dict[str, dict]:
-    """Per prompt version: counts, metric means over scored cases, expectations, usage, cost."""
+    """Per prompt version: counts, metric means over scored cases, expectations, usage, cost, and
+    (given the rubric's voice rules) latency and speaking time (evaluators.latency)."""
     cases = list(cases)
     order = list(versions) if versions is not None else list(dict.fromkeys(c.prompt_version for c in cases))
     summaries: dict[str, dict] = {}
@@ -157,6 +159,7 @@ def version_summaries(
             "cost_usd": _cost(mine, prices),
             "mean_latency_s": _mean(turn.latency_s for turn in fresh_turns),
             "judge": judge_aggregates(mine),
+            "latency": version_latency(mine, voice).model_dump() if voice is not None else None,
         }
     return summaries
 
