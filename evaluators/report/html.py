@@ -7,8 +7,9 @@ scenario and version names) is escaped, because a reply may well contain `<scrip
 What it shows, top to bottom: a scorecard per version with its decision and the rules that
 decided it; the metric means against the thresholds; a family × metric heatmap per version;
 the differences against each baseline with their bootstrap intervals; fairness across groups;
-hard criteria; the worst cases with their evidence and the judge's reasoning; every rule
-checked; and the thresholds in force.
+hard criteria; latency and speaking time against the voice budget (report/latency_panel.py);
+the worst cases with their evidence and the judge's reasoning; every rule checked; and the
+thresholds in force.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from evaluators.cli_common import SHORT_NAMES
 from evaluators.console import plural
 from evaluators.models import CaseResult, Comparison, Decision, ReleaseReport, VersionAggregate
 from evaluators.release import COUNT_RULES, OUTCOME_TITLES
+from evaluators.report.latency_panel import latency_section
 from evaluators.report.svg import Interval, Threshold, bar_chart, heatmap, interval_chart
 from evaluators.report.worst import WorstCase, worst_cases
 from evaluators.rubric import OVERALL, Rubric
@@ -406,6 +408,8 @@ def _thresholds(rubric: Rubric) -> str:
         ("bootstrap", f"{d.bootstrap.resamples} resamples, {d.bootstrap.confidence:.0%} interval, seed "
                       f"{d.bootstrap.seed}, at least {d.bootstrap.min_pairs} pairs"),
         ("fairness", f"gap > {d.fairness.max_gap:g} across {d.fairness.group_by} (groups of {d.fairness.min_cases}+)"),
+        ("voice budget", f"p95 time to first token ≤ {rubric.voice.budget.p95_time_to_first_token_s:g} s (when "
+                         f"measured), p95 speaking time ≤ {rubric.voice.budget.p95_speaking_time_s:g} s, to deploy"),
     ]
     body = "".join(f"<tr><th>{_e(name)}</th><td>{_e(text)}</td></tr>" for name, text in rows)
     return (f"<footer><h2>Thresholds in force</h2><table><tbody>{body}</tbody></table>"
@@ -425,6 +429,7 @@ def render_html(report: ReleaseReport, cases: Sequence[CaseResult], rubric: Rubr
         _deltas(report, palette),
         _fairness(report, rubric),
         _hard_criteria(report),
+        latency_section(report, rubric),
         _worst(report, cases, rubric, palette, worst),
         _rules(report),
         _thresholds(rubric),
