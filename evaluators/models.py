@@ -325,7 +325,7 @@ class Completion(BaseModel):
     # keeps the figures of the call that made it). None: not measured, as for replayed replies.
     latency_s: float | None = None  # request sent -> stream finished
     time_to_first_token_s: float | None = None  # request sent -> first content delta
-    tokens_per_s: float | None = None  # completion tokens over the time after the first one
+    tokens_per_s: float | None = None  # tokens after the first over the time after the first
     cached: bool = False  # served from the on-disk response cache: no API call, no cost
     attempts: int = 1
     finish_reason: str | None = None

@@ -90,6 +90,8 @@ class OpenAIResponder:
         self.timeout_s = timeout_s
         self.retry = retry or RetryPolicy()
         self.cache = cache
+        # Asked for so streamed calls still report usage; dropped for a server that refuses it.
+        self.stream_options: dict | None = {"include_usage": True}
         # Local OpenAI-compatible servers accept any key; the SDK insists on one being set.
         self._client = openai.AsyncOpenAI(
             api_key=api_key or "not-needed", base_url=base_url, timeout=timeout_s, max_retries=0,
@@ -136,20 +138,31 @@ class OpenAIResponder:
         retry makes the whole call again."""
         sent: list[float] = []
         marker = _REQUEST_SENT.set(sent)
-        started = time.perf_counter()
+        called = time.perf_counter()
         try:
-            stream = await self._client.chat.completions.create(
-                model=request.model, messages=request.messages, stream=True,
-                stream_options={"include_usage": True}, **parameters,
-            )
+            try:
+                stream = await self._create(request, parameters)
+            except openai.BadRequestError as error:
+                if self.stream_options is None or "stream_options" not in str(error):
+                    raise
+                # A server that refuses the field (an older API version, a strict proxy): stream
+                # without it, for this call and every later one; usage is then not counted.
+                self.stream_options = None
+                stream = await self._create(request, parameters)
         finally:
             _REQUEST_SENT.reset(marker)
-        started = sent[0] if sent else started  # the clock starts when the request leaves the SDK
+        started = sent[-1] if sent else called  # when the (last) request left the SDK
         received = StreamedReply()
         async with stream:
             async for chunk in stream:
                 received.add(chunk, time.perf_counter() - started)
         return received.completion(request.model, time.perf_counter() - started)
+
+    async def _create(self, request: ChatRequest, parameters: dict):  # -> openai.AsyncStream
+        options = {"stream_options": self.stream_options} if self.stream_options is not None else {}
+        return await self._client.chat.completions.create(
+            model=request.model, messages=request.messages, stream=True, **options, **parameters,
+        )
 
     async def aclose(self) -> None:
         await self._client.close()

@@ -86,6 +86,16 @@ def test_a_streamed_reply_is_timed_from_the_request_to_its_first_word_and_its_en
     assert 0 < completion.tokens_per_s <= 50
 
 
+def test_a_server_that_refuses_stream_options_is_streamed_without_them(openai_server):
+    server = openai_server(refused_fields=frozenset({"stream_options"}))
+    responder = OpenAIResponder(base_url=server.base_url, retry=FAST_RETRY)
+    first, second = complete(responder, request("Hello"), request("Again"))
+    assert first.text.startswith("Reply 1") and second.text.startswith("Reply 1")
+    assert first.attempts == second.attempts == 1  # the refusal is not a failed attempt
+    assert ["stream_options" in call.body for call in server.calls] == [True, False, False]
+    assert first.time_to_first_token_s is not None
+
+
 def test_a_server_that_sends_no_usage_chunk_still_gives_the_reply_and_its_pace(openai_server):
     server = openai_server(stream_usage=False, token_interval_s=0.01)
     (completion,) = complete(OpenAIResponder(base_url=server.base_url, retry=FAST_RETRY), request("Hello there"))

@@ -123,6 +123,9 @@ class OpenAICompatServer:
     # validation message like llama-cpp-python's server.
     refused_formats: frozenset[str] = frozenset()
     refusal_status: int = 400
+    # Request fields this server refuses with 400, as OpenAI does with an unrecognized argument
+    # (e.g. "stream_options" on an older API version).
+    refused_fields: frozenset[str] = frozenset()
     batch_polls: int = 2  # retrievals a batch stays in progress before it finishes
     batch_fates: BatchFate = field(default=lambda request: "ok")
     # Streamed answers: the wait before the first word, the wait between words, and whether a
@@ -392,6 +395,10 @@ def _stream_events(server: OpenAICompatServer, response: dict, *, include_usage:
 
 def _completion(server: OpenAICompatServer, body: dict, call: Call | None = None) -> tuple[int, dict]:
     """The answer to one chat request, live or inside a batch: a refusal or a completion."""
+    refused = sorted(name for name in server.refused_fields if name in body)
+    if refused:
+        return 400, {"error": {"message": f"Unrecognized request argument supplied: {refused[0]}",
+                               "type": "invalid_request_error", "code": None}}
     requested_format = (body.get("response_format") or {}).get("type")
     if requested_format in server.refused_formats:
         message = (f"1 validation error: body.response_format.type: Input should be 'text' or "
