@@ -45,8 +45,12 @@ def first_token_rule(latency: VersionLatency | None, rubric: Rubric) -> RuleOutc
     budget = rubric.voice.budget.p95_time_to_first_token_s
     spread = latency.time_to_first_token_s if latency is not None else None
     if spread is None:
-        why = (NOT_MEASURED if latency is None or latency.replayed_turns
-               else "no time to first token recorded (replies made before the responder streamed)")
+        if latency is None:
+            why = "no latency figures for this version"
+        elif latency.replayed_turns:
+            why = NOT_MEASURED
+        else:
+            why = "no time to first token recorded (replies made before the responder streamed)"
         return RuleOutcome(name=VOICE_FIRST_TOKEN, role="flag", passed=False, observed=None, threshold=budget,
                            message=f"{why[0].upper()}{why[1:]}: the p95 budget of {budget:g} s was not checked.")
     counted = f"{spread.count} timed turns" + (f", {latency.cached_turns} of them timed when first made and now "

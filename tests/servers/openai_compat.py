@@ -377,10 +377,10 @@ def _stream_events(server: OpenAICompatServer, response: dict, *, include_usage:
     choice = response["choices"][0]
     words = re.findall(r"\S+\s*", choice["message"]["content"])
 
-    def chunk(delta: dict, finish_reason: str | None = None, **extra: object) -> str:
+    def chunk(delta: dict, finish_reason: str | None = None) -> str:
         return json.dumps({"id": response["id"], "object": "chat.completion.chunk", "created": response["created"],
                            "model": response["model"],
-                           "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}], **extra})
+                           "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]})
 
     events = [(chunk({"role": "assistant", "content": ""}), 0.0)]
     events += [(chunk({"content": word}), server.first_token_s if index == 0 else server.token_interval_s)
