@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from evaluators.hard_criteria import case_hard_criteria, case_passes_hard_criteria
 from evaluators.judge.result import is_usable
+from evaluators.latency import version_latency
 from evaluators.models import CaseResult, ConversationRow, FairnessGap, GroupMeans, VersionAggregate
 from evaluators.rubric import OVERALL, Rubric
 from evaluators.summary import SCORE_COLUMNS, judge_aggregates
@@ -170,6 +171,7 @@ def version_aggregate(version: str, cases: Sequence[CaseResult], rubric: Rubric)
         fairness_group_by=fairness_key,
         fairness=fairness_gaps(by_fairness_group, rubric),
         conversations=[row for case in scored if (row := conversation_row(case)) is not None],
+        latency=version_latency(mine, rubric.voice),
     )
 
 

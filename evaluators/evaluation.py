@@ -535,7 +535,7 @@ async def execute(
         for sink in sinks:
             await sink.aclose()
     versions = [prompt.version for prompt in prepared.plan.prompts]
-    summaries = version_summaries(outcome.cases, versions, prepared.config.prices)
+    summaries = version_summaries(outcome.cases, versions, prepared.config.prices, evaluator.rubric.voice)
     judge_summary = run_judge_summary(outcome.cases, judge, evaluator.rubric, prepared.judge_warnings) if judge else None
     if judge_summary is not None and batch is not None:
         judge_summary["batch"] = asdict(batch.stats)

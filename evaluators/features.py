@@ -32,7 +32,7 @@ LIGHT_LEMMAS = frozenset(
      "good", "really", "want", "see", "come", "take", "well", "yeah", "yes", "oh", "okay",
      "ok", "lol", "haha", "hi", "hello", "hey", "sure", "right", "way", "time", "one", "much"}
 )
-WORD_RE = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
+WORD_RE = readability.WORD_RE
 CONTRACTION_SUFFIXES = ("'m", "'re", "'s", "'ve", "'ll", "'d", "n't", "’m", "’re", "’s", "’ve", "’ll", "’d", "n’t")
 SECOND_PERSON = frozenset({"you", "your", "yours", "yourself", "u", "ur"})
 FIRST_PERSON_SUBJECT = frozenset({"i"})

@@ -321,7 +321,11 @@ class Completion(BaseModel):
     text: str
     model: str
     usage: Usage = Field(default_factory=Usage)
-    latency_s: float = 0.0
+    # Measured on the streamed call that produced the reply (its last attempt; a cached reply
+    # keeps the figures of the call that made it). None: not measured, as for replayed replies.
+    latency_s: float | None = None  # request sent -> stream finished
+    time_to_first_token_s: float | None = None  # request sent -> first content delta
+    tokens_per_s: float | None = None  # tokens after the first over the time after the first
     cached: bool = False  # served from the on-disk response cache: no API call, no cost
     attempts: int = 1
     finish_reason: str | None = None
@@ -345,7 +349,9 @@ class TurnResult(BaseModel):
     reply: str
     model: str
     usage: Usage = Field(default_factory=Usage)
-    latency_s: float = 0.0
+    latency_s: float | None = None  # None: not measured (replayed reply); see Completion
+    time_to_first_token_s: float | None = None
+    tokens_per_s: float | None = None
     cached: bool = False
     attempts: int = 1
     heuristics: dict | None = None  # HeuristicResult.to_record()
@@ -473,6 +479,34 @@ class ConversationRow(BaseModel):
     judge_overall: float | None = None
 
 
+class Percentiles(BaseModel):
+    """The median and the 95th percentile of a per-turn figure, over `count` turns."""
+
+    p50: float
+    p95: float
+    count: int
+
+
+class VersionLatency(BaseModel):
+    """How long a version keeps its user waiting and listening (evaluators.latency).
+
+    The timings are None when no turn was timed (replayed replies): not measured, not zero.
+    """
+
+    turns: int  # replies of scored cases
+    timed_turns: int  # of those, produced by a live, timed call
+    cached_turns: int  # of the timed ones, served from the response cache (timed when first made)
+    replayed_turns: int = 0  # recorded replies: never timed
+    time_to_first_token_s: Percentiles | None = None
+    total_s: Percentiles | None = None
+    tokens_per_s: Percentiles | None = None
+    speaking_s: Percentiles | None = None  # estimated from the words: every reply has one
+
+    @property
+    def measured(self) -> bool:
+        return self.time_to_first_token_s is not None
+
+
 class VersionAggregate(BaseModel):
     """Everything a release decision reads about one prompt version, over its scored cases.
 
@@ -504,6 +538,7 @@ class VersionAggregate(BaseModel):
     fairness_group_by: str = "age_group"
     fairness: list[FairnessGap] = Field(default_factory=list)
     conversations: list[ConversationRow] = Field(default_factory=list)  # simulated conversations scored
+    latency: VersionLatency | None = None
 
     @property
     def average(self) -> float | None:

@@ -20,6 +20,14 @@ _CONTRACTION_ENDINGS = r"[tsd]|ve|ll|re"
 _NONCONTRACTION_APOSTROPHE = re.compile(r"\'(?!" + _CONTRACTION_ENDINGS + ")")
 _PUNCTUATION_BUT_APOSTROPHES = re.compile(r"[^\w\s\']")
 _SENTENCE = re.compile(r"\b[^.!?]+[.!?]*", re.UNICODE)
+# A word as the voice rules count it (letters and digits, contractions whole): the heuristics'
+# length signals and every speaking-time estimate count the same words.
+WORD_RE = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
+
+
+def spoken_word_count(text: str) -> int:
+    """Words a listener hears in `text`, as the voice rules count them."""
+    return len(WORD_RE.findall(text))
 
 
 def _words(text: str, lowercase: bool = False) -> list[str]:

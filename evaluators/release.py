@@ -5,7 +5,9 @@ are reported:
 
 - revise rules (failing any one means revise): no safety scenario failed its hard criteria;
   every metric's mean reaches `min_metric_mean`; the average reaches `revise_below_average`.
-- deploy rules (all must pass): the average reaches `deploy_min_average`.
+- deploy rules (all must pass): the average reaches `deploy_min_average`; the p95 time to
+  first token and p95 speaking time are within the rubric's `voice.budget`
+  (evaluators.voice_budget; unmeasured latency is a flag, never a pass or a block).
 - A/B rules (all must pass): the average reaches `ab_test_min_average`; the version beats its
   baseline beyond noise by the evidence `ab_evidence` counts (a metric's paired bootstrap
   interval above zero, or the pairwise judge's win rate interval above 50%); no
@@ -59,6 +61,7 @@ from evaluators.models import (
     VersionAggregate,
 )
 from evaluators.rubric import METRIC_NAMES, Rubric
+from evaluators.voice_budget import voice_budget_rules
 
 SAFETY_HARD_CRITERIA = "safety_hard_criteria"
 METRIC_FLOOR = "metric_floor"
@@ -422,6 +425,7 @@ def decide(aggregate: VersionAggregate, rubric: Rubric, *, coverage: Coverage, b
         _average_rule(AVERAGE_FLOOR, "revise", average, settings.revise_below_average, "revision"),
         _average_rule(AVERAGE_DEPLOY, "deploy", average, settings.deploy_min_average, "deploy"),
         *conversation_rules(aggregate, rubric),
+        *(voice := voice_budget_rules(aggregate, rubric))[0],
         coverage_rule,
         _average_rule(AVERAGE_AB_TEST, "ab_test", average, settings.ab_test_min_average, "A/B test"),
         _beats_baseline_rule(baseline, comparison, rubric, head_to_head),
@@ -429,6 +433,7 @@ def decide(aggregate: VersionAggregate, rubric: Rubric, *, coverage: Coverage, b
         _regressions_rule(comparison),
         _fairness_rule(aggregate, rubric),
         _all_scored_rule(aggregate),
+        *voice[1],
     ]
 
     def failing(role: str) -> list[RuleOutcome]:

@@ -12,10 +12,12 @@ import json
 import os
 import time
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+import httpx
 import openai
 import yaml
 
@@ -88,10 +90,16 @@ class OpenAIResponder:
         self.timeout_s = timeout_s
         self.retry = retry or RetryPolicy()
         self.cache = cache
+        # Asked for so streamed calls still report usage; dropped for a server that refuses it.
+        self.stream_options: dict | None = {"include_usage": True}
         # Local OpenAI-compatible servers accept any key; the SDK insists on one being set.
         self._client = openai.AsyncOpenAI(
-            api_key=api_key or "not-needed", base_url=base_url, timeout=timeout_s, max_retries=0
+            api_key=api_key or "not-needed", base_url=base_url, timeout=timeout_s, max_retries=0,
+            http_client=openai.DefaultAsyncHttpxClient(event_hooks={"request": [_mark_request_sent]}),
         )
+        # The SDK imports its chat resource on first use, ~0.1 s that would land in the first
+        # turn's time to first token; import it now, before anything is timed.
+        _ = self._client.chat.completions
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None, **options) -> OpenAIResponder:
@@ -117,17 +125,15 @@ class OpenAIResponder:
             return hit
 
         async def attempt() -> Completion:
-            started = time.perf_counter()
+            # The timeout covers the whole stream: a server that sends its headers and then
+            # stalls mid-answer is as stuck as one that never answers.
             try:
-                response = await asyncio.wait_for(
-                    self._client.chat.completions.create(model=model, messages=messages, **parameters),
-                    timeout=self.timeout_s,
-                )
+                completion = await asyncio.wait_for(self._streamed(model, messages, parameters),
+                                                    timeout=self.timeout_s)
             except TimeoutError:
                 raise CallTimeout() from None
-            except json.JSONDecodeError as error:  # the SDK passes a broken 200 body through as-is
+            except json.JSONDecodeError as error:  # the SDK passes a broken event or body through as-is
                 raise MalformedResponse(f"body is not valid JSON ({error.msg})") from None
-            completion = _completion_from(response, model, time.perf_counter() - started)
             if check is not None:
                 check(completion)
             return completion
@@ -138,31 +144,115 @@ class OpenAIResponder:
             self.cache.put(key, completion)
         return completion
 
+    async def _streamed(self, model: str, messages: list[dict], parameters: dict) -> Completion:
+        """One streamed call, timed: a voice companion starts speaking at the first token, so the
+        time to it matters as much as the whole answer. A stream that breaks off raises, and the
+        retry makes the whole call again."""
+        sent: list[float] = []
+        marker = _REQUEST_SENT.set(sent)
+        called = time.perf_counter()
+        try:
+            try:
+                stream = await self._create(model, messages, parameters)
+            except openai.BadRequestError as error:
+                if self.stream_options is None or "stream_options" not in str(error):
+                    raise
+                # A server that refuses the field (an older API version, a strict proxy): stream
+                # without it, for this call and every later one; usage is then not counted.
+                self.stream_options = None
+                stream = await self._create(model, messages, parameters)
+        finally:
+            _REQUEST_SENT.reset(marker)
+        started = sent[-1] if sent else called  # when the (last) request left the SDK
+        received = StreamedReply()
+        async with stream:
+            async for chunk in stream:
+                received.add(chunk, time.perf_counter() - started)
+        return received.completion(model, time.perf_counter() - started)
+
+    async def _create(self, model: str, messages: list[dict], parameters: dict):  # -> openai.AsyncStream
+        options = {"stream_options": self.stream_options} if self.stream_options is not None else {}
+        return await self._client.chat.completions.create(
+            model=model, messages=messages, stream=True, **options, **parameters,
+        )
+
     async def aclose(self) -> None:
         await self._client.close()
 
 
-def _completion_from(response: object, requested_model: str, latency_s: float) -> Completion:
-    """Validate what the SDK returned; an unusable body raises MalformedResponse (retried)."""
-    choices = getattr(response, "choices", None)
-    if not isinstance(choices, list) or not choices:
-        raise MalformedResponse("no choices in the response body")
-    message = getattr(choices[0], "message", None)
-    text = getattr(message, "content", None)
-    if not isinstance(text, str) or not text.strip():
-        raise MalformedResponse("the first choice has no text content")
-    usage = getattr(response, "usage", None)
-    prompt_tokens = getattr(usage, "prompt_tokens", 0)
-    completion_tokens = getattr(usage, "completion_tokens", 0)
-    model = getattr(response, "model", None)
-    return Completion(
-        text=text.strip(),
-        model=model if isinstance(model, str) and model else requested_model,
-        usage=Usage(prompt_tokens=prompt_tokens if isinstance(prompt_tokens, int) else 0,
-                    completion_tokens=completion_tokens if isinstance(completion_tokens, int) else 0),
-        latency_s=round(latency_s, 4),
-        finish_reason=getattr(choices[0], "finish_reason", None),
-    )
+# Set around one call: the HTTP client's request hook appends the moment the request goes to
+# the transport. Timing from there leaves out the SDK's own preparation of the request (a
+# one-off import or platform probe on a process's first call), which no user waits for.
+_REQUEST_SENT: ContextVar[list[float] | None] = ContextVar("penpal_request_sent", default=None)
+
+
+async def _mark_request_sent(_request: httpx.Request) -> None:
+    sent = _REQUEST_SENT.get()
+    if sent is not None:
+        sent.append(time.perf_counter())
+
+
+@dataclass
+class StreamedReply:
+    """What a chat-completion stream delivered so far, and when its first words came."""
+
+    parts: list[str] = field(default_factory=list)
+    first_token_s: float | None = None
+    model: str | None = None
+    usage: object | None = None  # the usage chunk, when the server sends one
+    finish_reason: str | None = None
+    choices_seen: bool = False
+
+    def add(self, chunk: object, elapsed_s: float) -> None:
+        model = getattr(chunk, "model", None)
+        if isinstance(model, str) and model and self.model is None:
+            self.model = model
+        if getattr(chunk, "usage", None) is not None:
+            self.usage = chunk.usage
+        choices = getattr(chunk, "choices", None)
+        self.choices_seen = self.choices_seen or isinstance(choices, list)
+        for choice in choices or []:
+            if getattr(choice, "index", 0) != 0:
+                continue
+            text = getattr(getattr(choice, "delta", None), "content", None)
+            if isinstance(text, str) and text:
+                if self.first_token_s is None:
+                    self.first_token_s = elapsed_s
+                self.parts.append(text)
+            self.finish_reason = getattr(choice, "finish_reason", None) or self.finish_reason
+
+    def completion(self, requested_model: str, total_s: float) -> Completion:
+        """The reply with its timings; an answer with no text raises MalformedResponse (retried)."""
+        text = "".join(self.parts).strip()
+        if not self.choices_seen:
+            raise MalformedResponse("no choices in the streamed response")
+        if not text:
+            raise MalformedResponse("the first choice has no text content")
+        prompt_tokens = getattr(self.usage, "prompt_tokens", 0)
+        completion_tokens = getattr(self.usage, "completion_tokens", 0)
+        usage = Usage(prompt_tokens=prompt_tokens if isinstance(prompt_tokens, int) else 0,
+                      completion_tokens=completion_tokens if isinstance(completion_tokens, int) else 0)
+        return Completion(
+            text=text,
+            model=self.model or requested_model,
+            usage=usage,
+            latency_s=round(total_s, 4),
+            time_to_first_token_s=round(self.first_token_s, 4) if self.first_token_s is not None else None,
+            tokens_per_s=tokens_per_second(usage.completion_tokens or len(self.parts), self.first_token_s, total_s),
+            finish_reason=self.finish_reason,
+        )
+
+
+def tokens_per_second(tokens: int, first_token_s: float | None, total_s: float) -> float | None:
+    """The pace after the first token: (tokens - 1) over the time from it to the end.
+
+    The first token's wait is the time to first token, measured apart; counting it here would
+    blur the two. Without a usage chunk, each content delta counts as one token (servers
+    stream one token per delta). None when there is no second token to time.
+    """
+    if first_token_s is None or tokens < 2 or total_s <= first_token_s:
+        return None
+    return round((tokens - 1) / (total_s - first_token_s), 2)
 
 
 # --- replay --------------------------------------------------------------------------------------

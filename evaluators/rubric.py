@@ -124,6 +124,13 @@ class Range(_Strict):
     max: float
 
 
+class VoiceBudget(_Strict):
+    """What a version may cost a listener, over its replies: a release above it cannot deploy."""
+
+    p95_time_to_first_token_s: float = Field(gt=0)
+    p95_speaking_time_s: float = Field(gt=0)
+
+
 class VoiceRules(_Strict):
     ideal_words: Range
     long_words: int = Field(gt=0)
@@ -135,10 +142,15 @@ class VoiceRules(_Strict):
     far_beyond_seconds: float = Field(gt=0)
     far_beyond_cap: float = Field(ge=0.0, le=1.0)
     far_beyond_caps: list[str] = Field(min_length=1)
+    budget: VoiceBudget
+
+    def speaking_seconds(self, words: int) -> float:
+        """Estimated seconds it takes to say `words` words at a relaxed pace."""
+        return words / self.speaking_rate_wps
 
     def far_beyond_budget(self, words: int) -> float | None:
         """Estimated seconds of speech when `words` is far beyond the voice budget, else None."""
-        seconds = words / self.speaking_rate_wps
+        seconds = self.speaking_seconds(words)
         return seconds if seconds > self.far_beyond_seconds else None
 
 

@@ -284,9 +284,21 @@ def _safety(rubric: Rubric) -> list[str]:
     return lines
 
 
+# What each voice budget figure means; rendered under the voice rules.
+BUDGET_GLOSSES: dict[str, str] = {
+    "p95_time_to_first_token_s": "Slowest time to first token (95th percentile over a version's timed turns) "
+                                 "that may deploy, in seconds.",
+    "p95_speaking_time_s": "Longest estimated speaking time (95th percentile over a version's replies) that "
+                           "may deploy, in seconds.",
+}
+
+
 def _voice(rubric: Rubric) -> list[str]:
     rows = []
     for key in type(rubric.voice).model_fields:
+        if key == "budget":
+            rows.append([code_span(key), "below", "The release budget for waiting and listening: see Voice budget."])
+            continue
         value = getattr(rubric.voice, key)
         if isinstance(value, list):
             shown = ", ".join(code_span(item) for item in value)
@@ -299,6 +311,19 @@ def _voice(rubric: Rubric) -> list[str]:
         "Thresholds for the voice and speakability signals.",
         "",
         *table(["Rule", "Value", "Meaning"], rows, ["left", "right", "left"]),
+        "",
+        "### Voice budget",
+        "",
+        "A release rule, not a score: a version over either figure cannot deploy, and its decision "
+        "gives the observed p95 against the budget. Time to first token is measured on the streamed "
+        "companion call (a reply served from the response cache keeps the time of the call that "
+        "made it); replayed replies were never timed, so on them the rule is a note that says so "
+        "and neither blocks nor passes. Speaking time is estimated from the words of every reply at "
+        f"{plain(rubric.voice.speaking_rate_wps)} words per second.",
+        "",
+        *table(["Budget", "Value", "Meaning"],
+               [[code_span(key), plain(getattr(rubric.voice.budget, key)), escape(BUDGET_GLOSSES.get(key, ""))]
+                for key in type(rubric.voice.budget).model_fields], ["left", "right", "left"]),
     ]
 
 

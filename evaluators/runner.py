@@ -297,6 +297,7 @@ class Runner:
                 turns.append(TurnResult(
                     index=index, user=transcript.users[index], reply=completion.text,
                     model=completion.model, usage=completion.usage, latency_s=completion.latency_s,
+                    time_to_first_token_s=completion.time_to_first_token_s, tokens_per_s=completion.tokens_per_s,
                     cached=completion.cached, attempts=completion.attempts,
                     heuristics=None if unscored else heuristics.to_record(), expectations=expectations,
                 ))

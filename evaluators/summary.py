@@ -16,14 +16,16 @@ import pandas as pd
 
 from evaluators.judge.reliability import verbosity_bias
 from evaluators.judge.result import is_usable
+from evaluators.latency import version_latency
 from evaluators.models import CaseResult, Usage
 from evaluators.pricing import Price, price_for
-from evaluators.rubric import METRIC_NAMES, OVERALL, VERDICTS, Rubric
+from evaluators.rubric import METRIC_NAMES, OVERALL, VERDICTS, Rubric, VoiceRules
 
 if TYPE_CHECKING:
     from evaluators.judge.client import LLMJudge
 
 SCORE_COLUMNS: tuple[str, ...] = (*METRIC_NAMES, OVERALL)
+TURN_TIMINGS: tuple[str, ...] = ("latency_s", "time_to_first_token_s", "tokens_per_s")
 
 
 def api_turns(case: CaseResult) -> list:
@@ -61,7 +63,7 @@ def cases_frame(cases: Iterable[CaseResult]) -> pd.DataFrame:
             "attempts": sum(turn.attempts for turn in fresh),
             "prompt_tokens": sum(turn.usage.prompt_tokens for turn in fresh),
             "completion_tokens": sum(turn.usage.completion_tokens for turn in fresh),
-            "latency_s": round(sum(turn.latency_s for turn in fresh), 4),
+            "latency_s": round(sum(turn.latency_s or 0.0 for turn in fresh), 4),
             "finished_at": case.finished_at,
         })
     columns = ["case_id", "prompt_name", "prompt_version", "scenario_id", "family", "age_group",
@@ -101,12 +103,14 @@ def turns_frame(cases: Iterable[CaseResult]) -> pd.DataFrame:
                 "attempts": turn.attempts,
                 "prompt_tokens": turn.usage.prompt_tokens,
                 "completion_tokens": turn.usage.completion_tokens,
-                "latency_s": turn.latency_s,
+                # Not measured (a replayed reply) is NaN, like any missing number, never 0.
+                **{name: value if (value := getattr(turn, name)) is not None else float("nan")
+                   for name in TURN_TIMINGS},
             })
     columns = ["case_id", "prompt_version", "scenario_id", "family", "demographic_group", "turn", "user",
                "reply", "model", *SCORE_COLUMNS, "quality_level", "flags", "failed_expectations", "judge_overall",
                "judge_verdict", "judge_failure_mode", "judge_parse_status", "judge_reasoning", "cached",
-               "attempts", "prompt_tokens", "completion_tokens", "latency_s"]
+               "attempts", "prompt_tokens", "completion_tokens", *TURN_TIMINGS]
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -147,9 +151,10 @@ def simulator_usage(cases: Sequence[CaseResult], prices: Mapping[str, Price] | N
 
 def version_summaries(
     cases: Iterable[CaseResult], versions: Sequence[str] | None = None,
-    prices: Mapping[str, Price] | None = None,
+    prices: Mapping[str, Price] | None = None, voice: VoiceRules | None = None,
 ) -> dict[str, dict]:
-    """Per prompt version: counts, metric means over scored cases, expectations, usage, cost."""
+    """Per prompt version: counts, metric means over scored cases, expectations, usage, cost, and
+    (given the rubric's voice rules) latency and speaking time (evaluators.latency)."""
     cases = list(cases)
     order = list(versions) if versions is not None else list(dict.fromkeys(c.prompt_version for c in cases))
     summaries: dict[str, dict] = {}
@@ -176,6 +181,7 @@ def version_summaries(
             "mean_latency_s": _mean(turn.latency_s for turn in fresh_turns),
             "judge": judge_aggregates(mine),
             "simulator": simulator_usage(mine, prices),
+            "latency": version_latency(mine, voice).model_dump() if voice is not None else None,
         }
     return summaries
 

@@ -23,6 +23,7 @@ from evaluators.release import (
     release_report,
 )
 from evaluators.rubric import METRIC_NAMES, OVERALL, default_rubric
+from evaluators.voice_budget import VOICE_FIRST_TOKEN, VOICE_SPEAKING_TIME
 from tests.release_factory import make_case, rubric_with, scores, version_cases
 
 # Twelve scenarios whose overall averages exactly 0.7, with float-unfriendly values.
@@ -48,8 +49,10 @@ def test_average_exactly_at_the_deploy_threshold_deploys():
     decision = decide_one(version_cases("cand", AROUND_0_7, age_groups=("30+",)))
     assert decision.average == pytest.approx(0.7)
     assert decision.outcome == "deploy"
-    assert set(decision.fired) == {SAFETY_HARD_CRITERIA, METRIC_FLOOR, AVERAGE_FLOOR, AVERAGE_DEPLOY, COVERAGE}
-    assert all(item.passed for item in decision.reasons)
+    # The factory's replies are replayed: speaking time is checked, time to first token is a note.
+    assert set(decision.fired) == {SAFETY_HARD_CRITERIA, METRIC_FLOOR, AVERAGE_FLOOR, AVERAGE_DEPLOY, COVERAGE,
+                                   VOICE_SPEAKING_TIME, VOICE_FIRST_TOKEN}
+    assert all(item.passed for item in decision.reasons if item.name != VOICE_FIRST_TOKEN)
     assert decision.quality_level == "Good"
 
 
@@ -71,7 +74,7 @@ def test_a_metric_mean_of_exactly_0_5_passes_the_floor():
 def test_a_metric_mean_just_below_0_5_means_revise_even_with_a_high_average():
     decision = decide_one(version_cases("cand", [0.9] * 8, metrics={"conversational_quality": 0.4999}))
     assert decision.outcome == "revise"
-    assert decision.fired == [METRIC_FLOOR]
+    assert decision.fired == [METRIC_FLOOR, VOICE_FIRST_TOKEN]  # and the note: latency not measured
     floor = rule(decision, METRIC_FLOOR)
     assert not floor.passed and floor.observed == pytest.approx(0.4999)
     assert "conversational_quality 0.4999" in floor.message  # not "0.500", which would look like a pass
@@ -81,7 +84,7 @@ def test_a_failed_safety_scenario_means_revise_whatever_the_average():
     decision = decide_one(version_cases("cand", [0.95] * 8, failed_safety=1))
     assert decision.average == pytest.approx(0.95) and decision.quality_level == "Excellent"
     assert decision.outcome == "revise"
-    assert decision.fired == [SAFETY_HARD_CRITERIA]
+    assert decision.fired == [SAFETY_HARD_CRITERIA, VOICE_FIRST_TOKEN]
     safety = rule(decision, SAFETY_HARD_CRITERIA)
     assert safety.observed == 1.0 and safety.threshold == 0.0
     assert "s00 (scenario_expectations)" in safety.message
@@ -99,7 +102,7 @@ def test_a_failed_non_safety_case_does_not_trip_the_safety_rule():
 def test_no_safety_scenario_in_the_run_is_incomplete_not_a_revision():
     decision = decide_one(version_cases("cand", [0.9] * 8, safety_every=0))
     assert decision.outcome == "incomplete"
-    assert decision.fired == [COVERAGE]
+    assert decision.fired == [COVERAGE, VOICE_FIRST_TOKEN]
     assert "the scenario set has no safety scenario" in rule(decision, COVERAGE).message
     assert decision.summary.startswith("Incomplete: 8 of 8 scenarios, 0 of 0 safety scenarios scored")
 

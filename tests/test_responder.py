@@ -17,6 +17,7 @@ from evaluators.responder import (
 )
 from evaluators.retry import CallFailed, RetryPolicy
 from tests.servers.openai_compat import (
+    BROKEN_STREAM,
     MALFORMED_JSON,
     MALFORMED_SHAPE,
     OK,
@@ -69,7 +70,38 @@ def test_a_reply_with_usage_and_the_request_as_sent(openai_server):
     assert completion.attempts == 1 and not completion.cached
     (call,) = server.calls
     assert call.body["temperature"] == 0.2 and call.body["max_tokens"] == 50
+    assert call.body["stream"] is True and call.body["stream_options"] == {"include_usage": True}
     assert call.messages == request("Hello there").messages
+
+
+def test_a_streamed_reply_is_timed_from_the_request_to_its_first_word_and_its_end(openai_server):
+    # Headers and an empty role chunk come at once; the first word 0.3 s later, then one word
+    # every 0.02 s. Timing the headers instead of the first word would read about 0.
+    server = openai_server(first_token_s=0.3, token_interval_s=0.02)
+    (completion,) = complete(OpenAIResponder(base_url=server.base_url, retry=FAST_RETRY), request("Hello there"))
+    words = len(completion.text.split())
+    assert completion.time_to_first_token_s >= 0.3
+    assert completion.latency_s >= completion.time_to_first_token_s + (words - 1) * 0.02
+    # (words - 1) tokens after the first, each at least 0.02 s apart: at most 50 per second.
+    assert 0 < completion.tokens_per_s <= 50
+
+
+def test_a_server_that_refuses_stream_options_is_streamed_without_them(openai_server):
+    server = openai_server(refused_fields=frozenset({"stream_options"}))
+    responder = OpenAIResponder(base_url=server.base_url, retry=FAST_RETRY)
+    first, second = complete(responder, request("Hello"), request("Again"))
+    assert first.text.startswith("Reply 1") and second.text.startswith("Reply 1")
+    assert first.attempts == second.attempts == 1  # the refusal is not a failed attempt
+    assert ["stream_options" in call.body for call in server.calls] == [True, False, False]
+    assert first.time_to_first_token_s is not None
+
+
+def test_a_server_that_sends_no_usage_chunk_still_gives_the_reply_and_its_pace(openai_server):
+    server = openai_server(stream_usage=False, token_interval_s=0.01)
+    (completion,) = complete(OpenAIResponder(base_url=server.base_url, retry=FAST_RETRY), request("Hello there"))
+    assert completion.text.startswith("Reply 1")
+    assert completion.usage.total_tokens == 0  # unknown, not guessed into the cost
+    assert 0 < completion.tokens_per_s <= 100  # paced by the content deltas, one token each
 
 
 @pytest.mark.parametrize("faults", [
@@ -78,6 +110,7 @@ def test_a_reply_with_usage_and_the_request_as_sent(openai_server):
     [MALFORMED_JSON, OK],
     [MALFORMED_SHAPE, MALFORMED_JSON, OK],
     [hang(1.5), OK],
+    [BROKEN_STREAM, OK],  # cut off after the first word: the whole call is made again
 ])
 def test_transient_failures_are_retried_until_a_reply(openai_server, faults):
     server = openai_server(by_user_message({"hi": faults}))
@@ -119,6 +152,9 @@ def test_the_cache_serves_identical_calls_without_the_api(openai_server, tmp_pat
                             request("Hello", PROMPT.model_copy(update={"temperature": 0.9})))
     assert len(server.calls) == 2  # the repeat was free; a different temperature is a different call
     assert again.cached and again.text == first.text and again.attempts == 0
+    # A cached reply keeps the timings of the call that produced it.
+    assert first.time_to_first_token_s is not None
+    assert (again.time_to_first_token_s, again.latency_s) == (first.time_to_first_token_s, first.latency_s)
     assert not other.cached
 
 
@@ -146,6 +182,8 @@ def test_replay_serves_recorded_replies_and_says_what_is_missing():
 
     first, second, errors = asyncio.run(main())
     assert (first.text, second.text) == ("First.", "Second.")
+    # Nothing was timed: no latency, rather than a latency of zero.
+    assert (first.latency_s, first.time_to_first_token_s, first.tokens_per_s) == (None, None, None)
     assert "turn 3 has none" in errors[0]
     assert "no recorded reply for scenario 'other'" in errors[1]
     assert "no recorded replies for prompt version 'v9'" in errors[2]

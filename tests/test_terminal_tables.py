@@ -189,3 +189,49 @@ def test_conversation_rows_are_whole(conversation_screens, width):
     assert cells(row(screen, "skeptic-over-promise ", width))[:6] == [
         "skeptic-over-promise", "6", "-0.003", "0.75@1", "—", "0%"]
     assert "ctr = contradictions of its own statements" in " ".join(screen.split())
+
+
+def latency_rows(screen: str, version: str, width: int) -> list[str]:
+    """The latency table's row for `version`: the second row starting with it (after the decisions')."""
+    lines = [line for line in screen.splitlines() if line.strip().startswith(version + " ")]
+    assert len(lines) >= 2, screen
+    assert cell_len(lines[1]) <= width, lines[1]
+    return cells(lines[1])
+
+
+@pytest.mark.parametrize("command", ["decide", "report"])
+@pytest.mark.parametrize("width", WIDTHS)
+def test_replayed_runs_show_speaking_time_and_say_no_latency_was_measured(screens, command, width):
+    from evaluators.release import release_report
+    from evaluators.store import RunStore
+
+    screen = screens[command, width]
+    assert_whole(screen)
+    store = RunStore.open(Path(screens["run_dir", 0]))
+    report = release_report(store.read_cases(), default_rubric())
+    for version, aggregate in report.aggregates.items():
+        spoken = aggregate.latency.speaking_s
+        assert latency_rows(screen, version, width) == [version, f"{spoken.p50:.1f}", f"{spoken.p95:.1f}"]
+    assert "no latency measured (replayed replies)" in " ".join(screen.split())
+
+
+@pytest.mark.parametrize("width", (80, 100))
+def test_measured_latency_rows_are_whole(width):
+    from rich.console import Console
+
+    from evaluators.release import release_report
+    from evaluators.report.terminal import latency_table
+    from tests.release_factory import version_cases
+    from tests.test_voice_budget import timed
+
+    cases = timed(version_cases("v2-warm-boundaries", [0.9] * 20), [0.3] * 10 + [1.2] * 10)
+    report = release_report(cases, default_rubric())
+    console = Console(width=width, record=True, force_terminal=False)
+    console.print(latency_table(report, default_rubric()))
+    screen = console.export_text()
+    assert_whole(screen)
+    latency = report.aggregates["v2-warm-boundaries"].latency
+    assert cells(row(screen, "v2-warm-boundaries ", width)) == [
+        "v2-warm-boundaries", "0.75", "1.20", "1.25", "1.70", "40", f"{latency.speaking_s.p50:.1f}",
+        f"{latency.speaking_s.p95:.1f}"]
+    assert "replayed" not in screen

@@ -30,7 +30,7 @@ def too_long_for_voice(f: CaseFeatures) -> Signal | None:
     rules = f.voice_rules
     upper = rules.ideal_words.max
     strength = ramp(f.word_count, upper, upper + 2 * (rules.long_words - upper))
-    seconds = f.word_count / rules.speaking_rate_wps
+    seconds = rules.speaking_seconds(f.word_count)
     return fired(strength > 0, f"{f.word_count} words, about {seconds:.0f} s spoken", strength)
 
 

@@ -19,7 +19,7 @@ import time
 from collections.abc import Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 
 from langfuse import Langfuse, propagate_attributes
 from langfuse._client.attributes import LangfuseOtelSpanAttributes as Attributes
@@ -149,8 +149,15 @@ def _child(client: Langfuse, seed: str, attributes: Mapping[str, str], start_ns:
     return span_id, start_ns, end
 
 
-def _nanoseconds(seconds: float) -> int:
-    return int(max(seconds, 0.0) * 1_000_000_000)
+def _utc(nanoseconds: int) -> datetime:
+    """An epoch time in ns as an aware datetime, in integers (a float loses the microseconds)."""
+    seconds, rest = divmod(nanoseconds, 1_000_000_000)
+    return datetime.fromtimestamp(seconds, tz=timezone.utc) + timedelta(microseconds=rest // 1_000)
+
+
+def _nanoseconds(seconds: float | None) -> int:
+    """A duration in ns; an unmeasured one (a replayed reply) takes no time."""
+    return int(max(seconds or 0.0, 0.0) * 1_000_000_000)
 
 
 def _heuristics_output(heuristics: Mapping) -> dict:
@@ -167,12 +174,17 @@ def _reply(client: Langfuse, seed: str, attributes: Mapping[str, str], start_ns:
     usage = ({"input": turn.usage.prompt_tokens, "output": turn.usage.completion_tokens,
               "total": turn.usage.total_tokens} if turn.usage.total_tokens else None)
     parameters = {"temperature": prompt.temperature, "max_tokens": prompt.max_tokens} if prompt else None
+    # Langfuse reads time to first token as completion start minus start: its latency charts
+    # then show what a voice user waits for. A replayed reply was never timed: no start is set.
+    first_token = (None if turn.time_to_first_token_s is None
+                   else _utc(start_ns + _nanoseconds(turn.time_to_first_token_s)))
     with propagate_attributes(prompt=link) if link else nullcontext():
         return _child(client, seed, attributes, start_ns, turn.latency_s, name="companion-reply", as_type="generation",
                       model=turn.model, model_parameters=parameters,
                       input=conversation_messages(case, turn, prompt, scenario), output=turn.reply,
-                      usage_details=usage,
-                      metadata={"cached": turn.cached, "attempts": turn.attempts, "responder": case.responder})
+                      usage_details=usage, completion_start_time=first_token,
+                      metadata={"cached": turn.cached, "attempts": turn.attempts, "responder": case.responder,
+                                "latency_measured": turn.latency_s is not None})
 
 
 def _judge(client: Langfuse, seed: str, attributes: Mapping[str, str], start_ns: int,

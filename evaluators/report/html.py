@@ -8,10 +8,11 @@ What it shows, top to bottom: a scorecard per version with its decision and the 
 decided it; the metric means against the thresholds; a family × metric heatmap per version;
 the differences against each baseline with their bootstrap intervals; the pairwise judge's
 head-to-head against each baseline (win, tie and loss per family, the win rate's interval and
-the position-bias rate) when the run has it; fairness across groups; hard criteria; simulated
-conversations (each persona's trust per turn, a line per version, and each version's worst
-conversation turn by turn); the worst cases with their evidence and the judge's reasoning;
-every rule checked; and the thresholds in force.
+the position-bias rate) when the run has it; fairness across groups; hard criteria; latency and
+speaking time against the voice budget (report/latency_panel.py); simulated conversations (each
+persona's trust per turn, a line per version, and each version's worst conversation turn by
+turn); the worst cases with their evidence and the judge's reasoning; every rule checked; and
+the thresholds in force.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from evaluators.cli_common import SHORT_NAMES
 from evaluators.console import plural
 from evaluators.models import CaseResult, Comparison, ConversationRow, Decision, HeadToHead, ReleaseReport, VersionAggregate
 from evaluators.release import COUNT_RULES, OUTCOME_TITLES
+from evaluators.report.latency_panel import latency_section
 from evaluators.report.svg import (
     Interval,
     Threshold,
@@ -525,6 +527,8 @@ def _thresholds(rubric: Rubric) -> str:
         ("bootstrap", f"{d.bootstrap.resamples} resamples, {d.bootstrap.confidence:.0%} interval, seed "
                       f"{d.bootstrap.seed}, at least {d.bootstrap.min_pairs} pairs"),
         ("fairness", f"gap > {d.fairness.max_gap:g} across {d.fairness.group_by} (groups of {d.fairness.min_cases}+)"),
+        ("voice budget", f"p95 time to first token ≤ {rubric.voice.budget.p95_time_to_first_token_s:g} s (when "
+                         f"measured), p95 speaking time ≤ {rubric.voice.budget.p95_speaking_time_s:g} s, to deploy"),
     ]
     body = "".join(f"<tr><th>{_e(name)}</th><td>{_e(text)}</td></tr>" for name, text in rows)
     return (f"<footer><h2>Thresholds in force</h2><table><tbody>{body}</tbody></table>"
@@ -545,6 +549,7 @@ def render_html(report: ReleaseReport, cases: Sequence[CaseResult], rubric: Rubr
         _head_to_head(report),
         _fairness(report, rubric),
         _hard_criteria(report),
+        latency_section(report, rubric),
         _conversations(report, cases, rubric),
         _worst(report, cases, rubric, palette, worst),
         _rules(report),

@@ -309,3 +309,68 @@ def line_chart(title: str, series: Sequence[tuple[str, Sequence[float]]], *, thr
                      f'{escape(name)}</text>')
     parts.append("</svg>")
     return "".join(parts)
+
+
+@dataclass(frozen=True)
+class Spread:
+    label: str
+    p50: float
+    p95: float
+
+
+def round_ticks(largest: float, most: int = 4) -> list[float]:
+    """Ticks from zero at a round step (1, 2, 2.5 or 5 × a power of ten) reaching past
+    `largest`, at most `most` steps."""
+    rough = max(largest, 1e-9) / most
+    magnitude = 10 ** math.floor(math.log10(rough))
+    step = next(factor * magnitude for factor in (1, 2, 2.5, 5, 10) if factor * magnitude >= rough)
+    count = max(1, math.ceil(round(largest / step, 9)))
+    return [round(step * index, 9) for index in range(count + 1)]
+
+
+def spread_chart(title: str, rows: Sequence[Spread], *, budget: Threshold | None = None, unit: str = "s",
+                 css_class: str = "spread-chart") -> str:
+    """Per row a bar to the median and a whisker on to the 95th percentile, on an axis from zero
+    in `unit`, with the budget (which applies to the p95) as a dashed line; a p95 over it is red."""
+    left, right, top, row_height = 190, 60, 34, 26
+    plot_width = 440
+    ticks = round_ticks(max([0.001] + [row.p95 for row in rows] + ([budget.value] if budget else [])) * 1.08)
+    bound = ticks[-1]
+    width = left + plot_width + right
+    height = top + row_height * len(rows) + 34
+    x = lambda value: left + plot_width * max(0.0, min(1.0, value / bound))  # noqa: E731
+    parts = [f'<svg class="chart {_attr(css_class)}" role="img" viewBox="0 0 {width} {height}" width="{width}" '
+             f'height="{height}" xmlns="http://www.w3.org/2000/svg" style="{FONT}">',
+             f"<title>{escape(title)}</title>"]
+    for tick in ticks:
+        parts.append(f'<line x1="{x(tick):.1f}" x2="{x(tick):.1f}" y1="{top - 6}" y2="{height - 28}" '
+                     'stroke="#e3e3e3"/>')
+        parts.append(f'<text x="{x(tick):.1f}" y="{height - 12}" font-size="11" text-anchor="middle" '
+                     f'fill="#555">{_num(tick)} {escape(unit)}</text>')
+    for index, row in enumerate(rows):
+        y = top + index * row_height
+        over = budget is not None and round(row.p95, 9) > round(budget.value, 9)
+        colour = "#b23a48" if over else SERIES_COLOURS[0]
+        parts.append(f'<text x="{left - 8}" y="{y + row_height / 2 + 4:.1f}" font-size="12" text-anchor="end" '
+                     f'fill="#222">{escape(row.label)}</text>')
+        parts.append(f'<rect class="median" data-series="{_attr(row.label)}" data-value="{row.p50:.4f}" x="{left}" '
+                     f'y="{y + 5}" width="{max(x(row.p50) - left, 0.5):.1f}" height="{row_height - 10}" '
+                     f'fill="{colour}" fill-opacity="0.75"><title>{escape(row.label)}: p50 {row.p50:.2f} '
+                     f'{escape(unit)}</title></rect>')
+        middle = y + row_height / 2
+        parts.append(f'<line class="p95" data-series="{_attr(row.label)}" data-value="{row.p95:.4f}" '
+                     f'x1="{x(row.p50):.1f}" x2="{x(row.p95):.1f}" y1="{middle:.1f}" y2="{middle:.1f}" '
+                     f'stroke="{colour}" stroke-width="2"/>')
+        parts.append(f'<line x1="{x(row.p95):.1f}" x2="{x(row.p95):.1f}" y1="{y + 4}" y2="{y + row_height - 4}" '
+                     f'stroke="{colour}" stroke-width="2"><title>{escape(row.label)}: p95 {row.p95:.2f} '
+                     f'{escape(unit)}</title></line>')
+        parts.append(f'<text x="{x(row.p95) + 4:.1f}" y="{middle + 4:.1f}" font-size="10" fill="#333">'
+                     f'{row.p50:.2f} / {row.p95:.2f}</text>')
+    if budget is not None:
+        parts.append(f'<line class="threshold" data-value="{budget.value:g}" x1="{x(budget.value):.1f}" '
+                     f'x2="{x(budget.value):.1f}" y1="{top - 10}" y2="{height - 28}" stroke="#b23a48" '
+                     'stroke-dasharray="4 3"/>')
+        parts.append(f'<text x="{x(budget.value) + 3:.1f}" y="{top - 14}" font-size="10" fill="#b23a48">'
+                     f'{escape(budget.label)}</text>')
+    parts.append("</svg>")
+    return "".join(parts)

@@ -11,9 +11,11 @@ from rich.text import Text
 
 from evaluators.cli_common import SHORT_NAMES, level_style
 from evaluators.console import compact_table, key_legend, plural, text_column, value_column
+from evaluators.latency import NOT_MEASURED
 from evaluators.models import Comparison, Decision, HeadToHead, ReleaseReport, RuleOutcome
 from evaluators.release import COVERAGE, OUTCOME_TITLES
 from evaluators.rubric import Rubric
+from evaluators.voice_budget import within_budget
 
 OUTCOME_STYLES = {"deploy": "bold green", "ab_test": "bold cyan", "revise": "bold red", "incomplete": "bold yellow"}
 _CHANGE_STYLES = {"improved": "green", "regressed": "red", "no_difference": "dim"}
@@ -109,9 +111,61 @@ def coverage_lines(decision: Decision) -> list[Text]:
     return lines + [Text(f"  next: {step}", style="yellow") for step in coverage.finish]
 
 
+def _seconds_cell(value: float | None, budget: float | None = None, places: int = 2) -> Text:
+    if value is None:
+        return Text("—")
+    return Text(f"{value:.{places}f}", style="red" if budget is not None and not within_budget(value, budget) else "")
+
+
+def latency_table(report: ReleaseReport, rubric: Rubric) -> Table:
+    """Per version: how long its user waits for the first word and the whole reply, and how long
+    the reply takes to say, against the rubric's voice budget (p95 over budget in red).
+
+    Replayed replies were never timed: their timing cells are "—" and the caption says why,
+    never a zero that would read as an instant reply.
+    """
+    voice = rubric.voice
+    latencies = {decision.prompt_version: report.aggregates[decision.prompt_version].latency
+                 for decision in report.decisions}
+    measured = any(latency is not None and latency.measured for latency in latencies.values())
+    table = compact_table("Voice: latency and speaking time per prompt version")
+    table.min_width = 64  # room for the caption's sentences when only speaking time is shown
+    text_column(table, "version", min_width=10)
+    timings = ("ttft50", "ttft95", "tot50", "tot95", "tok/s") if measured else ()
+    for column in (*timings, "spk50", "spk95"):
+        value_column(table, column)
+    for version, latency in latencies.items():
+        spoken = latency.speaking_s if latency is not None else None
+        cells = [_seconds_cell(spoken.p50 if spoken else None, places=1),
+                 _seconds_cell(spoken.p95 if spoken else None, voice.budget.p95_speaking_time_s, places=1)]
+        if measured:
+            first = latency.time_to_first_token_s if latency is not None else None
+            total = latency.total_s if latency is not None else None
+            pace = latency.tokens_per_s if latency is not None else None
+            cells = [_seconds_cell(first.p50 if first else None),
+                     _seconds_cell(first.p95 if first else None, voice.budget.p95_time_to_first_token_s),
+                     _seconds_cell(total.p50 if total else None), _seconds_cell(total.p95 if total else None),
+                     _seconds_cell(pace.p50 if pace else None, places=0), *cells]
+        table.add_row(Text(version, style="bold"), *cells)
+    notes = []
+    if measured:
+        notes.append("seconds; ttft = time to first token, tot = whole reply, 50/95 = p50/p95 over timed turns "
+                     "(cached replies keep the time of the call that made them); tok/s = median tokens per "
+                     "second after the first")
+    unmeasured = [version for version, latency in latencies.items() if latency is None or not latency.measured]
+    if unmeasured:
+        notes.append(f"{NOT_MEASURED}" + (f" for {', '.join(unmeasured)}" if measured else ""))
+    notes.append(f"spk = estimated speaking time in seconds at {voice.speaking_rate_wps:g} words per second")
+    notes.append(f"budget: p95 ttft ≤ {voice.budget.p95_time_to_first_token_s:g} s, "
+                 f"p95 spk ≤ {voice.budget.p95_speaking_time_s:g} s")
+    table.caption = "; ".join(notes)
+    return table
+
+
 def print_release(report: ReleaseReport, rubric: Rubric, console: Console) -> None:
-    """The decisions table and every version's reasons."""
+    """The decisions table, the voice figures, and every version's reasons."""
     console.print(decisions_table(report, rubric))
+    console.print(latency_table(report, rubric))
     simulated = [decision.prompt_version for decision in report.decisions
                  if report.aggregates[decision.prompt_version].conversations]
     for version in simulated:

@@ -81,7 +81,9 @@ def test_a_run_arrives_as_traces_generations_scores_and_experiments(small_projec
         assert root["id"] == observation_id(trace_id, "turn") and reply["id"] == observation_id(trace_id, "reply")
         assert reply["type"] == "GENERATION" and reply["parentObservationId"] == root["id"]
         assert reply["model"] == turn.model and reply["output"] == turn.reply
-        assert reply["latency"] == pytest.approx(turn.latency_s, abs=1e-6)  # the measured call, not the push
+        # A replayed reply was never timed: it spans no time and sets no completion start.
+        assert turn.latency_s is None and reply["latency"] == 0 and reply["completionStartTime"] is None
+        assert reply["metadata"]["latency_measured"] is False
         assert reply["modelParameters"] == {"temperature": 0.0, "max_tokens": 64}
         assert reply["input"][0]["role"] == "system" and "test companion" in reply["input"][0]["content"]
         assert reply["input"][-1] == {"role": "user", "content": turn.user}
@@ -138,6 +140,24 @@ def test_a_run_arrives_as_traces_generations_scores_and_experiments(small_projec
     assert "NOT DELIVERED" not in err and "langfuse http://127.0.0.1" in err
     ledger = json.loads((store.directory / LEDGER).read_text())
     assert set(ledger["traces"]) == set(traces)
+
+
+def test_a_streamed_reply_arrives_with_its_completion_start_time(small_project, langfuse, openai_server,
+                                                                  monkeypatch):
+    companion = openai_server(first_token_s=0.2, token_interval_s=0.005)
+    monkeypatch.setenv("OPENAI_BASE_URL", companion.base_url)
+    server = langfuse()
+    code, store = run_replay(small_project, responder="openai", prompt_versions=["v2"])
+    assert code == 0
+    for trace_id, (_, turn) in expected_traces(store).items():
+        reply = next(obs for obs in server.observations.values()
+                     if obs["traceId"] == trace_id and obs["name"] == "companion-reply")
+        # Langfuse's time to first token is completion start minus start (kept to the millisecond).
+        assert reply["completionStartTime"] is not None
+        assert reply["timeToFirstToken"] == pytest.approx(turn.time_to_first_token_s, abs=1e-3)
+        assert turn.time_to_first_token_s >= 0.2
+        assert reply["latency"] == pytest.approx(turn.latency_s, abs=1e-3)  # the measured call, not the push
+        assert reply["metadata"]["latency_measured"] is True
 
 
 def test_secrets_never_reach_langfuse_or_the_store(small_project, langfuse, capsys):

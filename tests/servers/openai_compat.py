@@ -3,7 +3,12 @@
 It speaks the same HTTP protocol as OpenAI's `/v1/chat/completions`, so the real `openai`
 SDK talks to it over real sockets. It answers deterministically, counts every call per
 conversation, and can inject the failures a live API produces: 429 with Retry-After, 500,
-hanging past the client's timeout, and malformed 200 bodies.
+hanging past the client's timeout, malformed 200 bodies, and a stream cut off mid-way.
+
+A request with `stream: true` is answered as server-sent events, the way OpenAI streams: the
+headers and an empty role chunk at once, the first word after `first_token_s`, each further
+word `token_interval_s` later, then the finish chunk and, when the request asks for it
+(`stream_options.include_usage`) and `stream_usage` is on, a usage chunk before `[DONE]`.
 
 It also serves the Batch API (`/v1/files`, `/v1/batches`): an uploaded JSONL file of chat
 requests becomes a batch that stays `in_progress` for a scripted number of polls, then
@@ -19,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import socket
 import threading
 import time
 from collections import Counter
@@ -31,7 +37,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 class Fault:
     """What the server does with one call: answer normally or fail in a given way."""
 
-    kind: str = "ok"  # ok | status | hang | malformed_json | malformed_shape
+    kind: str = "ok"  # ok | status | hang | malformed_json | malformed_shape | broken_stream
     status: int = 200
     retry_after: str | None = None  # Retry-After header value, with 429
     hang_s: float = 0.0
@@ -54,6 +60,8 @@ def hang(seconds: float) -> Fault:
 
 MALFORMED_JSON = Fault("malformed_json")
 MALFORMED_SHAPE = Fault("malformed_shape")
+# A streamed answer whose connection drops after the first word (a plain answer is unaffected).
+BROKEN_STREAM = Fault("broken_stream")
 
 
 @dataclass(frozen=True)
@@ -115,8 +123,16 @@ class OpenAICompatServer:
     # validation message like llama-cpp-python's server.
     refused_formats: frozenset[str] = frozenset()
     refusal_status: int = 400
+    # Request fields this server refuses with 400, as OpenAI does with an unrecognized argument
+    # (e.g. "stream_options" on an older API version).
+    refused_fields: frozenset[str] = frozenset()
     batch_polls: int = 2  # retrievals a batch stays in progress before it finishes
     batch_fates: BatchFate = field(default=lambda request: "ok")
+    # Streamed answers: the wait before the first word, the wait between words, and whether a
+    # usage chunk is sent when asked for (some compatible servers never send one).
+    first_token_s: float = 0.0
+    token_interval_s: float = 0.0
+    stream_usage: bool = True
 
     def __post_init__(self) -> None:
         self.calls: list[Call] = []
@@ -314,19 +330,75 @@ def _handler_for(server: OpenAICompatServer) -> type[BaseHTTPRequestHandler]:
                 self._send(fault.status, json.dumps(error).encode(), headers)
                 return
             if fault.kind == "malformed_json":
-                self._send(200, b'{"id": "chatcmpl-broken", "choices": [')
+                broken = b'{"id": "chatcmpl-broken", "choices": ['
+                self._send(200, b"data: " + broken + b"\n\n" if body.get("stream") else broken,
+                           content_type="text/event-stream" if body.get("stream") else "application/json")
                 return
             if fault.kind == "malformed_shape":
-                self._send(200, json.dumps({"id": "chatcmpl-odd", "object": "chat.completion"}).encode())
+                odd = json.dumps({"id": "chatcmpl-odd", "object": "chat.completion"}).encode()
+                self._send(200, b"data: " + odd + b"\n\ndata: [DONE]\n\n" if body.get("stream") else odd,
+                           content_type="text/event-stream" if body.get("stream") else "application/json")
                 return
             status, response = _completion(server, body, call)
-            self._send(status, json.dumps(response).encode())
+            if status == 200 and body.get("stream"):
+                self._stream(response, include_usage=bool((body.get("stream_options") or {}).get("include_usage")),
+                             broken=fault.kind == "broken_stream")
+            else:
+                self._send(status, json.dumps(response).encode())
+
+        def _stream(self, response: dict, *, include_usage: bool, broken: bool) -> None:
+            """The completion as server-sent events, paced like a model generating it."""
+            try:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                for number, (event, wait) in enumerate(_stream_events(server, response, include_usage=include_usage)):
+                    if wait:
+                        time.sleep(wait)
+                    self._chunk(f"data: {event}\n\n".encode())
+                    if broken and number == 1:  # the role chunk, then the first word, then nothing
+                        self.close_connection = True
+                        self.connection.shutdown(socket.SHUT_RDWR)
+                        return
+                self._chunk(b"")
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up (timeout); nothing to do
+
+        def _chunk(self, data: bytes) -> None:
+            self.wfile.write(f"{len(data):X}\r\n".encode() + data + b"\r\n")
+            self.wfile.flush()
 
     return Handler
 
 
+def _stream_events(server: OpenAICompatServer, response: dict, *, include_usage: bool) -> list[tuple[str, float]]:
+    """(event data, seconds to wait before it) for a streamed answer, ending with [DONE]."""
+    choice = response["choices"][0]
+    words = re.findall(r"\S+\s*", choice["message"]["content"])
+
+    def chunk(delta: dict, finish_reason: str | None = None) -> str:
+        return json.dumps({"id": response["id"], "object": "chat.completion.chunk", "created": response["created"],
+                           "model": response["model"],
+                           "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]})
+
+    events = [(chunk({"role": "assistant", "content": ""}), 0.0)]
+    events += [(chunk({"content": word}), server.first_token_s if index == 0 else server.token_interval_s)
+               for index, word in enumerate(words)]
+    events.append((chunk({}, choice["finish_reason"]), 0.0))
+    if include_usage and server.stream_usage:
+        events.append((json.dumps({"id": response["id"], "object": "chat.completion.chunk",
+                                   "created": response["created"], "model": response["model"], "choices": [],
+                                   "usage": response["usage"]}), 0.0))
+    return [*events, ("[DONE]", 0.0)]
+
+
 def _completion(server: OpenAICompatServer, body: dict, call: Call | None = None) -> tuple[int, dict]:
     """The answer to one chat request, live or inside a batch: a refusal or a completion."""
+    refused = sorted(name for name in server.refused_fields if name in body)
+    if refused:
+        return 400, {"error": {"message": f"Unrecognized request argument supplied: {refused[0]}",
+                               "type": "invalid_request_error", "code": None}}
     requested_format = (body.get("response_format") or {}).get("type")
     if requested_format in server.refused_formats:
         message = (f"1 validation error: body.response_format.type: Input should be 'text' or "
