@@ -63,3 +63,14 @@ def mirrors_register(f: CaseFeatures) -> Signal | None:
         or bool(set(message.lower().split()) & INFORMAL_MARKERS)
     )
     return fired(True, quote(f.contractions), 1.0 if casual else 0.5)
+
+
+@signal
+def contradicts_previous(f: CaseFeatures) -> Signal | None:
+    """The reply says the opposite of what the companion said a turn or two before
+    ("I love dogs" then "I don't love dogs"): an inconsistent character loses trust."""
+    found = f.contradiction
+    if found is None:
+        return None
+    earlier, now = found
+    return fired(True, f"{quote([earlier.text])} then {quote([now.text])}")
