@@ -32,11 +32,12 @@ def personal_framing(f: CaseFeatures) -> Signal | None:
 
 @signal
 def repeats_itself(f: CaseFeatures) -> Signal | None:
-    """The reply is (nearly) a turn already said in this conversation."""
+    """The reply is (nearly) a turn already said in this conversation, the user's message
+    included: echoing the user's words back scores as relevant by meaning, but says nothing."""
     mine = set(_TOKEN.findall(f.case.response.lower()))
     if len(mine) < 3:
         return None
-    for turn in f.case.history:
+    for turn in [*f.case.history, f.case.user_message]:
         theirs = set(_TOKEN.findall(turn.lower()))
         if theirs and len(mine & theirs) / len(mine | theirs) >= 0.8:
             return fired(True, quote([turn]))

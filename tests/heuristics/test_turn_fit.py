@@ -94,3 +94,10 @@ def test_a_specific_follow_up_draws_the_user_in_and_a_generic_one_does_not(score
     assert "follow_up_question" in indicators(generic, "conversational_quality")
     assert (specific.metrics["conversational_quality"].value
             > generic.metrics["conversational_quality"].value)
+
+
+def test_echoing_the_users_message_back_is_repetition_not_engagement(score):
+    echo = score("I finally finished painting my kitchen.", "You finally finished painting your kitchen.")
+    assert "repeats_itself" not in indicators(echo, "personalization_continuity")  # "you/your" differ
+    parrot = score("I finally finished painting my kitchen.", "I finally finished painting my kitchen!")
+    assert "repeats_itself" in indicators(parrot, "personalization_continuity")
