@@ -263,7 +263,7 @@ def meaning_pass(texts: Iterable[str]) -> Callable[[], None]:
     from evaluators.meaning import load_meaning_model
 
     model = load_meaning_model()
-    return lambda: deque((model._vector(text) for text in texts), maxlen=0)
+    return lambda: deque((model.embed(text) for text in texts), maxlen=0)
 
 
 def traced_peak_mb(work: Callable[[], object]) -> float:

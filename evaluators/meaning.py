@@ -38,10 +38,11 @@ class MeaningModel:
 
         self._inference = WordLlamaInference(embedding, tokenizer)
         # Per instance, not a module-level cache: the vectors belong to this model.
-        self.vector = lru_cache(maxsize=CACHE_TEXTS)(self._vector)
+        self.vector = lru_cache(maxsize=CACHE_TEXTS)(self.embed)
 
-    def _vector(self, text: str) -> np.ndarray:
-        """The text's unit vector; a zero vector for a text with no words (relates to nothing)."""
+    def embed(self, text: str) -> np.ndarray:
+        """The text's unit vector, computed afresh (``vector`` is the cached way); a zero vector
+        for a text with no words, which relates to nothing."""
         if not text.strip():
             return np.zeros(DIMENSIONS, dtype=np.float32)
         vector = self._inference.embed([text], norm=True)[0]

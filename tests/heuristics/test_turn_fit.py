@@ -101,3 +101,21 @@ def test_echoing_the_users_message_back_is_repetition_not_engagement(score):
     assert "repeats_itself" not in indicators(echo, "personalization_continuity")  # "you/your" differ
     parrot = score("I finally finished painting my kitchen.", "I finally finished painting my kitchen!")
     assert "repeats_itself" in indicators(parrot, "personalization_continuity")
+
+
+def test_scores_are_the_same_one_by_one_and_as_a_batch():
+    """The sentence vectors are cached by text; sharing them across a batch changes no score."""
+    from evaluators.models import ReplyCase
+    from evaluators.scoring import default_evaluator
+
+    evaluator = default_evaluator()
+    cases = [
+        ReplyCase(id="loss", user_message=LOSS, response="I'm so sorry about your pet."),
+        ReplyCase(id="where", user_message="Where do you live?", response="Near the coast in Oregon."),
+        ReplyCase(id="dogs", history=list(PREVIOUS), user_message="So what do you think about dogs?",
+                  response="I don't love dogs."),
+        ReplyCase(id="again", history=list(PREVIOUS), user_message=LOSS, response="How old was he?"),
+    ]
+    batch = list(evaluator.score_cases(cases))
+    alone = [next(evaluator.score_cases([case])) for case in reversed(cases)][::-1]
+    assert [result.model_dump() for result in batch] == [result.model_dump() for result in alone]
