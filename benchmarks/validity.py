@@ -350,6 +350,37 @@ def summarise(results: list[DatasetResult]) -> dict:
     return summary
 
 
+def per_dataset(results: list[DatasetResult]) -> list[dict]:
+    """Per data set: the mean and lowest of its counted Spearman pairs, for both scorers.
+
+    Nothing in the rubric is fitted to these ratings (its thresholds come from the rubric's
+    stated reasons and from mismatched pairs, which need no rating), so each data set's
+    figure is already what it would be if that set were left out of any fitting: the
+    leave-one-data-set-out figure. Read side by side, they show which signals carry over.
+    """
+    rows = []
+    for result in results:
+        counted = [row for row in result.rows if row.counted and row.kind == "spearman"]
+        if not counted:
+            continue
+        entry: dict = {"name": result.name, "pairs": len(counted)}
+        for side in ("project", "baseline"):
+            values = [getattr(row, side) for row in counted]
+            if any(value is None for value in values):
+                entry[side] = None
+                continue
+            values = [0.0 if math.isnan(value) else value for value in values]
+            entry[side] = {"mean": float(np.mean(values)), "min": float(min(values))}
+        rows.append(entry)
+    return rows
+
+
+def mean_over_datasets(rows: list[dict], side: str) -> float | None:
+    """Each data set counted once, however many pairs it has."""
+    values = [row[side]["mean"] for row in rows if row[side] is not None]
+    return float(np.mean(values)) if values and len(values) == len(rows) else None
+
+
 # --- printing -----------------------------------------------------------------------------------
 
 
@@ -420,6 +451,26 @@ def print_summary(summary: dict) -> None:
     for name, side in (("project", project), ("baseline", baseline)):
         if side is not None:
             print(f"  lowest {name} pair: {side['min_pair_label']} ({fmt(side['min_pair'])})")
+
+
+def print_per_dataset(rows: list[dict]) -> None:
+    """The leave-one-data-set-out table: one line per data set, whole at 80 columns."""
+    if not rows:
+        return
+    print("\nPer data set, left out of any fitting (leave-one-data-set-out)")
+    print("  No rubric weight or threshold is fitted to these ratings, so each figure is")
+    print("  already out of sample for its data set: it shows which signals carry over.")
+    width = max(len(row["name"]) for row in rows) + 2
+    print(f"  {'data set':<{width}}{'pairs':>6}{'project':>10}{'lowest':>9}{'baseline':>10}")
+
+    def cell(row: dict, side: str, key: str) -> str:
+        return fmt(None if row[side] is None else row[side][key])
+
+    for row in rows:
+        print(f"  {row['name']:<{width}}{row['pairs']:>6}{cell(row, 'project', 'mean'):>10}"
+              f"{cell(row, 'project', 'min'):>9}{cell(row, 'baseline', 'mean'):>10}")
+    print(f"  {'mean of data sets':<{width}}{'':>6}{fmt(mean_over_datasets(rows, 'project')):>10}"
+          f"{'':>9}{fmt(mean_over_datasets(rows, 'baseline')):>10}")
 
 
 def print_length_note(results: list[DatasetResult]) -> None:
@@ -500,7 +551,9 @@ def main(argv: list[str] | None = None) -> int:
         print("validity: no data set found, nothing to report")
         return 0
     summary = summarise(results)
+    summary["per_dataset"] = per_dataset(results)
     print_summary(summary)
+    print_per_dataset(summary["per_dataset"])
     print_length_note(results)
     if args.json:
         payload = {"datasets": [asdict(result) for result in results], "summary": summary}

@@ -20,8 +20,11 @@ from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 
 from evaluators import readability
 from evaluators.matchers import LexiconMatch
+from evaluators import turn_fit
+from evaluators.meaning import MeaningModel
 from evaluators.models import ReplyCase
-from evaluators.rubric import VoiceRules
+from evaluators.nlp import clip_for_parse
+from evaluators.rubric import MeaningRules, VoiceRules
 from evaluators import safety as safety_rules
 from evaluators.safety import CrisisHandling, SafetyWords, is_question
 
@@ -116,6 +119,9 @@ class CaseFeatures:
     voice_rules: VoiceRules
     sentiment: SentimentIntensityAnalyzer
     safety: SafetyWords
+    # Relating the reply to the conversation by meaning; without them those signals stay silent.
+    meaning: MeaningModel | None = None
+    meaning_rules: MeaningRules | None = None
 
     # --- size and voice -------------------------------------------------------------
     @cached_property
@@ -316,3 +322,100 @@ class CaseFeatures:
     @cached_property
     def user_emotional(self) -> bool:
         return self.user_distressed or self.user_excited
+
+    # --- fit to the conversation by meaning (evaluators/meaning.py, evaluators/turn_fit.py) ---
+    @cached_property
+    def recent_context(self) -> str:
+        """The last few turns before the user's message (the rubric's `meaning.recent_turns`)."""
+        turns = self.meaning_rules.recent_turns if self.meaning_rules is not None else 0
+        return "\n".join(self.case.history[-turns:]) if turns and self.case.history else ""
+
+    @cached_property
+    def context_similarity(self) -> float | None:
+        """Cosine of the reply with the user's message plus the recent turns at half weight.
+
+        None when no meaning model was given to the features (the signals then stay silent).
+        """
+        if self.meaning is None or self.meaning_rules is None:
+            return None
+        parts = [(clip_for_parse(self.case.user_message), 1.0)]
+        if self.recent_context:
+            parts.append((clip_for_parse(self.recent_context), self.meaning_rules.history_weight))
+        return self.meaning.similarity_to_blend(clip_for_parse(self.case.response), parts)
+
+    @cached_property
+    def user_questions(self) -> list[turn_fit.Question]:
+        if self.meaning_rules is None:
+            return []
+        return turn_fit.questions_asked(self.user.doc, self.meaning_rules)
+
+    @cached_property
+    def reply_statements(self) -> list[Span]:
+        return turn_fit.statements(self.reply.doc)
+
+    @cached_property
+    def answer(self) -> tuple[str, str] | None:
+        """How the reply answers the user's last question: (how, evidence), or None if it does not.
+
+        "kind": it supplies what was asked (a place to "where", a stance to a yes/no question);
+        "related": a statement related to the question by meaning or by its topic words;
+        None: no statement, or only statements that go elsewhere.
+        """
+        if not self.user_questions or not self.reply_statements or self.meaning_rules is None:
+            return None
+        question = self.user_questions[-1]
+        supplied = turn_fit.supplies(question.kind, self.reply_statements, self.meaning_rules)
+        if supplied:
+            return "kind", supplied
+        first = self.reply_statements[0].text.strip()
+        related = bool(self.shared_with_user) or (
+            self.meaning is not None
+            and self.meaning.similarity(first, question.text) >= self.meaning_rules.off_topic_below)
+        return ("related", first) if related else None
+
+    @cached_property
+    def previous_own_turns(self) -> list[str]:
+        """The companion's own earlier turns: every second turn back from the user's message."""
+        return self.case.history[-1::-2][:2]
+
+    @cached_property
+    def contradiction(self) -> tuple[turn_fit.Claim, turn_fit.Claim] | None:
+        """A reply claim that says the opposite of one in the companion's own earlier turns."""
+        if self.meaning_rules is None or not self.previous_own_turns:
+            return None
+        mine = turn_fit.claims(self.reply.doc)
+        if not mine:
+            return None
+        earlier = [claim for span in self._history_spans(self.previous_own_turns) for claim in turn_fit.claims(span)]
+        return turn_fit.contradiction(earlier, mine, self.meaning_rules)
+
+    def _history_spans(self, turns: list[str]) -> list[Span]:
+        """The parsed spans of some history turns, found by their place in the joined history."""
+        doc, text = self.history.doc, self.history.text
+        spans = []
+        for turn in turns:
+            start = text.rfind(turn)
+            span = doc.char_span(start, start + len(turn), alignment_mode="expand") if start >= 0 and turn else None
+            if span is not None:
+                spans.append(span)
+        return spans
+
+    @cached_property
+    def specific_questions(self) -> list[str]:
+        """Reply questions about what the user said: they take up a topic word or entity of the
+        user's message or of earlier turns, or say the same by meaning; "How are you?" after
+        a story is not one."""
+        if not self.question_spans:
+            return []
+        theirs = self.user.anchors | self.history.anchors
+        found = []
+        for span in self.question_spans:
+            # "today", "this week" point at no story of the user's; a topic word or a name does.
+            lemmas = ({token.lemma_.lower() for token in span if token.ent_type_ not in ("DATE", "TIME")}
+                      | {ent.text.lower() for ent in span.ents if ent.label_ not in ("DATE", "TIME")})
+            close = (self.meaning is not None and self.meaning_rules is not None
+                     and self.meaning.similarity(span.text, clip_for_parse(self.case.user_message))
+                     >= self.meaning_rules.related_similarity)
+            if lemmas & theirs or close:
+                found.append(span.text.strip())
+        return found

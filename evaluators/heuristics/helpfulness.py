@@ -23,21 +23,30 @@ def empathy_when_needed(f: CaseFeatures) -> Signal | None:
     return fired(bool(hits), quote(hits))
 
 
-DIRECT_OPENERS = ("yes", "yeah", "yep", "no", "nope", "not", "sure", "of course", "definitely", "i ", "i'", "we ", "my ")
-
-
 @signal
 def answers_question(f: CaseFeatures) -> Signal | None:
     """The user asked something and the reply answers it, not only with a counter-question.
 
-    A direct answer (yes/no, a first-person statement, or one that reuses the question's
-    words) counts in full; any other statement counts half.
+    An answer of the kind asked for (a place to "where", a stance to "do you ...?") counts in
+    full; a statement related to the question by meaning or topic words counts half.
     """
-    if not f.user_asks_question:
+    if f.answer is None:
         return None
-    answers = [sent for sent in f.reply_sentences if not sent.text.strip().endswith("?") and any(t.is_alpha for t in sent)]
-    if not answers:
+    how, evidence = f.answer
+    return fired(True, quote([evidence]), 1.0 if how == "kind" else 0.5)
+
+
+@signal
+def question_ignored(f: CaseFeatures) -> Signal | None:
+    """The user asked a question and the reply neither answers it nor relates to it.
+
+    A counter-question about the same thing is no answer, but it is not ignoring either;
+    only a reply that goes elsewhere counts.
+    """
+    if not f.user_questions or f.answer is not None or f.meaning is None or f.meaning_rules is None:
         return None
-    first = answers[0].text.strip().lower()
-    direct = first.startswith(DIRECT_OPENERS) or bool(f.shared_with_user)
-    return fired(True, quote([answers[0].text]), 1.0 if direct else 0.5)
+    question = f.user_questions[-1]
+    if f.question_spans and (f.shared_with_user or f.meaning.similarity(
+            f.case.response[:5000], question.text) >= f.meaning_rules.off_topic_below):
+        return None
+    return fired(True, f"not answered: {quote([question.text])}")

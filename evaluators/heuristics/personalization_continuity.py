@@ -32,11 +32,12 @@ def personal_framing(f: CaseFeatures) -> Signal | None:
 
 @signal
 def repeats_itself(f: CaseFeatures) -> Signal | None:
-    """The reply is (nearly) a turn already said in this conversation."""
+    """The reply is (nearly) a turn already said in this conversation, the user's message
+    included: echoing the user's words back scores as relevant by meaning, but says nothing."""
     mine = set(_TOKEN.findall(f.case.response.lower()))
     if len(mine) < 3:
         return None
-    for turn in f.case.history:
+    for turn in [*f.case.history, f.case.user_message]:
         theirs = set(_TOKEN.findall(turn.lower()))
         if theirs and len(mine & theirs) / len(mine | theirs) >= 0.8:
             return fired(True, quote([turn]))
@@ -63,3 +64,14 @@ def mirrors_register(f: CaseFeatures) -> Signal | None:
         or bool(set(message.lower().split()) & INFORMAL_MARKERS)
     )
     return fired(True, quote(f.contractions), 1.0 if casual else 0.5)
+
+
+@signal
+def contradicts_previous(f: CaseFeatures) -> Signal | None:
+    """The reply says the opposite of what the companion said a turn or two before
+    ("I love dogs" then "I don't love dogs"): an inconsistent character loses trust."""
+    found = f.contradiction
+    if found is None:
+        return None
+    earlier, now = found
+    return fired(True, f"{quote([earlier.text])} then {quote([now.text])}")

@@ -72,14 +72,45 @@ def generic_reply(f: CaseFeatures) -> Signal | None:
 
 @signal
 def off_topic(f: CaseFeatures) -> Signal | None:
-    """Shares nothing with the user's message or the history, and asks nothing about it."""
+    """A non-sequitur: shares no topic word with the user's message or the history, is no
+    closer in meaning to them than unrelated turns are, and asks nothing about them."""
     if len(f.user.content_lemmas) < 2 or f.word_count < 4 or f.questions:
         return None
     if f.shared_with_user or f.shared_with_history:
         return None
     if f.acknowledges_feelings:
         return None
-    return fired(True, "no topic words in common with the user")
+    similarity = f.context_similarity
+    if similarity is not None and f.meaning_rules is not None and similarity >= f.meaning_rules.off_topic_below:
+        return None
+    shown = "" if similarity is None else f", similarity {similarity:.2f} to the context"
+    return fired(True, f"no topic words in common with the user{shown}")
+
+
+@signal
+def meaning_relevance(f: CaseFeatures) -> Signal | None:
+    """Relates to the user's message and the recent turns by meaning, in any words.
+
+    0 at the similarity of unrelated turns, full where a reply plainly takes the message up
+    (the rubric's `meaning` thresholds). Repeating the user's words does not add to it beyond
+    what they mean, and length does not either: a vector is a mean, not a sum.
+    """
+    similarity = f.context_similarity
+    if similarity is None or f.meaning_rules is None:
+        return None
+    rules = f.meaning_rules
+    strength = ramp(similarity, rules.unrelated_similarity, rules.related_similarity)
+    return fired(strength > 0, f"similarity {similarity:.2f} to the message and recent turns", strength)
+
+
+@signal
+def specific_follow_up(f: CaseFeatures) -> Signal | None:
+    """A question about what the user said ("How did the interview go?"), not a generic one.
+
+    What draws a person in is being asked about their own story; "How are you?" could
+    follow anything.
+    """
+    return fired(bool(f.specific_questions), quote(f.specific_questions[:1]))
 
 
 @signal

@@ -1,0 +1,121 @@
+"""Signals relating a reply to the turn before it: meaning, answers, contradictions, follow-ups."""
+
+import pytest
+
+from tests.heuristics.conftest import indicators
+
+LOSS = "My dog died last week and I miss him so much."
+
+
+def effect(result, metric: str, indicator: str) -> float:
+    return next((item.effect for item in result.metrics[metric].evidence if item.indicator == indicator), 0.0)
+
+
+def test_a_reply_related_in_other_words_is_relevant_and_an_unrelated_one_is_off_topic(score):
+    related = score(LOSS, "I'm so sorry about your pet. Losing a companion like that hurts.")
+    unrelated = score(LOSS, "The stock market went up three percent on Tuesday.")
+    # No topic word is shared ("pet" is not "dog"): only the meaning relates them.
+    assert "topic_relevance" not in indicators(related, "helpfulness")
+    assert "meaning_relevance" in indicators(related, "helpfulness")
+    assert "off_topic" not in indicators(related, "helpfulness")
+    assert "off_topic" in indicators(unrelated, "helpfulness")
+    assert "meaning_relevance" not in indicators(unrelated, "helpfulness")
+    assert related.metrics["helpfulness"].value - unrelated.metrics["helpfulness"].value >= 0.3
+
+
+def test_meaning_relevance_does_not_grow_with_length(score):
+    once = score(LOSS, "I'm so sorry about your dog.")
+    twice = score(LOSS, "I'm so sorry about your dog. I'm so sorry about your dog. I'm so sorry about your dog.")
+    assert effect(once, "helpfulness", "meaning_relevance") > 0
+    assert effect(twice, "helpfulness", "meaning_relevance") == pytest.approx(
+        effect(once, "helpfulness", "meaning_relevance"), abs=0.02)
+
+
+@pytest.mark.parametrize(("question", "answer", "supplied"), [
+    ("Where do you live?", "Near the coast in Oregon.", "Oregon"),
+    ("Do you like jazz?", "Yeah, a lot, especially live sets.", "yeah"),
+    ("How many siblings do you have?", "Two, an older one and a younger one.", "Two"),
+    ("Why did you pick that book?", "Because the cover reminded me of the sea.", "Because"),
+    ("When is the concert?", "It's next Friday evening.", "next Friday"),
+])
+def test_an_answer_of_the_kind_asked_for_counts_in_full(score, question, answer, supplied):
+    result = score(question, answer)
+    [evidence] = [item for item in result.metrics["helpfulness"].evidence if item.indicator == "answers_question"]
+    assert evidence.effect == pytest.approx(0.25)  # the rubric's full weight
+    assert supplied in evidence.text
+    assert "question_ignored" not in indicators(result, "helpfulness")
+
+
+def test_a_question_answered_with_a_new_topic_is_ignored(score):
+    answered = score("Where do you live?", "Near the coast in Oregon.")
+    ignored = score("Where do you live?", "I like pizza with pineapple on it.")
+    assert "question_ignored" in indicators(ignored, "helpfulness")
+    assert "answers_question" not in indicators(ignored, "helpfulness")
+    assert answered.metrics["helpfulness"].value - ignored.metrics["helpfulness"].value >= 0.3
+
+
+def test_a_counter_question_on_the_same_topic_is_not_ignoring(score):
+    result = score("Do you like hiking?", "Which trails do you like hiking on?")
+    assert "question_ignored" not in indicators(result, "helpfulness")
+
+
+PREVIOUS = ("Hi, what do you like?", "I love dogs, they are the best.")
+
+
+@pytest.mark.parametrize("reply", ["I don't love dogs.", "Honestly, I hate dogs."])
+def test_saying_the_opposite_of_the_previous_turn_is_a_contradiction(score, reply):
+    result = score("So what do you think about dogs?", reply, PREVIOUS)
+    assert "contradicts_previous" in indicators(result, "personalization_continuity")
+    [evidence] = [item for item in result.metrics["personalization_continuity"].evidence
+                  if item.indicator == "contradicts_previous"]
+    assert '"I love dogs, they are the best."' in evidence.text
+    assert "contradicts_previous" in indicators(result, "trust_boundaries")
+
+
+@pytest.mark.parametrize("reply", ["I love dogs, especially big ones.", "I don't love cats though."])
+def test_agreeing_with_the_previous_turn_or_talking_of_something_else_is_no_contradiction(score, reply):
+    result = score("So what do you think about dogs?", reply, PREVIOUS)
+    assert "contradicts_previous" not in indicators(result, "personalization_continuity")
+
+
+def test_only_the_companions_own_turn_is_held_against_it(score):
+    # The user (two turns back from the reply) loved dogs; the companion may not.
+    result = score("Do you?", "I don't love dogs.", ("I love dogs.", "That's nice to hear."))
+    assert "contradicts_previous" not in indicators(result, "personalization_continuity")
+
+
+def test_a_specific_follow_up_draws_the_user_in_and_a_generic_one_does_not(score):
+    trip = "I just got back from my trip to Japan."
+    specific = score(trip, "Welcome back! How was Japan? Did you get to see Kyoto?")
+    generic = score(trip, "Welcome back! How are you doing today?")
+    assert "specific_follow_up" in indicators(specific, "conversational_quality")
+    assert "specific_follow_up" in indicators(specific, "personalization_continuity")
+    assert "specific_follow_up" not in indicators(generic, "conversational_quality")
+    assert "follow_up_question" in indicators(generic, "conversational_quality")
+    assert (specific.metrics["conversational_quality"].value
+            > generic.metrics["conversational_quality"].value)
+
+
+def test_echoing_the_users_message_back_is_repetition_not_engagement(score):
+    echo = score("I finally finished painting my kitchen.", "You finally finished painting your kitchen.")
+    assert "repeats_itself" not in indicators(echo, "personalization_continuity")  # "you/your" differ
+    parrot = score("I finally finished painting my kitchen.", "I finally finished painting my kitchen!")
+    assert "repeats_itself" in indicators(parrot, "personalization_continuity")
+
+
+def test_scores_are_the_same_one_by_one_and_as_a_batch():
+    """The sentence vectors are cached by text; sharing them across a batch changes no score."""
+    from evaluators.models import ReplyCase
+    from evaluators.scoring import default_evaluator
+
+    evaluator = default_evaluator()
+    cases = [
+        ReplyCase(id="loss", user_message=LOSS, response="I'm so sorry about your pet."),
+        ReplyCase(id="where", user_message="Where do you live?", response="Near the coast in Oregon."),
+        ReplyCase(id="dogs", history=list(PREVIOUS), user_message="So what do you think about dogs?",
+                  response="I don't love dogs."),
+        ReplyCase(id="again", history=list(PREVIOUS), user_message=LOSS, response="How old was he?"),
+    ]
+    batch = list(evaluator.score_cases(cases))
+    alone = [next(evaluator.score_cases([case])) for case in reversed(cases)][::-1]
+    assert [result.model_dump() for result in batch] == [result.model_dump() for result in alone]

@@ -1,0 +1,34 @@
+"""evaluators/meaning.py: sentence vectors from the files the wordllama wheel ships."""
+
+import pytest
+import yaml
+
+from evaluators.meaning import load_meaning_model
+from evaluators.rubric import DEFAULT_RUBRIC_PATH, RubricError, parse_rubric
+
+
+def test_same_text_is_similar_unrelated_text_is_not_and_empty_text_relates_to_nothing():
+    model = load_meaning_model()
+    text = "I went hiking in the mountains last weekend."
+    assert model.similarity(text, text) == pytest.approx(1.0, abs=1e-3)
+    close = model.similarity(text, "We walked up a mountain trail on Saturday.")
+    far = model.similarity(text, "Please send the invoice by Monday.")
+    assert close > far + 0.1
+    assert model.similarity("", text) == 0.0
+
+
+def test_a_context_blend_leans_towards_the_heavier_part():
+    model = load_meaning_model()
+    reply = "My cat sleeps all day on the sofa."
+    about_cats = "Do you have a cat?"
+    about_taxes = "I need to file my taxes."
+    heavy_cats = model.similarity_to_blend(reply, [(about_cats, 1.0), (about_taxes, 0.5)])
+    heavy_taxes = model.similarity_to_blend(reply, [(about_cats, 0.5), (about_taxes, 1.0)])
+    assert heavy_cats > heavy_taxes
+
+
+def test_a_meaning_threshold_without_its_reason_is_refused_naming_it():
+    data = yaml.safe_load(DEFAULT_RUBRIC_PATH.read_text(encoding="utf-8"))
+    del data["meaning"]["reasons"]["off_topic_below"]
+    with pytest.raises(RubricError, match=r"meaning.*off_topic_below"):
+        parse_rubric(yaml.safe_dump(data))
