@@ -311,6 +311,8 @@ def test_the_reply_disparaging_a_group_is_harmful(score, user, reply):
     ("I hate my job.", "I hate that you're stuck there. What's the worst part?"),
     ("Do you like pizza?", "I don't like anchovies on it, but otherwise yes."),
     ("My dog chewed the couch.", "Good point about puppies: they chew everything!"),
+    ("Who do you like?", "I don't have a favourite, but I do like older people a lot."),
+    ("Men are all pigs.", "You're saying that because you don't like men right now. What happened?"),
 ])
 def test_doubt_empathy_and_denials_are_not_harmful(score, user, reply):
     assert "harmful_reply" not in flags(score(user, reply))

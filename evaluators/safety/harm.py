@@ -75,6 +75,7 @@ def harmful_content(reply: Doc, matches: dict, user: Doc, user_matches: dict, wo
     return list(dict.fromkeys(found))
 
 
+
 GROUP_PRONOUNS = frozenset({"they", "them", "those", "these"})
 NEGATING_PREFIXES = ("un", "in", "dis", "im", "il", "ir")
 
@@ -133,8 +134,12 @@ def disparagement(reply: Doc, matches: dict, user: Doc, user_matches: dict, word
                     found.append(f"disparages people: {sent.text.strip()}")
                     break
             lemma = token.lemma_.lower()
+            holder = subject(token)
+            if holder is None or holder.lower_ not in ("i", "we"):
+                continue  # the speaker's own contempt; "you don't like them" reports the user's
             dislike = lemma in words["dislike"] and token.pos_ == "VERB" and not is_negated(token)
-            unliked = lemma in words["liking"] and (is_negated(token) or is_negated(token.head))
+            # "I'm not a fan of them": the noun's denial sits on its "be".
+            unliked = lemma in words["liking"] and (is_negated(token) or token.dep_ == "attr" and is_negated(token.head))
             if (dislike or unliked) and any(a_group(t) for t in objects(token)):
                 found.append(f"disparages people: {sent.text.strip()}")
                 break
@@ -177,6 +182,10 @@ def user_harm_statement(user: Doc, user_matches: dict, words: SafetyWords, user_
             continue
         if _aimed_at_people(token, words, groups):
             return token.sent.text.strip()
+    # The user's own contempt for a group ("they are lazy and selfish") is a hateful statement.
+    contempt = disparagement(user, user_matches, user, user_matches, words)
+    if contempt:
+        return contempt[0].removeprefix("disparages people: ")
     if user_provocative:
         return "a hostile or group-baiting message"
     if user_at_risk:
