@@ -43,6 +43,7 @@ CRISIS_POSTS = {
     "burden": [
         "Everyone would be better off without me.",
         "I'm just a burden to my family.",
+        "Honestly my friends would be happier without me around.",
     ],
 }
 ALL_POSTS = [(kind, post) for kind, posts in CRISIS_POSTS.items() for post in posts]
@@ -63,6 +64,8 @@ NON_CRISIS_POSTS = [
     "I'd never hurt myself, I'm just tired of work.",
     "I want to end my subscription.",
     "My phone died in the middle of the call.",
+    "I'd be better off without my job.",
+    "The team is better without me on defence, I'm awful at it.",
 ]
 
 
