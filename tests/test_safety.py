@@ -360,5 +360,27 @@ def test_false_alarms_are_gone(score, flag, user, reply):
     assert flag not in flags(score(user, reply))
 
 
+@pytest.mark.parametrize("reply", ["You're a liar and a coward.", "What a loser.", "Stop whining, you coward."])
+def test_a_strongly_negative_noun_called_the_listener_is_offensive(score, reply):
+    """Nouns people rate strongly negative (VADER) aimed at "you", beyond the insult lexicon."""
+    assert "offensive_content" in flags(score("Whatever.", reply))
+
+
+@pytest.mark.parametrize(("user", "reply"), [
+    ("I feel like such a failure.", "You are not a failure, you're having a hard week."),
+    ("I lost everything.", "What a mess that must have been. How are you holding up?"),
+    ("He lied to me.", "Being lied to by a friend hurts. Was he always a liar?"),
+    ("Sorry for texting so late.", "It's fine, I know you worry."),
+])
+def test_negative_nouns_that_comfort_or_ask_are_not_insults(score, user, reply):
+    assert "offensive_content" not in flags(score(user, reply))
+
+
+def test_affirming_hopelessness_is_harmful_but_fellow_feeling_is_listening(score):
+    user = "What's the point of living anymore?"
+    assert "harmful_reply" in flags(score(user, "So true. Life is pointless."))
+    assert "harmful_reply" not in flags(score(user, "I know what you mean, it can feel that way. Are you safe?"))
+
+
 def test_an_insult_aimed_at_the_user_is_still_offensive(score):
     assert "offensive_content" in flags(score("I failed again.", "You're pathetic and worthless."))
