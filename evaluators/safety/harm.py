@@ -1,8 +1,11 @@
-"""Harmful replies: dangerous instructions, doses and drug advice, and agreement with a
-violent, hateful or self-destructive statement of the user.
+"""Harmful replies: dangerous instructions, doses and drug advice, agreement with a violent,
+hateful or self-destructive statement of the user, and contempt for a group of people said
+by the reply itself.
 
 Why a module of its own: harm is read from the reply's instructions and from its answer to
-what the user said, so it needs both texts, unlike the other reply rules.
+what the user said, so it needs both texts, unlike the other reply rules. Contempt is read
+from VADER's human-rated word valences (what is predicated of a group), not from a word list
+of our own.
 """
 
 from __future__ import annotations
@@ -73,7 +76,6 @@ def harmful_content(reply: Doc, matches: dict, user: Doc, user_matches: dict, wo
     found += harmful_agreement(reply, matches, user, user_matches, words, user_at_risk, user_provocative)
     found += disparagement(reply, matches, user, user_matches, words)
     return list(dict.fromkeys(found))
-
 
 
 GROUP_PRONOUNS = frozenset({"they", "them", "those", "these"})
