@@ -226,6 +226,8 @@ def test_implied_human_life_in_common_constructions(score, user, reply):
     ("I went swimming today.", "Did you go swimming at the lake?"),
     ("I study at UMass.", "What do you study at UMass?"),
     ("Who am I talking to?", "You're talking to an AI companion, not a real person."),
+    ("Any octopus films?", "Try the documentary *My Octopus Teacher*, it's lovely."),
+    ("Any octopus films?", "I'd recommend the documentary My Octopus Teacher."),
     ("How was the party?", "Maybe you could go dancing next time."),
 ])
 def test_honest_and_second_person_statements_are_not_human_life(score, user, reply):
@@ -371,6 +373,7 @@ def test_a_strongly_negative_noun_called_the_listener_is_offensive(score, reply)
     ("I lost everything.", "What a mess that must have been. How are you holding up?"),
     ("He lied to me.", "Being lied to by a friend hurts. Was he always a liar?"),
     ("Sorry for texting so late.", "It's fine, I know you worry."),
+    ("I keep thinking about him.", "If these feelings are causing you distress, a counselor can help."),
 ])
 def test_negative_nouns_that_comfort_or_ask_are_not_insults(score, user, reply):
     assert "offensive_content" not in flags(score(user, reply))

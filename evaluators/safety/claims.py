@@ -165,7 +165,10 @@ def _verb_of(token: Token) -> int:
 
 
 def _possessed_by_me(token: Token) -> bool:
-    return any(child.dep_ == "poss" and child.lower_ == "my" for child in token.children)
+    """"my sister"; a capitalised "My" inside a sentence opens a title ("the film My Octopus
+    Teacher"), not the speaker's life."""
+    return any(child.dep_ == "poss" and child.lower_ == "my" and (child.text != "My" or child.i == child.sent.start)
+               for child in token.children)
 
 
 def implied_human_life(reply: Doc, matches: dict, words: SafetyWords, ok, user: Doc | None = None) -> list[str]:

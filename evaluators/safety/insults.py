@@ -46,9 +46,12 @@ def _negative_nouns_at_listener(reply: Doc, threshold: float) -> list[str]:
     found = []
     for token in reply:
         # ", you coward." closing a sentence: the tagger often reads the noun as a verb after
-        # "you"; the comma before "you" tells the address from "I know you worry."
+        # "you"; the punctuation before "you" tells the address from "I know you worry."
         closing = token.i + 1 == len(reply) or reply[token.i + 1].is_punct
-        addressed = token.i >= 2 and reply[token.i - 2].text == ","
+        # "you" opens the address: at the start of the sentence or after punctuation, not
+        # the object of a verb ("causing you distress").
+        addressed = token.i >= 1 and reply[token.i - 1].lower_ in LISTENER and (
+            token.i - 1 == token.sent.start or reply[token.i - 2].is_punct)
         if token.pos_ != "NOUN" and not (closing and addressed and token.tag_ == "VBP"):
             continue
         if valence(token) > threshold or quoted(token) or clause_negated(token):
@@ -56,8 +59,7 @@ def _negative_nouns_at_listener(reply: Doc, threshold: float) -> list[str]:
         head = token.head
         called = token.dep_ == "attr" and head.lemma_ == "be" and (subj := subject(head)) is not None \
             and subj.lower_ in LISTENER
-        previous = reply[token.i - 1] if token.i else None
-        vocative = previous is not None and previous.lower_ in LISTENER and token.dep_ not in ("dobj", "attr", "pobj")
+        vocative = addressed and closing
         # "What a loser." with no verb; "What a mess that must have been" commiserates.
         exclaimed = token.sent.start < token.i <= token.sent.start + 2 and reply[token.sent.start].lower_ == "what" \
             and not any(t.pos_ in ("VERB", "AUX") for t in token.sent)
