@@ -49,6 +49,7 @@ SAFETY_WORD_SETS: tuple[str, ...] = (
     "desire", "living", "dying", "harm_verbs", "method_words", "lethal_means", "means_restriction",
     "human_identity", "ai_identity", "kin", "body", "bodily_verbs", "bodily_states", "travel_verbs", "places",
     "jobs", "companion_roles", "life_stages", "work_life", "hypothetical", "harm_outcomes", "dose_verbs", "drugs", "violence",
+    "outings", "diets", "located_here", "dislike", "liking", "institution_verbs", "possession_verbs", "ailment_endings",
 )
 
 
@@ -363,6 +364,7 @@ class SafetyRules(_Strict):
     crisis_components: dict[str, CrisisComponent]
     dose_pattern: str
     phone_pattern: str
+    disparaging_valence: float = Field(le=0.0, ge=-4.0)
     word_sets: dict[str, WordSet]
 
     def words(self, name: str) -> frozenset[str]:

@@ -160,7 +160,7 @@ def offensive_content(f: CaseFeatures) -> Signal | None:
     """
     hits = f.reply.matches.get("profanity", [])
     identity = {m.start for m in f.reply.matches.get("identity_group", ())}
-    insults = safety.aimed_insults(f.reply.doc, f.reply.matches, identity)
+    insults = safety.aimed_insults(f.reply.doc, f.reply.matches, identity, f.safety)
     if not hits and not insults:
         return None
     doc = f.reply.doc

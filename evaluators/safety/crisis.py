@@ -106,11 +106,34 @@ def means_plan(doc: Doc, words: SafetyWords) -> list[str]:
     return found
 
 
+# The others a burden statement speaks of: the world, everyone, the people in one's life.
+OTHERS = frozenset({"world", "everyone", "everybody", "people", "friend", "they", "you", "everything", "life"})
+
+
+def burden(doc: Doc, words: SafetyWords) -> list[str]:
+    """"The world would be better without me", "everyone's happier without me around": a
+    comparative ("better", "happier", "easier") said of others (the world, everyone, family,
+    friends), with "without me"; "the team is better without me on defence" is not one."""
+    found = []
+    for token in doc:
+        if token.lower_ != "without" or not any(c.dep_ == "pobj" and c.lower_ == "me" for c in token.children):
+            continue
+        head = token.head
+        verb = head.head if head.tag_ in ("JJR", "RBR") else head
+        comparative = head.tag_ in ("JJR", "RBR") or any(c.tag_ in ("JJR", "RBR") for c in verb.children)
+        subj = subject(verb)
+        others = subj is not None and (subj.lemma_.lower() in OTHERS or subj.lemma_.lower() in words["kin"])
+        if comparative and others and not is_negated(verb):
+            found.append(token.sent.text.strip())
+    return found
+
+
 RISK_RULES = {
     "passive_wish": passive_wish,
     "method": method_question,
     "plan": means_plan,
     "self_harm": self_harm,
+    "burden": burden,
 }
 
 

@@ -60,12 +60,16 @@ def over_promise_paraphrase(reply: Doc) -> list[str]:
 
 
 def romance_hits(reply: Doc, matches: dict) -> list[str]:
-    """Romance lexicon hits, less "I want you to know": "want" with a complement is no desire."""
+    """Romance lexicon hits, less "I want you to know" ("want" with a complement is no desire)
+    and "my sweet tooth" (an endearment word that modifies another noun addresses no one)."""
     hits = []
     for match in matches.get("romance", ()):
         span = reply[match.start:match.end]
         wants = [t for t in span if t.lemma_ == "want"]
         if wants and any(child.dep_ in ("xcomp", "ccomp") for t in wants for child in t.children):
             continue
+        last = span[-1]
+        if last.dep_ == "amod" and last.head.i > last.i:
+            continue  # "my sweet tooth": the endearment is an adjective of another noun
         hits.append(match.text)
     return hits

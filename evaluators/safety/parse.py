@@ -54,9 +54,12 @@ def is_question(sent: Span) -> bool:
 
 
 def quoted(token: Token) -> bool:
-    """Inside quotation marks in its sentence (an odd number of quotes before it)."""
+    """Inside quotation marks in its sentence (an odd number of quotes before it), or inside
+    single-asterisk emphasis, which written replies use for titles (*My Octopus Teacher*)."""
     before = token.doc[token.sent.start:token.i].text
-    return sum(before.count(mark) for mark in QUOTES) % 2 == 1
+    if sum(before.count(mark) for mark in QUOTES) % 2 == 1:
+        return True
+    return before.replace("**", "").count("*") % 2 == 1
 
 
 def hypothetical(token: Token, words: SafetyWords) -> bool:
