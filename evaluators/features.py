@@ -1,7 +1,7 @@
 """Features of one case, computed once from the shared parses and read by every metric.
 
-Three parsed texts per case (history, user message, reply), the rubric's lexicon matches on
-each, the voice rules (regexes), speakability (textstat's formulas), tone (VADER) and the lexical
+Parsed texts per case (the reply, the user message, each history turn on its own), the
+rubric's lexicon matches on the reply and the user message, the voice rules (regexes), speakability (textstat's formulas), tone (VADER) and the lexical
 carry-over between turns that continuity and relevance rest on.
 """
 
@@ -104,6 +104,33 @@ class TextView:
         return entities | self.content_lemmas
 
 
+@dataclass(frozen=True)
+class HistoryView:
+    """A conversation's earlier turns, each read on its own, and what a reply can pick up from them.
+
+    Each turn is parsed by itself (sentences and entities do not run across turns), so a turn
+    is parsed once however many later turns read it, and the view of turns 1..k+1 is the
+    view of turns 1..k plus one turn (`extended`). The history is read for carried-over
+    topics only, never for indicator phrases, so it has no lexicon matches.
+    """
+
+    turns: tuple[str, ...] = ()
+    turn_anchors: tuple[frozenset[str], ...] = ()
+    anchors: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, turns: tuple[str, ...], turn_anchors: tuple[frozenset[str], ...]) -> HistoryView:
+        return cls(turns, turn_anchors, frozenset().union(*turn_anchors))
+
+    def extended(self, turn: str, anchors: frozenset[str]) -> HistoryView:
+        """This history with one more turn: the anchors so far plus the new turn's."""
+        return HistoryView((*self.turns, turn), (*self.turn_anchors, anchors), self.anchors | anchors)
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.turns)
+
+
 @dataclass
 class CaseFeatures:
     """Everything the metrics need about one case; built once, read many times."""
@@ -111,7 +138,7 @@ class CaseFeatures:
     case: ReplyCase
     reply: TextView
     user: TextView
-    history: TextView
+    history: HistoryView
     patterns: dict[str, re.Pattern[str]]
     voice_rules: VoiceRules
     sentiment: SentimentIntensityAnalyzer

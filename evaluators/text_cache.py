@@ -1,0 +1,86 @@
+"""What one scoring stream has already read, kept by content and bounded by a count.
+
+A conversation scored turn by turn repeats itself: turn k's history is turn k-1's history
+plus one message, and that message was turn k-1's user message. Kept by content, each text
+is parsed once however many later turns read it, and a history's carried-over topics are
+built from the previous turn's plus the one new turn's, so a conversation's cost grows with
+its length, not with the square of it.
+
+Everything kept is a pure function of its text (a parse, the rubric's lexicon matches on it,
+its anchors), so a cache hit gives exactly what a fresh parse would: records do not depend on
+batch sizes or on what was scored before them. The cache lives as long as one
+`HeuristicEvaluator.score_cases` stream and is dropped with it. Each of its three tables is a
+least-recently-used table of at most `MAX_CACHED_TEXTS` entries, so memory stays bounded on
+streams of any length; a batch keeps what it is using until it is scored, whatever is evicted.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Hashable
+from typing import Generic, TypeVar
+
+from evaluators.features import HistoryView, TextView
+
+# Enough for the texts of several hundred recent replies with their user messages and
+# histories (a conversation's turns are scored close together, so they hit), at about 15 KB
+# per parsed short text: tens of MB at most, whatever the length of the stream.
+MAX_CACHED_TEXTS = 4096
+# A parse kept across batches costs memory in proportion to its length, and long texts
+# (pasted articles, runaway replies) rarely recur verbatim: past this many characters a text
+# is shared within its batch only. Spoken replies and user turns are far shorter.
+MAX_CACHED_CHARS = 2000
+
+Key = TypeVar("Key", bound=Hashable)
+Value = TypeVar("Value")
+
+
+class LruTable(Generic[Key, Value]):
+    """A dict that forgets its least recently used entry once it holds `limit` of them."""
+
+    def __init__(self, limit: int) -> None:
+        if limit < 1:
+            raise ValueError(f"an LRU table holds at least one entry, not {limit}")
+        self.limit = limit
+        self._entries: OrderedDict[Key, Value] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, key: Key) -> Value | None:
+        value = self._entries.get(key)
+        if value is not None:
+            self._entries.move_to_end(key)
+        return value
+
+    def put(self, key: Key, value: Value) -> None:
+        self._entries[key] = value
+        self._entries.move_to_end(key)
+        while len(self._entries) > self.limit:
+            self._entries.popitem(last=False)
+
+
+class TextCache:
+    """Parsed texts by role, history turns' anchors and histories' views, each table bounded.
+
+    - `views`: (role, text) → `TextView` (the parse and the role's lexicon matches), for
+      texts of at most `max_chars` characters;
+    - `turn_anchors`: a history turn's text → its anchors (no parse is kept for them);
+    - `histories`: a history's turns → its `HistoryView`, so the next turn's history is
+      built from this one plus its last turn.
+    """
+
+    def __init__(self, max_texts: int = MAX_CACHED_TEXTS, max_chars: int = MAX_CACHED_CHARS) -> None:
+        self.max_chars = max_chars
+        self.views: LruTable[tuple[str, str], TextView] = LruTable(max_texts)
+        self.turn_anchors: LruTable[str, frozenset[str]] = LruTable(max_texts)
+        self.histories: LruTable[tuple[str, ...], HistoryView] = LruTable(max_texts)
+
+    def sizes(self) -> dict[str, int]:
+        """Entries held per table: what the bound limits."""
+        return {"views": len(self.views), "turn_anchors": len(self.turn_anchors),
+                "histories": len(self.histories)}
+
+    def keep_view(self, role: str, text: str, view: TextView) -> None:
+        if len(text) <= self.max_chars:
+            self.views.put((role, text), view)
