@@ -200,8 +200,8 @@ class HeuristicEvaluator:
                     continue
                 effect = weight * hit.strength
                 value += effect
-                # model_construct: these values are built here, validating them again is waste.
-                evidence.append(Evidence.model_construct(indicator=name, text=hit.text, effect=round(effect, 4)))
+                # Validated construction: pydantic's core validator is faster than model_construct here.
+                evidence.append(Evidence(indicator=name, text=hit.text, effect=round(effect, 4)))
             value = clip(value)
             if metric in caps:
                 cause = next(flag for flag in flags if metric in self.rubric.disqualifiers[flag.name].caps
@@ -210,7 +210,7 @@ class HeuristicEvaluator:
             if seconds is not None and metric in voice.far_beyond_caps:
                 value = _capped(value, voice.far_beyond_cap, "far_beyond_voice_budget",
                                 f"about {seconds:.0f} s spoken, over {voice.far_beyond_seconds:g} s", evidence)
-            metrics[metric] = MetricScore.model_construct(value=value, evidence=evidence)
+            metrics[metric] = MetricScore(value=value, evidence=evidence)
         overall = clip(sum(self.rubric.weights[m] * metrics[m].value for m in METRIC_NAMES))
         overall_evidence: list[Evidence] = []
         if flags:
