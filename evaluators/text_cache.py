@@ -7,9 +7,9 @@ built from the previous turn's plus the one new turn's, so a conversation's cost
 its length, not with the square of it.
 
 Everything kept is a pure function of its text (a parse, the rubric's lexicon matches on it,
-its anchors), so a cache hit gives exactly what a fresh parse would: records do not depend on
+its anchors, its language), so a cache hit gives exactly what a fresh parse would: records do not depend on
 batch sizes or on what was scored before them. The cache lives as long as one
-`HeuristicEvaluator.score_cases` stream and is dropped with it. Each of its three tables is a
+`HeuristicEvaluator.score_cases` stream and is dropped with it. Each of its tables is a
 least-recently-used table of at most `MAX_CACHED_TEXTS` entries, so memory stays bounded on
 streams of any length; a batch keeps what it is using until it is scored, whatever is evicted.
 """
@@ -21,6 +21,7 @@ from collections.abc import Hashable
 from typing import Generic, TypeVar
 
 from evaluators.features import HistoryView, TextView
+from evaluators.language import SAMPLE_CHARS, LanguageCheck, LanguageGuess
 
 # Enough for the texts of several hundred recent replies with their user messages and
 # histories (a conversation's turns are scored close together, so they hit), at about 15 KB
@@ -67,20 +68,41 @@ class TextCache:
       texts of at most `max_chars` characters;
     - `turn_anchors`: a history turn's text → its anchors (no parse is kept for them);
     - `histories`: a history's turns → its `HistoryView`, so the next turn's history is
-      built from this one plus its last turn.
+      built from this one plus its last turn;
+    - `languages`: a text's opening → the language identifier's guess for it.
     """
 
     def __init__(self, max_texts: int = MAX_CACHED_TEXTS, max_chars: int = MAX_CACHED_CHARS) -> None:
         self.max_chars = max_chars
+        self._evaluator: object | None = None
         self.views: LruTable[tuple[str, str], TextView] = LruTable(max_texts)
         self.turn_anchors: LruTable[str, frozenset[str]] = LruTable(max_texts)
         self.histories: LruTable[tuple[str, ...], HistoryView] = LruTable(max_texts)
+        # The guess is None for a text too short to call: kept in a 1-tuple to tell it from a miss.
+        self.languages: LruTable[str, tuple[LanguageGuess | None]] = LruTable(max_texts)
+
+    def serve(self, evaluator: object) -> None:
+        """Bind the cache to the evaluator that fills it: lexicon matches are that rubric's,
+        so another evaluator (another rubric) must not read them."""
+        if self._evaluator is None:
+            self._evaluator = evaluator
+        elif self._evaluator is not evaluator:
+            raise ValueError("this TextCache holds another evaluator's parses and matches; give each evaluator its own")
 
     def sizes(self) -> dict[str, int]:
         """Entries held per table: what the bound limits."""
         return {"views": len(self.views), "turn_anchors": len(self.turn_anchors),
-                "histories": len(self.histories)}
+                "histories": len(self.histories), "languages": len(self.languages)}
 
     def keep_view(self, role: str, text: str, view: TextView) -> None:
         if len(text) <= self.max_chars:
             self.views.put((role, text), view)
+
+    def language_guess(self, language: LanguageCheck, text: str) -> LanguageGuess | None:
+        """`language.guess(text)`, asked once per distinct opening of a text."""
+        key = text[:SAMPLE_CHARS]
+        known = self.languages.get(key)
+        if known is None:
+            known = (language.guess(key),)
+            self.languages.put(key, known)
+        return known[0]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
 from spacy.language import Language
 from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
@@ -84,6 +85,7 @@ class HeuristicEvaluator:
         `unsupported_language` notice, instead of English scores.
         """
         cache = cache if cache is not None else TextCache()
+        cache.serve(self)
         batch: list[ReplyCase] = []
         for case in cases:
             batch.append(case)
@@ -95,7 +97,8 @@ class HeuristicEvaluator:
 
     # --- internals ---------------------------------------------------------------------------
     def _score_batch(self, cases: list[ReplyCase], cache: TextCache) -> Iterator[HeuristicResult | Unscored]:
-        unscored = [self.language.unscored(case) for case in cases]
+        guess = partial(cache.language_guess, self.language)
+        unscored = [self.language.unscored(case, guess) for case in cases]
         scored = self._score_parsed([case for case, skipped in zip(cases, unscored) if skipped is None], cache)
         for skipped in unscored:
             yield skipped if skipped is not None else next(scored)
@@ -122,8 +125,14 @@ class HeuristicEvaluator:
                     anchors[turn] = known
 
         def parsed(text: str) -> TextView | None:
-            """A view of `text` already at hand, in either role: its parse serves the other too."""
-            return views.get(("reply", text)) or views.get(("user", text))
+            """A view of `text` at hand or cached, in either role: its parse serves the other
+            role and the text's turns in later histories too."""
+            for key in (("user", text), ("reply", text)):
+                if key not in views and (cached := cache.views.get(key)) is not None:
+                    views[key] = cached
+                if key in views:
+                    return views[key]
+            return None
 
         unread: dict[str, None] = {}
         for reply, user, turns in texts:
