@@ -10,7 +10,7 @@ Everything kept is a pure function of its text (a parse, the rubric's lexicon ma
 its anchors, its language), so a cache hit gives exactly what a fresh parse would: records do not depend on
 batch sizes or on what was scored before them. The cache lives as long as one
 `HeuristicEvaluator.score_cases` stream and is dropped with it. Each of its tables is a
-least-recently-used table of at most `MAX_CACHED_TEXTS` entries, so memory stays bounded on
+least-recently-used table with a fixed number of entries, so memory stays bounded on
 streams of any length; a batch keeps what it is using until it is scored, whatever is evicted.
 """
 
@@ -23,14 +23,21 @@ from typing import Generic, TypeVar
 from evaluators.features import HistoryView, TextView
 from evaluators.language import SAMPLE_CHARS, LanguageCheck, LanguageGuess
 
-# Enough for the texts of several hundred recent replies with their user messages and
-# histories (a conversation's turns are scored close together, so they hit), at about 15 KB
-# per parsed short text: tens of MB at most, whatever the length of the stream.
+# Parsed texts kept across batches: enough for the replies and user messages of several
+# hundred recent conversations (a conversation's turns are scored close together, so they
+# hit). A parse costs about 0.7 KB per token (the doc and its tensor): some 30 MB for short
+# spoken turns, and under 400 MB even if every kept text were as long as MAX_CACHED_CHARS.
+MAX_CACHED_PARSES = 2048
+# Small entries (a history turn's anchors, a language guess): well under a KB each.
 MAX_CACHED_TEXTS = 4096
+# A history's view holds the union of its turns' anchors, up to tens of KB for a history at
+# the parse limit. It is read once more, by the conversation's next turn, which is scored
+# right after it: a table this size serves hundreds of conversations scored side by side.
+MAX_CACHED_HISTORIES = 256
 # A parse kept across batches costs memory in proportion to its length, and long texts
 # (pasted articles, runaway replies) rarely recur verbatim: past this many characters a text
 # is shared within its batch only. Spoken replies and user turns are far shorter.
-MAX_CACHED_CHARS = 2000
+MAX_CACHED_CHARS = 1000
 
 Key = TypeVar("Key", bound=Hashable)
 Value = TypeVar("Value")
@@ -62,22 +69,26 @@ class LruTable(Generic[Key, Value]):
 
 
 class TextCache:
-    """Parsed texts by role, history turns' anchors and histories' views, each table bounded.
+    """Parsed texts by role, history turns' anchors, histories' views and language guesses.
+
+    Every table is bounded: `max_parses` parsed views, `max_histories` histories and
+    `max_texts` entries in each other table.
 
     - `views`: (role, text) → `TextView` (the parse and the role's lexicon matches), for
-      texts of at most `max_chars` characters;
+      texts of at most `max_chars` characters, at most `max_parses` of them;
     - `turn_anchors`: a history turn's text → its anchors (no parse is kept for them);
     - `histories`: a history's turns → its `HistoryView`, so the next turn's history is
       built from this one plus its last turn;
     - `languages`: a text's opening → the language identifier's guess for it.
     """
 
-    def __init__(self, max_texts: int = MAX_CACHED_TEXTS, max_chars: int = MAX_CACHED_CHARS) -> None:
+    def __init__(self, max_parses: int = MAX_CACHED_PARSES, max_texts: int = MAX_CACHED_TEXTS,
+                 max_histories: int = MAX_CACHED_HISTORIES, max_chars: int = MAX_CACHED_CHARS) -> None:
         self.max_chars = max_chars
         self._evaluator: object | None = None
-        self.views: LruTable[tuple[str, str], TextView] = LruTable(max_texts)
+        self.views: LruTable[tuple[str, str], TextView] = LruTable(max_parses)
         self.turn_anchors: LruTable[str, frozenset[str]] = LruTable(max_texts)
-        self.histories: LruTable[tuple[str, ...], HistoryView] = LruTable(max_texts)
+        self.histories: LruTable[tuple[str, ...], HistoryView] = LruTable(max_histories)
         # The guess is None for a text too short to call: kept in a 1-tuple to tell it from a miss.
         self.languages: LruTable[str, tuple[LanguageGuess | None]] = LruTable(max_texts)
 

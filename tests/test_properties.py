@@ -151,7 +151,7 @@ def test_a_conversation_gives_the_same_records_whatever_the_batches_and_the_cach
               *evaluator.score_cases(cases[split:], batch_size=batch_size, cache=cache)]
     assert _records_of(halves) == whole
     assert _records_of(evaluator.score_cases(cases, cache=cache)) == whole  # every text already cached
-    assert _records_of(evaluator.score_cases(cases, cache=TextCache(max_texts=1))) == whole
+    assert _records_of(evaluator.score_cases(cases, cache=TextCache(max_parses=1, max_texts=1, max_histories=1))) == whole
 
 
 def test_a_long_conversation_reads_each_history_turn_once_and_in_order():

@@ -38,7 +38,7 @@ def test_a_long_stream_keeps_at_most_the_bound_of_entries_in_every_table():
     evaluator = default_evaluator()
     cases = _conversations(count=12, turns=5)
     bound = 8
-    cache = TextCache(max_texts=bound)
+    cache = TextCache(max_parses=bound, max_texts=bound, max_histories=bound)
     peaks = dict.fromkeys(cache.sizes(), 0)
     outcomes = []
     for outcome in evaluator.score_cases(cases, batch_size=4, cache=cache):
@@ -46,7 +46,7 @@ def test_a_long_stream_keeps_at_most_the_bound_of_entries_in_every_table():
         peaks = {table: max(peaks[table], size) for table, size in cache.sizes().items()}
     # 60 replies, 60 user messages, 48 history turns and histories: far more than the bound.
     assert peaks == dict.fromkeys(peaks, bound)
-    roomy = [outcome.to_record() for outcome in evaluator.score_cases(cases, cache=TextCache(max_texts=10_000))]
+    roomy = [outcome.to_record() for outcome in evaluator.score_cases(cases, cache=TextCache(max_parses=10_000, max_texts=10_000, max_histories=10_000))]
     assert outcomes == roomy  # eviction costs parses, never a different score
 
 
