@@ -1,8 +1,9 @@
 """Features of one case, computed once from the shared parses and read by every metric.
 
 Parsed texts per case (the reply, the user message, each history turn on its own), the
-rubric's lexicon matches on the reply and the user message, the voice rules (regexes), speakability (textstat's formulas), tone (VADER) and the lexical
-carry-over between turns that continuity and relevance rest on.
+rubric's lexicon matches on the reply and the user message, the voice rules (regexes),
+speakability (textstat's formulas), tone (VADER) and the lexical carry-over between turns
+that continuity and relevance rest on.
 """
 
 from __future__ import annotations
@@ -169,6 +170,7 @@ class HistoryView:
 
     @property
     def text(self) -> str:
+        """The turns joined with newlines, as the history read as one text used to be."""
         return "\n".join(self.turns)
 
 

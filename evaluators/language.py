@@ -46,6 +46,10 @@ def letter_count(text: str) -> int:
     return len(_LETTER.findall(text))
 
 
+# Asks for a text's language: `LanguageCheck.guess`, or a stream's cache of it.
+Guesser = Callable[[str], LanguageGuess | None]
+
+
 class LanguageCheck:
     """Says when a text is confidently in a language the heuristics do not read."""
 
@@ -64,7 +68,7 @@ class LanguageCheck:
         code, confidence = self._identifier.classify(text)
         return LanguageGuess(code, confidence)
 
-    def notice(self, role: str, text: str, guess: Callable[[str], LanguageGuess | None] | None = None) -> Notice | None:
+    def notice(self, role: str, text: str, guess: Guesser | None = None) -> Notice | None:
         """An `unsupported_language` notice for `text` (the `role`'s words), or None.
 
         `guess` stands in for `self.guess` (a scoring stream's cache of it, by content).
@@ -76,7 +80,7 @@ class LanguageCheck:
         return Notice(name=UNSUPPORTED_LANGUAGE,
                       text=f"the {role} reads as {name} ({guess.code}, {guess.confidence:.0%} sure)")
 
-    def unscored(self, case: ReplyCase, guess: Callable[[str], LanguageGuess | None] | None = None) -> Unscored | None:
+    def unscored(self, case: ReplyCase, guess: Guesser | None = None) -> Unscored | None:
         """The case as `Unscored` when its user message or reply is in an unsupported language."""
         notices = [notice for notice in (self.notice("user message", case.user_message, guess),
                                          self.notice("reply", case.response, guess)) if notice is not None]

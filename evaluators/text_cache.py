@@ -98,7 +98,8 @@ class TextCache:
         if self._evaluator is None:
             self._evaluator = evaluator
         elif self._evaluator is not evaluator:
-            raise ValueError("this TextCache holds another evaluator's parses and matches; give each evaluator its own")
+            raise ValueError("this TextCache holds another evaluator's parses and matches; "
+                             "give each evaluator its own")
 
     def sizes(self) -> dict[str, int]:
         """Entries held per table: what the bound limits."""

@@ -28,8 +28,8 @@ def _conversations(count: int, turns: int) -> list[ReplyCase]:
         history: list[str] = []
         for turn in range(turns):
             user = f"Conversation {number}, turn {turn}: my friend Dana {number} baked bread number {turn}."
-            cases.append(ReplyCase(id=f"c{number}t{turn}", history=list(history), user_message=user,
-                                   response=f"Bread number {turn} with Dana sounds lovely. What kind, conversation {number}?"))
+            reply = f"Bread number {turn} with Dana sounds lovely. What kind, conversation {number}?"
+            cases.append(ReplyCase(id=f"c{number}t{turn}", history=list(history), user_message=user, response=reply))
             history.append(user)
     return cases
 
@@ -46,7 +46,8 @@ def test_a_long_stream_keeps_at_most_the_bound_of_entries_in_every_table():
         peaks = {table: max(peaks[table], size) for table, size in cache.sizes().items()}
     # 60 replies, 60 user messages, 48 history turns and histories: far more than the bound.
     assert peaks == dict.fromkeys(peaks, bound)
-    roomy = [outcome.to_record() for outcome in evaluator.score_cases(cases, cache=TextCache(max_parses=10_000, max_texts=10_000, max_histories=10_000))]
+    roomy_cache = TextCache(max_parses=10_000, max_texts=10_000, max_histories=10_000)
+    roomy = [outcome.to_record() for outcome in evaluator.score_cases(cases, cache=roomy_cache)]
     assert outcomes == roomy  # eviction costs parses, never a different score
 
 
