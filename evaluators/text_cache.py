@@ -7,8 +7,8 @@ built from the previous turn's plus the one new turn's, so a conversation's cost
 its length, not with the square of it.
 
 Everything kept is a pure function of its text (a parse, the rubric's lexicon matches on it,
-its anchors, its language), so a cache hit gives exactly what a fresh parse would: records do not depend on
-batch sizes or on what was scored before them. The cache lives as long as one
+its anchors, its language), so a cache hit gives exactly what a fresh parse would: records
+do not depend on batch sizes or on what was scored before them. The cache lives as long as one
 `HeuristicEvaluator.score_cases` stream and is dropped with it. Each of its tables is a
 least-recently-used table with a fixed number of entries, so memory stays bounded on
 streams of any length; a batch keeps what it is using until it is scored, whatever is evicted.
@@ -26,15 +26,16 @@ from evaluators.language import SAMPLE_CHARS, LanguageCheck, LanguageGuess
 # Parsed texts kept across batches: enough for the replies and user messages of several
 # hundred recent conversations (a conversation's turns are scored close together, so they
 # hit). A parse costs about 0.7 KB per token (the doc and its tensor): some 30 MB for short
-# spoken turns, and under 400 MB even if every kept text were as long as MAX_CACHED_CHARS.
+# spoken turns, under 400 MB even if every kept text were as long as MAX_CACHED_CHARS.
 MAX_CACHED_PARSES = 2048
-# Small entries (a history turn's anchors, a language guess): well under a KB each.
+# Small entries (a history turn's text and anchors, a text's opening and language guess): a
+# few hundred bytes for a spoken turn, some 50 MB all told at MAX_CACHED_CHARS each.
 MAX_CACHED_TEXTS = 4096
-# A history's view holds the union of its turns' anchors, up to tens of KB for a history at
-# the parse limit. It is read once more, by the conversation's next turn, which is scored
+# A history's view holds its turns and the union of their anchors, up to ~100 KB for a
+# history at the parse limit. It is read once more, by the conversation's next turn, scored
 # right after it: a table this size serves hundreds of conversations scored side by side.
 MAX_CACHED_HISTORIES = 256
-# A parse kept across batches costs memory in proportion to its length, and long texts
+# What is kept across batches costs memory in proportion to the text's length, and long texts
 # (pasted articles, runaway replies) rarely recur verbatim: past this many characters a text
 # is shared within its batch only. Spoken replies and user turns are far shorter.
 MAX_CACHED_CHARS = 1000
@@ -72,10 +73,10 @@ class TextCache:
     """Parsed texts by role, history turns' anchors, histories' views and language guesses.
 
     Every table is bounded: `max_parses` parsed views, `max_histories` histories and
-    `max_texts` entries in each other table.
+    `max_texts` entries in each other table; texts longer than `max_chars` are not kept.
 
-    - `views`: (role, text) → `TextView` (the parse and the role's lexicon matches), for
-      texts of at most `max_chars` characters, at most `max_parses` of them;
+    - `views`: (role, text) → `TextView` (the parse and the role's lexicon matches), at
+      most `max_parses` of them;
     - `turn_anchors`: a history turn's text → its anchors (no parse is kept for them);
     - `histories`: a history's turns → its `HistoryView`, so the next turn's history is
       built from this one plus its last turn;
@@ -110,11 +111,16 @@ class TextCache:
         if len(text) <= self.max_chars:
             self.views.put((role, text), view)
 
+    def keep_turn_anchors(self, turn: str, anchors: frozenset[str]) -> None:
+        if len(turn) <= self.max_chars:
+            self.turn_anchors.put(turn, anchors)
+
     def language_guess(self, language: LanguageCheck, text: str) -> LanguageGuess | None:
         """`language.guess(text)`, asked once per distinct opening of a text."""
         key = text[:SAMPLE_CHARS]
         known = self.languages.get(key)
         if known is None:
             known = (language.guess(key),)
-            self.languages.put(key, known)
+            if len(key) <= self.max_chars:
+                self.languages.put(key, known)
         return known[0]

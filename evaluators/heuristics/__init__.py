@@ -153,7 +153,7 @@ class HeuristicEvaluator:
             if turn not in anchors:
                 known = parsed(turn) or TextView(turn, docs[turn], {})
                 anchors[turn] = frozenset(known.anchors)
-                cache.turn_anchors.put(turn, anchors[turn])
+                cache.keep_turn_anchors(turn, anchors[turn])
             return anchors[turn]
 
         def history(turns: tuple[str, ...]) -> HistoryView:
