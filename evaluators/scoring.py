@@ -6,7 +6,6 @@ the reason, and aggregates can skip the unscored ones knowingly.
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -14,6 +13,7 @@ from typing import TYPE_CHECKING
 from evaluators.heuristics import HeuristicEvaluator
 from evaluators.models import HeuristicResult, ReplyCase, Unscored, validate_json_record
 from evaluators.rubric import METRIC_NAMES, OVERALL
+from evaluators.text_cache import TextCache
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -58,32 +58,30 @@ def score_records(
 ) -> Iterator[ScoreOutcome]:
     """Score raw records in order; invalid ones come back as `Unscored` with the reason.
 
-    The valid records go through one `score_cases` stream, so texts that recur anywhere in
-    the input (a conversation's earlier turns) share one parse, within the stream's bound.
+    Records are scored 256 at a time through one `TextCache`, so texts that recur anywhere
+    in the input (a conversation's earlier turns) share one parse, within the cache's bound.
     """
     evaluator = evaluator or default_evaluator()
-    # Outcomes not yet yielded, in input order: invalid records, and a placeholder for each
-    # valid one, answered in turn by the stream.
-    pending: deque[ReplyCase | Unscored] = deque()
+    cache = TextCache()
+    pending: list[ReplyCase | Unscored] = []
 
-    def valid_cases() -> Iterator[ReplyCase]:
-        for index, record in enumerate(records):
-            fallback_id = str(index)
-            try:
-                case = validate_record(record, fallback_id)
-            except ValueError as error:
-                record_id = str(record.get("id", fallback_id)) if isinstance(record, dict) else fallback_id
-                pending.append(Unscored(record_id, str(error)))
-                continue
-            pending.append(case)
-            yield case
+    def flush() -> Iterator[ScoreOutcome]:
+        cases = [item for item in pending if isinstance(item, ReplyCase)]
+        scored = iter(evaluator.score_cases(cases, cache=cache))
+        for item in pending:
+            yield next(scored) if isinstance(item, ReplyCase) else item
+        pending.clear()
 
-    for outcome in evaluator.score_cases(valid_cases()):
-        while isinstance(pending[0], Unscored):
-            yield pending.popleft()
-        pending.popleft()
-        yield outcome
-    yield from pending
+    for index, record in enumerate(records):
+        fallback_id = str(index)
+        try:
+            pending.append(validate_record(record, fallback_id))
+        except ValueError as error:
+            record_id = str(record.get("id", fallback_id)) if isinstance(record, dict) else fallback_id
+            pending.append(Unscored(record_id, str(error)))
+        if len(pending) >= 256:
+            yield from flush()
+    yield from flush()
 
 
 def without_missing(record: dict) -> dict:
