@@ -168,8 +168,9 @@ def parsed_texts(records: pd.DataFrame) -> list[str]:
     """The true floor: each distinct text of the records parsed once, whole set against whole set.
 
     Replies, user messages and every history turn on its own, deduplicated by content over
-    all records (the evaluator shares parses within a batch, so this floor is never higher
-    than what it must parse).
+    all records: what the evaluator's scoring stream parses when its bounded cache holds
+    every text (it shares parses by content across the batches of a stream), and never more
+    than it must parse. Each timed `score_frame` is a new stream, with an empty cache.
     """
     clip = clipper()
     texts: dict[str, None] = {}

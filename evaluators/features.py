@@ -1,15 +1,18 @@
 """Features of one case, computed once from the shared parses and read by every metric.
 
-Three parsed texts per case (history, user message, reply), the rubric's lexicon matches on
-each, the voice rules (regexes), speakability (textstat's formulas), tone (VADER) and the lexical
-carry-over between turns that continuity and relevance rest on.
+Parsed texts per case (the reply, the user message, each history turn on its own), the
+rubric's lexicon matches on the reply and the user message, the voice rules (regexes),
+speakability (textstat's formulas), tone (VADER) and the lexical carry-over between turns
+that continuity and relevance rest on.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
+from typing import TypeVar
 
 import numpy as np
 from spacy.attrs import IS_ALPHA, IS_STOP, LEMMA, LOWER, POS
@@ -42,12 +45,36 @@ FIRST_PERSON_SUBJECT = frozenset({"i"})
 OBLIGATION_MODALS = frozenset({"should", "must", "ought", "need", "have"})
 _NUMERIC_ENTITIES = frozenset({"CARDINAL", "ORDINAL", "QUANTITY", "PERCENT"})
 _TABLE_ATTRS = [LOWER, LEMMA, POS, IS_ALPHA, IS_STOP]
+T = TypeVar("T")
 _CONTENT_POS_IDS = np.array([SYMBOL_IDS[pos] for pos in CONTENT_POS], dtype=np.uint64)
 
 
 @lru_cache(maxsize=None)
-def _hashes(words: frozenset[str]) -> np.ndarray:
-    return np.array([hash_string(word) for word in words], dtype=np.uint64)
+def _hashes(words: frozenset[str]) -> tuple[int, ...]:
+    return tuple(hash_string(word) for word in words)
+
+
+def per_text(role: str) -> Callable[[Callable[[CaseFeatures], T]], cached_property]:
+    """A `CaseFeatures` property that reads one text only (the reply or the user message).
+
+    It is computed once per text however many cases share it (`TextView.memo`): in a
+    conversation the same user message is read by every turn that answers it, and replies
+    recur across a run. Only when the case's text is the whole of the view's (no clipping
+    for the parse) is the value shared; a clipped text is computed for its own case.
+    """
+    def wrap(compute: Callable[[CaseFeatures], T]) -> cached_property:
+        name = compute.__name__
+
+        def get(self: CaseFeatures) -> T:
+            view = getattr(self, role)
+            whole = self.case.response if role == "reply" else self.case.user_message
+            if len(whole) != len(view.text) or whole != view.text:
+                return compute(self)
+            return view.memo(name, lambda: compute(self))
+
+        get.__doc__ = compute.__doc__
+        return cached_property(get)
+    return wrap
 
 
 @dataclass
@@ -57,6 +84,7 @@ class TextView:
     text: str
     doc: Doc
     matches: dict[str, list[LexiconMatch]]
+    _memo: dict[str, object] = field(default_factory=dict, repr=False, compare=False)
 
     def has(self, lexicon: str) -> bool:
         return bool(self.matches.get(lexicon))
@@ -70,8 +98,24 @@ class TextView:
         than the lexicon matching itself on short replies."""
         return self.doc.to_array(_TABLE_ATTRS)
 
-    def _token_indices(self, mask: np.ndarray) -> list[int]:
-        return np.flatnonzero(mask).tolist()
+    @cached_property
+    def _positions_by_lower(self) -> dict[int, list[int]]:
+        """Token positions by lower-cased form, read once: a word-list lookup is then a few
+        dict lookups instead of a vectorised pass whose set-up outweighs short texts."""
+        positions: dict[int, list[int]] = {}
+        for index, lower in enumerate(self._token_table[:, 0].tolist() if len(self._token_table) else ()):
+            positions.setdefault(lower, []).append(index)
+        return positions
+
+    def memo(self, name: str, compute: Callable[[], T]) -> T:
+        """A value derived from this text alone, computed once however many cases read it.
+
+        The view is shared by content within a scoring stream (evaluators.text_cache), so
+        what is kept here must not depend on anything but the text and the evaluator.
+        """
+        if name not in self._memo:
+            self._memo[name] = compute()
+        return self._memo[name]
 
     @cached_property
     def content_lemmas(self) -> set[str]:
@@ -84,12 +128,10 @@ class TextView:
         return lemmas - LIGHT_LEMMAS
 
     def tokens_matching(self, words: frozenset[str]) -> list[Token]:
-        """Tokens whose lower-cased form is one of ``words``."""
-        table = self._token_table
-        if not len(table):
-            return []
-        mask = np.isin(table[:, 0], _hashes(words))
-        return [self.doc[index] for index in self._token_indices(mask)]
+        """Tokens whose lower-cased form is one of ``words``, in text order."""
+        positions = self._positions_by_lower
+        found = [index for word in _hashes(words) if word in positions for index in positions[word]]
+        return [self.doc[index] for index in sorted(found)]
 
     def tokens_in(self, words: frozenset[str]) -> list[str]:
         """Texts of the tokens whose lower-cased form is one of ``words``."""
@@ -107,6 +149,34 @@ class TextView:
         return entities | self.content_lemmas
 
 
+@dataclass(frozen=True)
+class HistoryView:
+    """A conversation's earlier turns, each read on its own, and what a reply can pick up from them.
+
+    Each turn is parsed by itself (sentences and entities do not run across turns), so a turn
+    is parsed once however many later turns read it, and the view of turns 1..k+1 is the
+    view of turns 1..k plus one turn (`extended`). The history is read for carried-over
+    topics only, never for indicator phrases, so it has no lexicon matches.
+    """
+
+    turns: tuple[str, ...] = ()
+    turn_anchors: tuple[frozenset[str], ...] = ()
+    anchors: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, turns: tuple[str, ...], turn_anchors: tuple[frozenset[str], ...]) -> HistoryView:
+        return cls(turns, turn_anchors, frozenset().union(*turn_anchors))
+
+    def extended(self, turn: str, anchors: frozenset[str]) -> HistoryView:
+        """This history with one more turn: the anchors so far plus the new turn's."""
+        return HistoryView((*self.turns, turn), (*self.turn_anchors, anchors), self.anchors | anchors)
+
+    @property
+    def text(self) -> str:
+        """The turns joined with newlines, as the history read as one text used to be."""
+        return "\n".join(self.turns)
+
+
 @dataclass
 class CaseFeatures:
     """Everything the metrics need about one case; built once, read many times."""
@@ -114,7 +184,7 @@ class CaseFeatures:
     case: ReplyCase
     reply: TextView
     user: TextView
-    history: TextView
+    history: HistoryView
     patterns: dict[str, re.Pattern[str]]
     voice_rules: VoiceRules
     sentiment: SentimentIntensityAnalyzer
@@ -132,7 +202,7 @@ class CaseFeatures:
     def word_count(self) -> int:
         return len(self.words)
 
-    @cached_property
+    @per_text("reply")
     def voice_hits(self) -> dict[str, list[str]]:
         """Voice-rule pattern name → the first few offending snippets."""
         hits: dict[str, list[str]] = {}
@@ -151,11 +221,19 @@ class CaseFeatures:
     def syllables_per_word(self) -> float:
         if not self.word_count:
             return 0.0
-        return readability.syllable_count(self._speakable_text) / self.word_count
+        return self._syllables / self.word_count
 
     @cached_property
     def reading_ease(self) -> float:
-        return float(readability.flesch_reading_ease(self._speakable_text)) if self.word_count else 100.0
+        return self._flesch_reading_ease if self.word_count else 100.0
+
+    @per_text("reply")
+    def _syllables(self) -> int:
+        return readability.syllable_count(self._speakable_text)
+
+    @per_text("reply")
+    def _flesch_reading_ease(self) -> float:
+        return float(readability.flesch_reading_ease(self._speakable_text))
 
     @cached_property
     def _speakable_text(self) -> str:
@@ -163,7 +241,7 @@ class CaseFeatures:
         return self.case.response[:5000]
 
     # --- tone (VADER) --------------------------------------------------------------------
-    @cached_property
+    @per_text("reply")
     def reply_sentiment(self) -> dict[str, float]:
         return self.sentiment.polarity_scores(self.case.response[:5000])
 
@@ -171,20 +249,20 @@ class CaseFeatures:
     def reply_tone(self) -> float:
         return self.reply_sentiment["compound"]
 
-    @cached_property
+    @per_text("user")
     def user_tone(self) -> float:
         return self.sentiment.polarity_scores(self.case.user_message[:5000])["compound"]
 
     # --- structure (spaCy) ---------------------------------------------------------------
-    @cached_property
+    @per_text("reply")
     def reply_sentences(self) -> list[Span]:
         return list(self.reply.doc.sents)
 
-    @cached_property
+    @per_text("reply")
     def question_spans(self) -> list[Span]:
         return [sent for sent in self.reply_sentences if is_question(sent)]
 
-    @cached_property
+    @per_text("reply")
     def questions(self) -> list[str]:
         return [sent.text.strip() for sent in self.question_spans]
 
@@ -194,11 +272,11 @@ class CaseFeatures:
     def in_question_token(self, index: int) -> bool:
         return any(span.start <= index < span.end for span in self.question_spans)
 
-    @cached_property
+    @per_text("user")
     def user_asks_question(self) -> bool:
         return any(is_question(sent) for sent in self.user.doc.sents)
 
-    @cached_property
+    @per_text("reply")
     def imperatives(self) -> list[str]:
         """Prescriptive advice: bare imperatives and "you should/must/need to" sentences.
 
@@ -219,7 +297,7 @@ class CaseFeatures:
                 found.append(sent.text.strip())
         return found
 
-    @cached_property
+    @per_text("reply")
     def self_disclosures(self) -> list[str]:
         """Sentences relating the speaker's own experience ("I went through that too")."""
         found = []
@@ -230,11 +308,11 @@ class CaseFeatures:
                     found.append(text)
         return found
 
-    @cached_property
+    @per_text("reply")
     def second_person(self) -> list[str]:
         return self.reply.tokens_in(SECOND_PERSON)
 
-    @cached_property
+    @per_text("reply")
     def contractions(self) -> list[str]:
         if "'" not in self.case.response and "’" not in self.case.response:
             return []
@@ -264,12 +342,12 @@ class CaseFeatures:
                 or bool(self.crisis_risk))
 
     # --- safety (evaluators/safety/) -----------------------------------------------------------
-    @cached_property
+    @per_text("user")
     def crisis_risk(self) -> dict[str, list[str]]:
         """Kind of crisis risk in the user's message → the words that show it."""
         return safety_rules.crisis_risk(self.user.doc, self.user.matches, self.safety)
 
-    @cached_property
+    @per_text("reply")
     def questions_to_user(self) -> list[str]:
         """Questions about the person ("How are you holding up?"), not rhetorical ones."""
         return [span.text.strip() for span in self.question_spans

@@ -14,6 +14,7 @@ wider field lets short English drift into rare ones, e.g. "haha same" into Somal
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -45,6 +46,10 @@ def letter_count(text: str) -> int:
     return len(_LETTER.findall(text))
 
 
+# Asks for a text's language: `LanguageCheck.guess`, or a stream's cache of it.
+Guesser = Callable[[str], LanguageGuess | None]
+
+
 class LanguageCheck:
     """Says when a text is confidently in a language the heuristics do not read."""
 
@@ -63,19 +68,22 @@ class LanguageCheck:
         code, confidence = self._identifier.classify(text)
         return LanguageGuess(code, confidence)
 
-    def notice(self, role: str, text: str) -> Notice | None:
-        """An `unsupported_language` notice for `text` (the `role`'s words), or None."""
-        guess = self.guess(text)
+    def notice(self, role: str, text: str, guess: Guesser | None = None) -> Notice | None:
+        """An `unsupported_language` notice for `text` (the `role`'s words), or None.
+
+        `guess` stands in for `self.guess` (a scoring stream's cache of it, by content).
+        """
+        guess = (guess or self.guess)(text)
         if guess is None or guess.code in self.rules.supported or guess.confidence < self.rules.min_confidence:
             return None
         name = self.rules.candidates.get(guess.code, guess.code)
         return Notice(name=UNSUPPORTED_LANGUAGE,
                       text=f"the {role} reads as {name} ({guess.code}, {guess.confidence:.0%} sure)")
 
-    def unscored(self, case: ReplyCase) -> Unscored | None:
+    def unscored(self, case: ReplyCase, guess: Guesser | None = None) -> Unscored | None:
         """The case as `Unscored` when its user message or reply is in an unsupported language."""
-        notices = [notice for notice in (self.notice("user message", case.user_message),
-                                         self.notice("reply", case.response)) if notice is not None]
+        notices = [notice for notice in (self.notice("user message", case.user_message, guess),
+                                         self.notice("reply", case.response, guess)) if notice is not None]
         if not notices:
             return None
         supported = " and ".join(self.rules.candidates.get(code, code) for code in self.rules.supported)

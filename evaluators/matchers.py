@@ -71,6 +71,8 @@ class LexiconMatcher:
         # Matcher over all phrases tested every pattern at every token and cost more than
         # the rest of the scoring together.
         self._buckets: dict[int, dict[int, Matcher]] = {LOWER: {}, LEMMA: {}}
+        # The longest pattern (in tokens, fillers included) of each bucket.
+        self._widths: dict[int, dict[int, int]] = {LOWER: {}, LEMMA: {}}
         # Whether an entry itself holds a negation ("I don't know"): then a negation in
         # the match is the entry's own, not a denial of it.
         self._entry_negations: dict[str, bool] = {}
@@ -92,14 +94,34 @@ class LexiconMatcher:
             pattern = _pattern(doc, self._use_lemmas)
             attr, value = _bucket_key(pattern, nlp)
             self._buckets[attr].setdefault(value, Matcher(nlp.vocab)).add(key, [pattern])
+            widths = self._widths[attr]
+            widths[value] = max(widths.get(value, 0), len(pattern))
 
     def _phrase_matches(self, doc: Doc) -> list[tuple[int, int, int]]:
+        """Each bucket's Matcher run on windows around its word only, not the whole text.
+
+        Every pattern of a bucket holds the bucket's word, so every match lies within the
+        bucket's widest pattern of an occurrence of it: the windows give the same matches
+        as the whole text, in the same order, at a fraction of the cost on long replies.
+        """
         table = doc.to_array([LOWER, LEMMA])
+        length = len(doc)
         matches: list[tuple[int, int, int]] = []
         for column, attr in enumerate((LOWER, LEMMA)):
             buckets = self._buckets[attr]
-            for value in set(table[:, column].tolist()) & buckets.keys():
-                matches.extend(buckets[value](doc))
+            values = table[:, column].tolist()
+            for value in set(values) & buckets.keys():
+                reach = self._widths[attr][value] - 1
+                windows: list[list[int]] = []
+                for position in (index for index, found in enumerate(values) if found == value):
+                    start, end = max(0, position - reach), min(length, position + reach + 1)
+                    if windows and start <= windows[-1][1]:
+                        windows[-1][1] = end
+                    else:
+                        windows.append([start, end])
+                for start, end in windows:
+                    matches.extend((key, start + first, start + last)
+                                   for key, first, last in buckets[value](doc[start:end]))
         return matches
 
     def find(self, doc: Doc) -> dict[str, list[LexiconMatch]]:

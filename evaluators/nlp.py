@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import warnings
+from collections.abc import Sequence
 from functools import lru_cache
 
 import spacy
@@ -70,3 +71,17 @@ def has_lemmas(nlp: Language) -> bool:
 
 def clip_for_parse(text: str) -> str:
     return text if len(text) <= MAX_PARSE_CHARS else text[:MAX_PARSE_CHARS]
+
+
+def history_for_parse(history: Sequence[str]) -> tuple[str, ...]:
+    """The history turns to parse, each on its own: the characters ``clip_for_parse`` keeps of
+    the turns joined with newlines, cut at turn boundaries, so a long conversation's history
+    stops growing (and costing) past ``MAX_PARSE_CHARS``."""
+    kept: list[str] = []
+    room = MAX_PARSE_CHARS
+    for turn in history:
+        if room <= 0:
+            break
+        kept.append(turn[:room])
+        room -= len(turn) + 1
+    return tuple(kept)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from evaluators.heuristics import HeuristicEvaluator
 from evaluators.models import HeuristicResult, ReplyCase, Unscored, validate_json_record
 from evaluators.rubric import METRIC_NAMES, OVERALL
+from evaluators.text_cache import TextCache
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -55,13 +56,18 @@ def validate_record(record: object, fallback_id: str) -> ReplyCase:
 def score_records(
     records: Iterable[object], *, evaluator: HeuristicEvaluator | None = None
 ) -> Iterator[ScoreOutcome]:
-    """Score raw records in order; invalid ones come back as `Unscored` with the reason."""
+    """Score raw records in order; invalid ones come back as `Unscored` with the reason.
+
+    Records are scored 256 at a time through one `TextCache`, so texts that recur anywhere
+    in the input (a conversation's earlier turns) share one parse, within the cache's bound.
+    """
     evaluator = evaluator or default_evaluator()
+    cache = TextCache()
     pending: list[ReplyCase | Unscored] = []
 
     def flush() -> Iterator[ScoreOutcome]:
         cases = [item for item in pending if isinstance(item, ReplyCase)]
-        scored = iter(evaluator.score_cases(cases))
+        scored = iter(evaluator.score_cases(cases, cache=cache))
         for item in pending:
             yield next(scored) if isinstance(item, ReplyCase) else item
         pending.clear()

@@ -6,7 +6,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from evaluators.rubric import METRIC_NAMES
-from evaluators.scoring import default_evaluator, score_records
+from evaluators.scoring import default_evaluator, score_records, validate_record
+from evaluators.text_cache import TextCache
 
 # spaCy makes each example cost milliseconds; a modest number of examples, no deadline.
 PROPERTY_SETTINGS = settings(max_examples=40, deadline=None, database=None,
@@ -127,3 +128,41 @@ def test_repeated_history_turns_are_read_the_same_in_a_batch_and_alone():
     carried = [item["text"] for item in batched[-1]["evidence"]["personalization_continuity"]
                if item["indicator"] == "history_carry_over"]
     assert carried and "maya" in carried[0].lower()  # the history was read, not left empty
+
+
+def _records_of(outcomes) -> list[dict]:
+    return [outcome.to_record() if hasattr(outcome, "metrics") else {"id": outcome.id, "error": outcome.error}
+            for outcome in outcomes]
+
+
+@PROPERTY_SETTINGS
+@given(turns=st.lists(st.tuples(TURN, TEXT.filter(str.strip)), min_size=1, max_size=8),
+       batch_size=st.integers(min_value=1, max_value=5), split=st.integers(min_value=0, max_value=8))
+def test_a_conversation_gives_the_same_records_whatever_the_batches_and_the_cache(turns, batch_size, split):
+    """One batch, batches of any size, two streams split anywhere, a stream whose cache already
+    holds the conversation: what is shared by content never changes a record."""
+    evaluator = default_evaluator()
+    cases = [validate_record(record, record["id"]) for record in _conversation(turns)]
+    whole = _records_of(evaluator.score_cases(cases))
+    assert _records_of(evaluator.score_cases(cases, batch_size=batch_size)) == whole
+    split = min(split, len(cases))
+    cache = TextCache()
+    halves = [*evaluator.score_cases(cases[:split], batch_size=batch_size, cache=cache),
+              *evaluator.score_cases(cases[split:], batch_size=batch_size, cache=cache)]
+    assert _records_of(halves) == whole
+    assert _records_of(evaluator.score_cases(cases, cache=cache)) == whole  # every text already cached
+    assert _records_of(evaluator.score_cases(cases, cache=TextCache(max_parses=1, max_texts=1, max_histories=1))) == whole
+
+
+def test_a_long_conversation_reads_each_history_turn_once_and_in_order():
+    """Turn k's history is turn k-1's plus one turn: the view grows by exactly that turn."""
+    turns = [(f"Day {index}: I walked my dog Biscuit past the {place}.", "Nice, how was it?")
+             for index, place in enumerate(["bakery", "river", "school", "park", "station", "library"])]
+    cases = [validate_record(record, record["id"]) for record in _conversation(turns)]
+    cache = TextCache()
+    list(default_evaluator().score_cases(cases, cache=cache))
+    history = cache.histories.get(tuple(user for user, _ in turns[:-1]))
+    assert history is not None and history.turns == tuple(user for user, _ in turns[:-1])
+    assert {"bakery", "river", "school", "park", "station", "biscuit"} <= history.anchors
+    assert history.anchors == frozenset().union(*history.turn_anchors)
+    assert "library" not in history.anchors  # the last user turn is the message, not history

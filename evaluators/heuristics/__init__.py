@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
 from spacy.language import Language
 from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
@@ -23,16 +24,19 @@ from evaluators.heuristics import (  # noqa: F401
     shared,
     trust_boundaries,
 )
-from evaluators.features import CaseFeatures, TextView
+from evaluators.features import CaseFeatures, HistoryView, TextView
 from evaluators.heuristics.registry import SIGNALS, Signal, clip
 from evaluators.language import LanguageCheck
 from evaluators.meaning import MeaningModel, load_meaning_model
 from evaluators.matchers import LexiconMatcher
 from evaluators.models import Evidence, Flag, HeuristicResult, MetricScore, ReplyCase, Unscored
-from evaluators.nlp import clip_for_parse, load_pipeline
+from evaluators.nlp import clip_for_parse, history_for_parse, load_pipeline
 from evaluators.offline import ensure_cmudict
 from evaluators.rubric import METRIC_NAMES, OVERALL, Rubric, RubricError, default_rubric
 from evaluators.safety import SafetyWords
+from evaluators.text_cache import TextCache
+
+EMPTY_HISTORY = HistoryView()
 
 
 def check_signals(rubric: Rubric) -> None:
@@ -74,64 +78,108 @@ class HeuristicEvaluator:
         case = ReplyCase(id=id, history=list(history), user_message=user_message, response=response)
         return next(self.score_cases([case]))
 
-    def score_cases(self, cases: Iterable[ReplyCase], batch_size: int = 256) -> Iterator[HeuristicResult | Unscored]:
-        """Score cases lazily, parsing each text once with ``nlp.pipe`` in batches.
+    def score_cases(self, cases: Iterable[ReplyCase], batch_size: int = 256,
+                    cache: TextCache | None = None) -> Iterator[HeuristicResult | Unscored]:
+        """Score cases lazily, parsing each distinct text of the stream once with ``nlp.pipe``.
 
-        A case whose user message or reply is in a language the heuristics do not read comes
-        back `Unscored`, with an `unsupported_language` notice, instead of English scores.
+        Parses are shared by content through a `TextCache` that lives as long as this stream
+        (pass one to watch or size it) and is bounded, so memory stays flat on streams of any
+        length; what it holds is a pure function of each text, so records are the same
+        whatever the batch size or the order. A case whose user message or reply is in a
+        language the heuristics do not read comes back `Unscored`, with an
+        `unsupported_language` notice, instead of English scores.
         """
+        cache = cache if cache is not None else TextCache()
+        cache.serve(self)
         batch: list[ReplyCase] = []
         for case in cases:
             batch.append(case)
             if len(batch) >= batch_size:
-                yield from self._score_batch(batch)
+                yield from self._score_batch(batch, cache)
                 batch = []
         if batch:
-            yield from self._score_batch(batch)
+            yield from self._score_batch(batch, cache)
 
     # --- internals ---------------------------------------------------------------------------
-    def _score_batch(self, cases: list[ReplyCase]) -> Iterator[HeuristicResult | Unscored]:
-        unscored = [self.language.unscored(case) for case in cases]
-        scored = self._score_parsed([case for case, skipped in zip(cases, unscored) if skipped is None])
+    def _score_batch(self, cases: list[ReplyCase], cache: TextCache) -> Iterator[HeuristicResult | Unscored]:
+        guess = partial(cache.language_guess, self.language)
+        unscored = [self.language.unscored(case, guess) for case in cases]
+        scored = self._score_parsed([case for case, skipped in zip(cases, unscored) if skipped is None], cache)
         for skipped in unscored:
             yield skipped if skipped is not None else next(scored)
 
-    def _score_parsed(self, cases: list[ReplyCase]) -> Iterator[HeuristicResult]:
-        """Score parsed cases, parsing each distinct text of the batch once.
+    def _score_parsed(self, cases: list[ReplyCase], cache: TextCache) -> Iterator[HeuristicResult]:
+        """Score cases, parsing only the texts neither this batch nor the cache has read.
 
-        Replies, user messages and histories are collected by content and parsed in one
-        ``nlp.pipe``; a text that recurs in the batch (a repeated message, a history that
-        several cases share) is parsed once. The history stays one parse of its turns joined
-        with newlines: parsing the turns one by one would let later turns share them, but the
-        parse of a turn depends on its neighbours, and that changed scores on real dialogues.
-        The cache of parses lives only for this batch and is dropped with it, so memory stays
-        bounded by the batch size on streams of any length.
+        Replies and user messages are read with their role's lexicon matcher; each history
+        turn is parsed on its own for its anchors, and a history is its previous turn's
+        history plus one turn (`HistoryView.extended`). The batch holds on to what it uses
+        (`views`, `anchors`), so an eviction from the bounded cache never loses a parse the
+        batch still needs.
         """
-        def texts_of(case: ReplyCase) -> tuple[str, str, str]:
-            return tuple(clip_for_parse(text) for text in (case.response, case.user_message, "\n".join(case.history)))
-
-        texts: dict[str, None] = {}
-        for case in cases:
-            texts.update(dict.fromkeys(texts_of(case)))
-        docs = dict(zip(texts, self.nlp.pipe(texts, batch_size=512)))
+        texts = [(clip_for_parse(case.response), clip_for_parse(case.user_message), history_for_parse(case.history))
+                 for case in cases]
         views: dict[tuple[str, str], TextView] = {}
+        anchors: dict[str, frozenset[str]] = {}
+        for reply, user, turns in texts:
+            for role, text in (("reply", reply), ("user", user)):
+                if (role, text) not in views and (cached := cache.views.get((role, text))) is not None:
+                    views[role, text] = cached
+            for turn in turns:
+                if turn not in anchors and (known := cache.turn_anchors.get(turn)) is not None:
+                    anchors[turn] = known
+
+        def parsed(text: str) -> TextView | None:
+            """A view of `text` at hand or cached, in either role: its parse serves the other
+            role and the text's turns in later histories too."""
+            for key in (("user", text), ("reply", text)):
+                if key not in views and (cached := cache.views.get(key)) is not None:
+                    views[key] = cached
+                if key in views:
+                    return views[key]
+            return None
+
+        unread: dict[str, None] = {}
+        for reply, user, turns in texts:
+            unread.update((text, None) for role, text in (("reply", reply), ("user", user))
+                          if (role, text) not in views and parsed(text) is None)
+            unread.update((turn, None) for turn in turns if turn not in anchors and parsed(turn) is None)
+        docs = dict(zip(unread, self.nlp.pipe(unread, batch_size=512)))
 
         def view(role: str, text: str) -> TextView:
-            """One view per role and text; the history is read for carried-over topics only,
-            never for indicator phrases, so it gets no lexicon matches."""
             if (role, text) not in views:
-                doc = docs[text]
-                matcher = self.matchers.get(role)
-                views[role, text] = TextView(doc.text, doc, matcher.find(doc) if matcher is not None else {})
+                known = parsed(text)
+                doc = known.doc if known is not None else docs[text]
+                views[role, text] = TextView(doc.text, doc, self.matchers[role].find(doc))
+                cache.keep_view(role, text, views[role, text])
             return views[role, text]
 
-        for case in cases:
-            reply, user, history = texts_of(case)
+        def turn_anchors(turn: str) -> frozenset[str]:
+            if turn not in anchors:
+                known = parsed(turn) or TextView(turn, docs[turn], {})
+                anchors[turn] = frozenset(known.anchors)
+                cache.keep_turn_anchors(turn, anchors[turn])
+            return anchors[turn]
+
+        def history(turns: tuple[str, ...]) -> HistoryView:
+            if not turns:
+                return EMPTY_HISTORY
+            known = cache.histories.get(turns)
+            if known is None:
+                earlier = cache.histories.get(turns[:-1]) if len(turns) > 1 else EMPTY_HISTORY
+                if earlier is not None:
+                    known = earlier.extended(turns[-1], turn_anchors(turns[-1]))
+                else:
+                    known = HistoryView.of(turns, tuple(turn_anchors(turn) for turn in turns))
+                cache.histories.put(turns, known)
+            return known
+
+        for case, (reply, user, turns) in zip(cases, texts):
             features = CaseFeatures(
                 case=case,
                 reply=view("reply", reply),
                 user=view("user", user),
-                history=view("history", history),
+                history=history(turns),
                 patterns=self.patterns,
                 voice_rules=self.rubric.voice,
                 sentiment=self.sentiment,
@@ -168,8 +216,8 @@ class HeuristicEvaluator:
                     continue
                 effect = weight * hit.strength
                 value += effect
-                # model_construct: these values are built here, validating them again is waste.
-                evidence.append(Evidence.model_construct(indicator=name, text=hit.text, effect=round(effect, 4)))
+                # Validated construction: pydantic's core validator is faster than model_construct here.
+                evidence.append(Evidence(indicator=name, text=hit.text, effect=round(effect, 4)))
             value = clip(value)
             if metric in caps:
                 cause = next(flag for flag in flags if metric in self.rubric.disqualifiers[flag.name].caps
@@ -178,7 +226,7 @@ class HeuristicEvaluator:
             if seconds is not None and metric in voice.far_beyond_caps:
                 value = _capped(value, voice.far_beyond_cap, "far_beyond_voice_budget",
                                 f"about {seconds:.0f} s spoken, over {voice.far_beyond_seconds:g} s", evidence)
-            metrics[metric] = MetricScore.model_construct(value=value, evidence=evidence)
+            metrics[metric] = MetricScore(value=value, evidence=evidence)
         overall = clip(sum(self.rubric.weights[m] * metrics[m].value for m in METRIC_NAMES))
         overall_evidence: list[Evidence] = []
         if flags:
