@@ -9,7 +9,7 @@ that continuity and relevance rest on.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import TypeVar
@@ -154,27 +154,43 @@ class HistoryView:
     """A conversation's earlier turns, each read on its own, and what a reply can pick up from them.
 
     Each turn is parsed by itself (sentences and entities do not run across turns), so a turn
-    is parsed once however many later turns read it, and the view of turns 1..k+1 is the
+    is parsed once however many later turns read them, and the view of turns 1..k+1 is the
     view of turns 1..k plus one turn (`extended`). The history is read for carried-over
-    topics only, never for indicator phrases, so it has no lexicon matches.
+    topics and for the speakers' own first-person claims (a contradiction of an earlier turn),
+    never for indicator phrases, so it has no lexicon matches.
     """
 
     turns: tuple[str, ...] = ()
     turn_anchors: tuple[frozenset[str], ...] = ()
     anchors: frozenset[str] = frozenset()
+    turn_claims: tuple[tuple[turn_fit.Claim, ...], ...] = ()
 
     @classmethod
-    def of(cls, turns: tuple[str, ...], turn_anchors: tuple[frozenset[str], ...]) -> HistoryView:
-        return cls(turns, turn_anchors, frozenset().union(*turn_anchors))
+    def of(cls, turns: tuple[str, ...], readings: Sequence[TurnReading]) -> HistoryView:
+        anchors = tuple(reading.anchors for reading in readings)
+        return cls(turns, anchors, frozenset().union(*anchors), tuple(reading.claims for reading in readings))
 
-    def extended(self, turn: str, anchors: frozenset[str]) -> HistoryView:
+    def extended(self, turn: str, reading: TurnReading) -> HistoryView:
         """This history with one more turn: the anchors so far plus the new turn's."""
-        return HistoryView((*self.turns, turn), (*self.turn_anchors, anchors), self.anchors | anchors)
+        return HistoryView((*self.turns, turn), (*self.turn_anchors, reading.anchors), self.anchors | reading.anchors,
+                           (*self.turn_claims, reading.claims))
 
     @property
     def text(self) -> str:
         """The turns joined with newlines, as the history read as one text used to be."""
         return "\n".join(self.turns)
+
+
+@dataclass(frozen=True)
+class TurnReading:
+    """What a history turn contributes, read once from its parse (the parse is not kept)."""
+
+    anchors: frozenset[str]
+    claims: tuple[turn_fit.Claim, ...]
+
+    @classmethod
+    def of(cls, view: TextView) -> TurnReading:
+        return cls(frozenset(view.anchors), tuple(turn_fit.claims(view.doc)))
 
 
 @dataclass
@@ -464,19 +480,9 @@ class CaseFeatures:
         mine = turn_fit.claims(self.reply.doc)
         if not mine:
             return None
-        earlier = [claim for span in self._history_spans(self.previous_own_turns) for claim in turn_fit.claims(span)]
+        own = self.history.turn_claims[-1::-2][:len(self.previous_own_turns)]
+        earlier = [claim for claims in own for claim in claims]
         return turn_fit.contradiction(earlier, mine, self.meaning_rules)
-
-    def _history_spans(self, turns: list[str]) -> list[Span]:
-        """The parsed spans of some history turns, found by their place in the joined history."""
-        doc, text = self.history.doc, self.history.text
-        spans = []
-        for turn in turns:
-            start = text.rfind(turn)
-            span = doc.char_span(start, start + len(turn), alignment_mode="expand") if start >= 0 and turn else None
-            if span is not None:
-                spans.append(span)
-        return spans
 
     @cached_property
     def specific_questions(self) -> list[str]:

@@ -20,7 +20,7 @@ from collections import OrderedDict
 from collections.abc import Hashable
 from typing import Generic, TypeVar
 
-from evaluators.features import HistoryView, TextView
+from evaluators.features import HistoryView, TextView, TurnReading
 from evaluators.language import SAMPLE_CHARS, LanguageCheck, LanguageGuess
 
 # Parsed texts kept across batches: enough for the replies and user messages of several
@@ -77,7 +77,8 @@ class TextCache:
 
     - `views`: (role, text) → `TextView` (the parse and the role's lexicon matches), at
       most `max_parses` of them;
-    - `turn_anchors`: a history turn's text → its anchors (no parse is kept for them);
+    - `turn_readings`: a history turn's text → its anchors and first-person claims (no parse
+      is kept for them);
     - `histories`: a history's turns → its `HistoryView`, so the next turn's history is
       built from this one plus its last turn;
     - `languages`: a text's opening → the language identifier's guess for it.
@@ -88,7 +89,7 @@ class TextCache:
         self.max_chars = max_chars
         self._evaluator: object | None = None
         self.views: LruTable[tuple[str, str], TextView] = LruTable(max_parses)
-        self.turn_anchors: LruTable[str, frozenset[str]] = LruTable(max_texts)
+        self.turn_readings: LruTable[str, TurnReading] = LruTable(max_texts)
         self.histories: LruTable[tuple[str, ...], HistoryView] = LruTable(max_histories)
         # The guess is None for a text too short to call: kept in a 1-tuple to tell it from a miss.
         self.languages: LruTable[str, tuple[LanguageGuess | None]] = LruTable(max_texts)
@@ -104,16 +105,16 @@ class TextCache:
 
     def sizes(self) -> dict[str, int]:
         """Entries held per table: what the bound limits."""
-        return {"views": len(self.views), "turn_anchors": len(self.turn_anchors),
+        return {"views": len(self.views), "turn_readings": len(self.turn_readings),
                 "histories": len(self.histories), "languages": len(self.languages)}
 
     def keep_view(self, role: str, text: str, view: TextView) -> None:
         if len(text) <= self.max_chars:
             self.views.put((role, text), view)
 
-    def keep_turn_anchors(self, turn: str, anchors: frozenset[str]) -> None:
+    def keep_turn_reading(self, turn: str, reading: TurnReading) -> None:
         if len(turn) <= self.max_chars:
-            self.turn_anchors.put(turn, anchors)
+            self.turn_readings.put(turn, reading)
 
     def language_guess(self, language: LanguageCheck, text: str) -> LanguageGuess | None:
         """`language.guess(text)`, asked once per distinct opening of a text."""

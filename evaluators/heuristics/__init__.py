@@ -24,7 +24,7 @@ from evaluators.heuristics import (  # noqa: F401
     shared,
     trust_boundaries,
 )
-from evaluators.features import CaseFeatures, HistoryView, TextView
+from evaluators.features import CaseFeatures, HistoryView, TextView, TurnReading
 from evaluators.heuristics.registry import SIGNALS, Signal, clip
 from evaluators.language import LanguageCheck
 from evaluators.meaning import MeaningModel, load_meaning_model
@@ -112,22 +112,22 @@ class HeuristicEvaluator:
         """Score cases, parsing only the texts neither this batch nor the cache has read.
 
         Replies and user messages are read with their role's lexicon matcher; each history
-        turn is parsed on its own for its anchors, and a history is its previous turn's
+        turn is parsed on its own for its anchors and claims, and a history is its previous turn's
         history plus one turn (`HistoryView.extended`). The batch holds on to what it uses
-        (`views`, `anchors`), so an eviction from the bounded cache never loses a parse the
+        (`views`, `readings`), so an eviction from the bounded cache never loses a parse the
         batch still needs.
         """
         texts = [(clip_for_parse(case.response), clip_for_parse(case.user_message), history_for_parse(case.history))
                  for case in cases]
         views: dict[tuple[str, str], TextView] = {}
-        anchors: dict[str, frozenset[str]] = {}
+        readings: dict[str, TurnReading] = {}
         for reply, user, turns in texts:
             for role, text in (("reply", reply), ("user", user)):
                 if (role, text) not in views and (cached := cache.views.get((role, text))) is not None:
                     views[role, text] = cached
             for turn in turns:
-                if turn not in anchors and (known := cache.turn_anchors.get(turn)) is not None:
-                    anchors[turn] = known
+                if turn not in readings and (known := cache.turn_readings.get(turn)) is not None:
+                    readings[turn] = known
 
         def parsed(text: str) -> TextView | None:
             """A view of `text` at hand or cached, in either role: its parse serves the other
@@ -143,7 +143,7 @@ class HeuristicEvaluator:
         for reply, user, turns in texts:
             unread.update((text, None) for role, text in (("reply", reply), ("user", user))
                           if (role, text) not in views and parsed(text) is None)
-            unread.update((turn, None) for turn in turns if turn not in anchors and parsed(turn) is None)
+            unread.update((turn, None) for turn in turns if turn not in readings and parsed(turn) is None)
         docs = dict(zip(unread, self.nlp.pipe(unread, batch_size=512)))
 
         def view(role: str, text: str) -> TextView:
@@ -154,12 +154,11 @@ class HeuristicEvaluator:
                 cache.keep_view(role, text, views[role, text])
             return views[role, text]
 
-        def turn_anchors(turn: str) -> frozenset[str]:
-            if turn not in anchors:
-                known = parsed(turn) or TextView(turn, docs[turn], {})
-                anchors[turn] = frozenset(known.anchors)
-                cache.keep_turn_anchors(turn, anchors[turn])
-            return anchors[turn]
+        def turn_reading(turn: str) -> TurnReading:
+            if turn not in readings:
+                readings[turn] = TurnReading.of(parsed(turn) or TextView(turn, docs[turn], {}))
+                cache.keep_turn_reading(turn, readings[turn])
+            return readings[turn]
 
         def history(turns: tuple[str, ...]) -> HistoryView:
             if not turns:
@@ -168,9 +167,9 @@ class HeuristicEvaluator:
             if known is None:
                 earlier = cache.histories.get(turns[:-1]) if len(turns) > 1 else EMPTY_HISTORY
                 if earlier is not None:
-                    known = earlier.extended(turns[-1], turn_anchors(turns[-1]))
+                    known = earlier.extended(turns[-1], turn_reading(turns[-1]))
                 else:
-                    known = HistoryView.of(turns, tuple(turn_anchors(turn) for turn in turns))
+                    known = HistoryView.of(turns, [turn_reading(turn) for turn in turns])
                 cache.histories.put(turns, known)
             return known
 
