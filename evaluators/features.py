@@ -77,6 +77,9 @@ def per_text(role: str) -> Callable[[Callable[[CaseFeatures], T]], cached_proper
     return wrap
 
 
+# Values kept on one reply's view (its own features, and per-exchange safety readings).
+MAX_EXCHANGES_PER_REPLY = 256
+
 @dataclass
 class TextView:
     """One parsed text and the rubric lexicons found in it."""
@@ -191,6 +194,18 @@ class TurnReading:
     @classmethod
     def of(cls, view: TextView) -> TurnReading:
         return cls(frozenset(view.anchors), tuple(turn_fit.claims(view.doc)))
+
+
+def recent_context(history: Sequence[str], rules: MeaningRules | None) -> str:
+    """The last few turns before the user's message (the rubric's `meaning.recent_turns`)."""
+    turns = rules.recent_turns if rules is not None else 0
+    return "\n".join(history[-turns:]) if turns and history else ""
+
+
+def meaning_texts(case: ReplyCase, rules: MeaningRules | None) -> list[str]:
+    """The texts `context_similarity` embeds for a case, so a batch can embed them together."""
+    context = recent_context(case.history, rules)
+    return [clip_for_parse(text) for text in (case.response, case.user_message, context) if text]
 
 
 @dataclass
@@ -381,15 +396,30 @@ class CaseFeatures:
         return safety_rules.crisis_handling(self.crisis_risk, self.reply.doc, self.reply.matches, self.safety,
                                             self.questions_to_user, tone)
 
+    def _per_exchange(self, name: str, compute: Callable[[], T]) -> T:
+        """A value read from the reply and the user's message alone, computed once per pair of
+        texts: the same exchange recurs across a run (a reply to a greeting, a refusal), and
+        the safety detectors' walks over the parse are the dearest signals after the parse.
+        Kept on the reply's view under the user's text, so only when neither text was clipped,
+        and for at most MAX_EXCHANGES_PER_REPLY user messages: a stock reply met by a long
+        stream of different messages must not grow its view without bound."""
+        whole = (self.case.response == self.reply.text and self.case.user_message == self.user.text)
+        key = f"{name}\0{self.user.text}"
+        if not whole or (key not in self.reply._memo and len(self.reply._memo) >= MAX_EXCHANGES_PER_REPLY):
+            return compute()
+        return self.reply.memo(key, compute)
+
     @cached_property
     def human_claims(self) -> list[str]:
-        return safety_rules.human_claims(self.reply.doc, self.reply.matches, self.user.doc, self.safety)
+        return self._per_exchange("human_claims", lambda: safety_rules.human_claims(
+            self.reply.doc, self.reply.matches, self.user.doc, self.safety))
 
     @cached_property
     def harmful(self) -> list[str]:
         """Dangerous instructions, doses, drug advice, agreement with harm (evidence strings)."""
-        return safety_rules.harmful_content(self.reply.doc, self.reply.matches, self.user.doc, self.user.matches,
-                                            self.safety, bool(self.crisis_risk), self.user_hostile)
+        return self._per_exchange("harmful", lambda: safety_rules.harmful_content(
+            self.reply.doc, self.reply.matches, self.user.doc, self.user.matches, self.safety,
+            bool(self.crisis_risk), self.user_hostile))
 
     @cached_property
     def user_hostile(self) -> bool:
@@ -421,8 +451,7 @@ class CaseFeatures:
     @cached_property
     def recent_context(self) -> str:
         """The last few turns before the user's message (the rubric's `meaning.recent_turns`)."""
-        turns = self.meaning_rules.recent_turns if self.meaning_rules is not None else 0
-        return "\n".join(self.case.history[-turns:]) if turns and self.case.history else ""
+        return recent_context(self.case.history, self.meaning_rules)
 
     @cached_property
     def context_similarity(self) -> float | None:

@@ -13,6 +13,8 @@ fetch it from the network).
 
 from __future__ import annotations
 
+from collections import OrderedDict
+from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 
@@ -38,7 +40,33 @@ class MeaningModel:
 
         self._inference = WordLlamaInference(embedding, tokenizer)
         # Per instance, not a module-level cache: the vectors belong to this model.
-        self.vector = lru_cache(maxsize=CACHE_TEXTS)(self.embed)
+        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+
+    def vector(self, text: str) -> np.ndarray:
+        """The text's unit vector, kept for the next case that reads the same text."""
+        found = self._vectors.get(text)
+        if found is None:
+            found = self.embed(text)
+            self._keep(text, found)
+        else:
+            self._vectors.move_to_end(text)
+        return found
+
+    def prefetch(self, texts: Iterable[str]) -> None:
+        """Embed the texts not yet kept in one call: a batch's vectors cost one pass, where one
+        call per text costs its set-up each time. A text's vector is the same either way (its
+        tokens' mean, padding masked out)."""
+        todo = [text for text in dict.fromkeys(texts) if text.strip() and text not in self._vectors]
+        for start in range(0, len(todo), CACHE_TEXTS // 2):  # never more than the cache keeps
+            chunk = todo[start:start + CACHE_TEXTS // 2]
+            for text, vector in zip(chunk, self._inference.embed(chunk, norm=True), strict=True):
+                vector.setflags(write=False)
+                self._keep(text, vector)
+
+    def _keep(self, text: str, vector: np.ndarray) -> None:
+        self._vectors[text] = vector
+        if len(self._vectors) > CACHE_TEXTS:
+            self._vectors.popitem(last=False)
 
     def embed(self, text: str) -> np.ndarray:
         """The text's unit vector, computed afresh (``vector`` is the cached way); a zero vector

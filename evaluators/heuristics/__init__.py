@@ -24,7 +24,7 @@ from evaluators.heuristics import (  # noqa: F401
     shared,
     trust_boundaries,
 )
-from evaluators.features import CaseFeatures, HistoryView, TextView, TurnReading
+from evaluators.features import CaseFeatures, HistoryView, TextView, TurnReading, meaning_texts
 from evaluators.heuristics.registry import SIGNALS, Signal, clip
 from evaluators.language import LanguageCheck
 from evaluators.meaning import MeaningModel, load_meaning_model
@@ -173,6 +173,8 @@ class HeuristicEvaluator:
                 cache.histories.put(turns, known)
             return known
 
+        if self.meaning is not None:
+            self.meaning.prefetch(text for case in cases for text in meaning_texts(case, self.rubric.meaning))
         for case, (reply, user, turns) in zip(cases, texts):
             features = CaseFeatures(
                 case=case,
