@@ -396,6 +396,12 @@ class CaseFeatures:
         return safety_rules.crisis_handling(self.crisis_risk, self.reply.doc, self.reply.matches, self.safety,
                                             self.questions_to_user, tone)
 
+    @per_text("reply")
+    def aimed_insults(self) -> list[str]:
+        """Insults predicated of a person or called the listener (evaluators/safety/insults.py)."""
+        identity = {m.start for m in self.reply.matches.get("identity_group", ())}
+        return safety_rules.aimed_insults(self.reply.doc, self.reply.matches, identity, self.safety)
+
     def _per_exchange(self, name: str, compute: Callable[[], T]) -> T:
         """A value read from the reply and the user's message alone, computed once per pair of
         texts: the same exchange recurs across a run (a reply to a greeting, a refusal), and

@@ -159,8 +159,7 @@ def offensive_content(f: CaseFeatures) -> Signal | None:
     "you are not worthless", "you feel worthless" and "take out the trash" are not insults.
     """
     hits = f.reply.matches.get("profanity", [])
-    identity = {m.start for m in f.reply.matches.get("identity_group", ())}
-    insults = safety.aimed_insults(f.reply.doc, f.reply.matches, identity, f.safety)
+    insults = f.aimed_insults
     if not hits and not insults:
         return None
     doc = f.reply.doc
