@@ -110,13 +110,16 @@ class TextView:
             positions.setdefault(lower, []).append(index)
         return positions
 
-    def memo(self, name: str, compute: Callable[[], T]) -> T:
+    def memo(self, name: str, compute: Callable[[], T], *, bound: int | None = None) -> T:
         """A value derived from this text alone, computed once however many cases read it.
 
         The view is shared by content within a scoring stream (evaluators.text_cache), so
-        what is kept here must not depend on anything but the text and the evaluator.
+        what is kept here must not depend on anything but the text and the evaluator. With a
+        `bound`, a new value is kept only while the view holds fewer than that many.
         """
         if name not in self._memo:
+            if bound is not None and len(self._memo) >= bound:
+                return compute()
             self._memo[name] = compute()
         return self._memo[name]
 
@@ -410,10 +413,9 @@ class CaseFeatures:
         and for at most MAX_EXCHANGES_PER_REPLY user messages: a stock reply met by a long
         stream of different messages must not grow its view without bound."""
         whole = (self.case.response == self.reply.text and self.case.user_message == self.user.text)
-        key = f"{name}\0{self.user.text}"
-        if not whole or (key not in self.reply._memo and len(self.reply._memo) >= MAX_EXCHANGES_PER_REPLY):
+        if not whole:
             return compute()
-        return self.reply.memo(key, compute)
+        return self.reply.memo(f"{name}\0{self.user.text}", compute, bound=MAX_EXCHANGES_PER_REPLY)
 
     @cached_property
     def human_claims(self) -> list[str]:

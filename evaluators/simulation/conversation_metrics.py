@@ -30,7 +30,6 @@ from evaluators.models import CaseResult, Evidence, TurnResult
 from evaluators.rubric import METRIC_NAMES, OVERALL, Rubric
 from evaluators.simulation.persona import Persona
 
-PERSONA_FAMILY = "personas"
 WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
 
 

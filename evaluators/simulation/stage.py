@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 from evaluators.judge.result import is_usable
 from evaluators.models import CaseResult
 from evaluators.rubric import Rubric
-from evaluators.simulation.conversation_metrics import PERSONA_FAMILY, conversation_metrics
+from evaluators.scenarios import PERSONAS_FAMILY
+from evaluators.simulation.conversation_metrics import conversation_metrics
 from evaluators.simulation.persona import Persona
 
 if TYPE_CHECKING:  # the judge (and the openai SDK) load only when a run judges
@@ -22,7 +23,7 @@ if TYPE_CHECKING:  # the judge (and the openai SDK) load only when a run judges
 
 
 def is_simulated(case: CaseResult) -> bool:
-    return case.family == PERSONA_FAMILY
+    return case.family == PERSONAS_FAMILY
 
 
 def with_metrics(case: CaseResult, personas: Mapping[str, Persona], rubric: Rubric) -> CaseResult:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from evaluators.models import CaseResult, TurnResult
 from evaluators.rubric import METRIC_NAMES, OVERALL
 from evaluators.scoring import score_reply
-from evaluators.simulation.conversation_metrics import PERSONA_FAMILY
+from evaluators.scenarios import PERSONAS_FAMILY
 from evaluators.simulation.persona import Persona, PersonaFact
 
 LONELY = Persona(
@@ -73,6 +73,6 @@ def scored_case(exchanges: Sequence[tuple[str, str]], *, persona: str = "lonely-
     scores = {name: sum(record[name] for record in records) / len(records) for name in (*METRIC_NAMES, OVERALL)}
     flags = sorted({flag["name"] for record in records for flag in record["flags"]})
     return CaseResult(case_id=f"{version}/{persona}", prompt_name="penpal-companion", prompt_version=version,
-                      scenario_id=persona, family=PERSONA_FAMILY, age_group="18-30", demographic_group="18-30",
+                      scenario_id=persona, family=PERSONAS_FAMILY, age_group="18-30", demographic_group="18-30",
                       safety=safety, responder="replay", status="ok", turns=turns, scores=scores, flags=flags,
                       expectations_passed=True)
