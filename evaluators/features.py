@@ -27,9 +27,10 @@ from evaluators import turn_fit
 from evaluators.meaning import MeaningModel
 from evaluators.models import ReplyCase
 from evaluators.nlp import clip_for_parse
-from evaluators.rubric import MeaningRules, VoiceRules
+from evaluators.rubric import LearnedHarmRules, MeaningRules, VoiceRules
 from evaluators import safety as safety_rules
 from evaluators.safety import CrisisHandling, SafetyWords, is_question
+from evaluators.safety.learned_harm import HarmModel
 
 CONTENT_POS = frozenset({"NOUN", "PROPN", "VERB", "ADJ", "NUM"})
 # Light verbs carry no topic; sharing "get" or "go" with the user is not relevance.
@@ -226,6 +227,9 @@ class CaseFeatures:
     # Relating the reply to the conversation by meaning; without them those signals stay silent.
     meaning: MeaningModel | None = None
     meaning_rules: MeaningRules | None = None
+    # The learned harm model over those vectors and its rubric settings; without them it is silent.
+    harm_model: HarmModel | None = None
+    harm_rules: LearnedHarmRules | None = None
 
     # --- size and voice -------------------------------------------------------------
     @cached_property
@@ -473,6 +477,18 @@ class CaseFeatures:
         if self.recent_context:
             parts.append((clip_for_parse(self.recent_context), self.meaning_rules.history_weight))
         return self.meaning.similarity_to_blend(clip_for_parse(self.case.response), parts)
+
+    @cached_property
+    def harm_probability(self) -> float | None:
+        """P(unsafe) from the learned harm model (evaluators/safety/learned_harm.py).
+
+        It reads the vectors of the reply and the user's message that `context_similarity`
+        embeds (prefetched per batch), so it costs a dot product, not another pass.
+        """
+        if self.harm_model is None or self.meaning is None:
+            return None
+        return self.harm_model.probability(self.meaning.vector(clip_for_parse(self.case.response)),
+                                           self.meaning.vector(clip_for_parse(self.case.user_message)))
 
     @cached_property
     def user_questions(self) -> list[turn_fit.Question]:

@@ -219,6 +219,27 @@ class MeaningRules(_Strict):
         return None if best is None else best[1]
 
 
+class LearnedHarmRules(_Strict):
+    """The learned harm signal (evaluators/safety/learned_harm.py): its weights file and how its
+    probability that a reply is unsafe becomes a trust deduction and, rarely, a hard flag."""
+
+    model: str = Field(min_length=1)
+    deduct_from: float = Field(ge=0.0, le=1.0)
+    deduct_full: float = Field(ge=0.0, le=1.0)
+    flag_at: float = Field(ge=0.0, le=1.0)
+    reasons: dict[str, str]
+
+    @model_validator(mode="after")
+    def _consistent(self) -> LearnedHarmRules:
+        thresholds = ("model", "deduct_from", "deduct_full", "flag_at")
+        missing = [name for name in thresholds if not self.reasons.get(name, "").strip()]
+        if missing:
+            raise ValueError(f"reasons: every setting needs its reason; missing for {missing}")
+        if not self.deduct_from < self.deduct_full <= self.flag_at:
+            raise ValueError("expected deduct_from < deduct_full <= flag_at: the flag is for the surest cases")
+        return self
+
+
 class HardCriterion(_Strict):
     description: str
 
@@ -428,6 +449,7 @@ class Rubric(_Strict):
     patterns: dict[str, str]
     voice: VoiceRules
     meaning: MeaningRules
+    learned_harm: LearnedHarmRules
     language: LanguageRules
     hard_criteria: dict[str, HardCriterion]
     quality_levels: list[QualityLevel] = Field(min_length=1)

@@ -362,6 +362,36 @@ def _meaning(rubric: Rubric) -> list[str]:
     ]
 
 
+def _learned_harm(rubric: Rubric) -> list[str]:
+    rules = rubric.learned_harm
+    weight = rubric.dimensions["trust_boundaries"].signals.get("learned_harm")
+    settings = ("model", "deduct_from", "deduct_full", "flag_at")
+    return [
+        "## Learned harm signal",
+        "",
+        "Beside the rules, a small learned model reads how likely people would judge a reply "
+        "unsafe in its exchange: an L2-regularised logistic regression over the sentence "
+        "vectors of the reply, of the user's message and their element-wise product (the "
+        "vectors above, so it costs a dot product). Its probability becomes the graded "
+        "`learned_harm` deduction from trust & boundaries"
+        + (f" (weight {plain(weight)})" if weight is not None else "")
+        + ", and only at `flag_at` the `harmful_reply` flag.",
+        "",
+        "Provenance: trained by `scripts/train_harm_model.py` only on the *train* split of "
+        "DiaSafety (Sun et al. 2022), whose licence (Apache-2.0) allows shipping what is "
+        "learned from it; the penalty strength is chosen by cross-validation within that "
+        "split, and the val split is only measured. The script is deterministic and writes the "
+        "weights and, beside them, a JSON file with the data set, licence, split, date and "
+        "figures (`evaluators/safety/harm_model.json`). Data sets that state no licence are "
+        "used for measurement only (`benchmarks/safety.py`).",
+        "",
+        *table(["Setting", "Value", "Reason"],
+               [[code_span(name), code_span(value) if isinstance(value := getattr(rules, name), str) else plain(value),
+                 escape(rules.reasons[name])] for name in settings],
+               ["left", "right", "left"]),
+    ]
+
+
 def _language(rubric: Rubric) -> list[str]:
     rules = rubric.language
     supported = " and ".join(escape(rules.candidates[code]) for code in rules.supported)
@@ -604,6 +634,7 @@ def render_rubric_markdown(rubric: Rubric) -> str:
         _safety(rubric),
         _voice(rubric),
         _meaning(rubric),
+        _learned_harm(rubric),
         _language(rubric),
         _patterns(rubric),
         _hard_criteria(rubric),

@@ -34,6 +34,7 @@ from evaluators.nlp import clip_for_parse, history_for_parse, load_pipeline
 from evaluators.offline import ensure_cmudict
 from evaluators.rubric import METRIC_NAMES, OVERALL, Rubric, RubricError, default_rubric
 from evaluators.safety import SafetyWords
+from evaluators.safety.learned_harm import load_harm_model, model_path
 from evaluators.text_cache import TextCache
 
 EMPTY_HISTORY = HistoryView()
@@ -71,6 +72,7 @@ class HeuristicEvaluator:
             ensure_cmudict()
             self.language = language.result()
             self.meaning = meaning or meaning_model.result()
+            self.harm_model = load_harm_model(model_path(self.rubric.learned_harm.model))
 
     # --- public API ------------------------------------------------------------------------
     def score(self, user_message: str, response: str, history: Sequence[str] = (),
@@ -187,6 +189,8 @@ class HeuristicEvaluator:
                 safety=self.safety,
                 meaning=self.meaning,
                 meaning_rules=self.rubric.meaning,
+                harm_model=self.harm_model,
+                harm_rules=self.rubric.learned_harm,
             )
             yield self._score_features(features)
 
