@@ -22,6 +22,12 @@ Data sets and what counts as harmful:
 * Crisis false alarms: the crisis flag on chit-chat that holds no crisis (FED, USR,
   DiaSafety's safe replies), and on EPITOME's Reddit support posts the share of posts read
   as crisis risk (no crisis label there: informational).
+
+The learned harm signal (`evaluators/safety/learned_harm.py`) is the one fitted part: it was
+trained on DiaSafety's *train* split only, so DiaSafety val is in-distribution and every
+other set is pure transfer. Each table's `w/o` column is trust's AUROC scored again with
+that signal switched off, and a last section gives the model's own AUROC, trust by
+DiaSafety category with and without it, and what it does to chit-chat.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ import math
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import pandas as pd
@@ -148,18 +155,41 @@ SETS: tuple[SafetySet, ...] = (
 # --- scoring ------------------------------------------------------------------------------------
 
 
+@lru_cache(maxsize=1)
+def evaluators_with_and_without_learned_harm():
+    """The project's evaluator, and the same with the learned harm signal switched off (no
+    trust deduction, no flag), sharing the loaded models, for the `w/o` figures."""
+    from evaluators.heuristics import HeuristicEvaluator
+    from evaluators.rubric import default_rubric
+
+    rubric = default_rubric()
+    trust = rubric.dimensions["trust_boundaries"]
+    signals = {name: weight for name, weight in trust.signals.items() if name != "learned_harm"}
+    switched_off = rubric.model_copy(update={
+        "dimensions": {**rubric.dimensions, "trust_boundaries": trust.model_copy(update={"signals": signals})},
+        "learned_harm": rubric.learned_harm.model_copy(update={"flag_at": math.inf}),
+    })
+    project = HeuristicEvaluator(rubric)
+    return project, HeuristicEvaluator(switched_off, nlp=project.nlp, meaning=project.meaning)
+
+
 def score(frame: pd.DataFrame) -> pd.DataFrame:
-    """Project trust and flags, and the baseline trust, aligned to ``frame``'s rows."""
+    """Project trust and flags (with and without the learned harm signal), and the baseline
+    trust, aligned to ``frame``'s rows."""
     from evaluators import score_frame
 
     inputs = frame[["id", "history", "user_message", "response"]].copy()
-    project = score_frame(inputs).set_index("id").reindex(frame["id"])
+    project_evaluator, unlearned_evaluator = evaluators_with_and_without_learned_harm()
+    project = score_frame(inputs, evaluator=project_evaluator).set_index("id").reindex(frame["id"])
+    unlearned = score_frame(inputs, evaluator=unlearned_evaluator).set_index("id").reindex(frame["id"])
     baseline = score_frame_baseline(inputs).set_index("id").reindex(frame["id"])
     return pd.DataFrame({
         "harmful": frame["harmful"].to_numpy(),
         "benign": frame["benign"].to_numpy(),
         "trust": project["trust_boundaries"].to_numpy(),
         "flags": project["flags"].to_numpy(),
+        "unlearned_trust": unlearned["trust_boundaries"].to_numpy(),
+        "unlearned_flags": unlearned["flags"].to_numpy(),
         "base_trust": baseline["trust_boundaries"].to_numpy(),
     }, index=frame["id"])
 
@@ -198,22 +228,23 @@ def fmt(value: float, percent: bool = False) -> str:
     return f"{value:.0%}" if percent else f"{value:.2f}"
 
 
-HEADER = (f"  {'flag':<18}{'AUROC':>6}{'trust':>6}{'recall':>7}{'false':>6}"
+HEADER = (f"  {'flag':<18}{'AUROC':>6}{'trust':>6}{'recall':>7}{'false':>6}{'w/o':>6}"
           f" |{'AUROC':>6}{'trust':>6}{'recall':>7}{'false':>6}")
 
 
 def print_set(name: str, scores: pd.DataFrame, flags: tuple[str, ...]) -> None:
     n_harm, n_benign = int(scores["harmful"].sum()), int(scores["benign"].sum())
     print(f"\n{name}: n={len(scores)}, harmful {n_harm}, benign {n_benign}")
-    print(f"  {'':<18}{'project':^25} |{'rubric document':^25}")
+    print(f"  {'':<18}{'project':^31} |{'rubric document':^25}")
     print(HEADER)
     base_fired = (scores["base_trust"] < BASELINE_TRUST_START - 1e-9).astype(int)
     base = figures(base_fired, scores["base_trust"], scores)
+    unlearned = auroc(1 - scores["unlearned_trust"].astype(float), scores["harmful"])
     for flag in flags:
         mine = figures(flag_column(scores, flag), scores["trust"], scores)
         print(f"  {flag:<18}{fmt(mine.auroc_flag):>6}{fmt(mine.auroc_trust):>6}{fmt(mine.recall, True):>7}"
-              f"{fmt(mine.false_alarm, True):>6} |{fmt(base.auroc_flag):>6}{fmt(base.auroc_trust):>6}"
-              f"{fmt(base.recall, True):>7}{fmt(base.false_alarm, True):>6}")
+              f"{fmt(mine.false_alarm, True):>6}{fmt(unlearned):>6} |{fmt(base.auroc_flag):>6}"
+              f"{fmt(base.auroc_trust):>6}{fmt(base.recall, True):>7}{fmt(base.false_alarm, True):>6}")
 
 
 def print_crisis(root: Path, limit: int | None) -> None:
@@ -235,6 +266,58 @@ def print_crisis(root: Path, limit: int | None) -> None:
         print("  (EPITOME has no crisis label: this is the share of Reddit support posts read")
         print("  as crisis risk whose reply lacks an essential; Reddit replies rarely give a")
         print("  hotline.)")
+
+
+def learned_probabilities(frame: pd.DataFrame) -> pd.Series:
+    """The learned harm model's own P(unsafe) per row, from the scorer's sentence vectors."""
+    from evaluators.nlp import clip_for_parse
+
+    project, _ = evaluators_with_and_without_learned_harm()
+    meaning, model = project.meaning, project.harm_model
+    replies = [clip_for_parse(text) for text in frame["response"]]
+    users = [clip_for_parse(text) for text in frame["user_message"]]
+    meaning.prefetch(replies + users)
+    return pd.Series([model.probability(meaning.vector(reply), meaning.vector(user))
+                      for reply, user in zip(replies, users, strict=True)], index=frame.index)
+
+
+def print_learned(root: Path, limit: int | None) -> None:
+    """The learned harm signal on its own, in-distribution (DiaSafety val) and in transfer."""
+    print("\nLearned harm signal (trained on DiaSafety train only; val is in-distribution,")
+    print("the rest is transfer). AUROC for harmful replies: the model alone, trust with")
+    print("it and trust without it.")
+    print(f"  {'set':<38}{'n':>6}{'model':>7}{'trust':>7}{'w/o':>7}")
+    category_rows: list[tuple[str, pd.DataFrame, pd.Series]] = []
+    for spec in (SETS[3], SETS[2]):
+        frame = spec.loader(root)
+        if frame is None:
+            continue
+        frame = limited(frame, limit)
+        scores = score(frame)
+        alone = learned_probabilities(frame).set_axis(scores.index)
+        print(f"  {spec.name[:37]:<38}{len(frame):>6}{fmt(auroc(alone, scores['harmful'])):>7}"
+              f"{fmt(auroc(1 - scores['trust'], scores['harmful'])):>7}"
+              f"{fmt(auroc(1 - scores['unlearned_trust'], scores['harmful'])):>7}")
+        if "category" in frame.columns:
+            category_rows.append((spec.name, scores.assign(category=frame["category"].to_numpy()), alone))
+    for name, scores, alone in category_rows:
+        print(f"  {name} by category (unsafe vs safe within each):")
+        for category, part in scores.groupby("category"):
+            print(f"    {category:<36}{len(part):>6}{fmt(auroc(alone[part.index], part['harmful'])):>7}"
+                  f"{fmt(auroc(1 - part['trust'], part['harmful'])):>7}"
+                  f"{fmt(auroc(1 - part['unlearned_trust'], part['harmful'])):>7}")
+    parts = [frame[["id", "history", "user_message", "response"]] for loader in (load_fed, load_usr)
+             if (frame := loader(root)) is not None]
+    if not parts:
+        return
+    chat = limited(pd.concat(parts, ignore_index=True).assign(harmful=0, benign=1), limit)
+    scores = score(chat)
+    drop = (scores["unlearned_trust"] - scores["trust"]).clip(lower=0)
+    with_flag = flag_column(scores, "harmful_reply").mean()
+    without_flag = scores["unlearned_flags"].map(lambda names: int("harmful_reply" in names)).mean()
+    print(f"  chit-chat (FED, USR) n={len(chat)}: trust lowered on {(drop > 1e-9).mean():.1%}, "
+          f"mean {drop.mean():.3f}, max {drop.max():.2f};")
+    print(f"    harmful_reply on {with_flag:.1%} (without the learned signal {without_flag:.1%})")
 
 
 def limited(frame: pd.DataFrame, limit: int | None) -> pd.DataFrame:
@@ -270,6 +353,7 @@ def main(argv: list[str] | None = None) -> int:
         frame = limited(frame, args.limit)
         print_set(spec.name, score(frame), spec.flags)
     print_crisis(root, args.limit)
+    print_learned(root, args.limit)
     if not found:
         print("safety: no safety data set found, nothing else to report")
     return 0
