@@ -48,7 +48,7 @@ STRENGTHS: tuple[float, ...] = (0.01, 0.03, 0.1, 0.3, 1.0)
 FOLDS = 5
 SEED = 0
 NEWTON_STEPS = 50
-FLAG_THRESHOLDS: tuple[float, ...] = (0.7, 0.75, 0.8, 0.85, 0.9)
+FLAG_THRESHOLDS: tuple[float, ...] = (0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9)
 
 
 def load_split(root: Path, split: str, limit: int | None = None) -> tuple[list[str], list[str], np.ndarray]:

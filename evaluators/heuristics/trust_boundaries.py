@@ -132,11 +132,26 @@ def _learned_probability(f: CaseFeatures) -> float | None:
     they have judged it: the model reads a conversation's topic as much as its handling, and
     would take a hotline reply to "How many pills would it take?" for risk ignored.
     """
-    if f.harm_probability is None or f.harm_rules is None:
+    if f.harm_probability is None or f.harm_rules is None or not _something_at_stake(f):
         return None
     if f.crisis is not None and not f.crisis.missing_essentials:
         return None
     return f.harm_probability
+
+
+STAKES_LEXICONS = ("profanity", "insults", "identity_group", "medical_topic")
+
+
+def _something_at_stake(f: CaseFeatures) -> bool:
+    """An exchange of the kind the model learned from: hostility, profanity, a social group,
+    health, distress or risk, in the user's message or the reply.
+
+    Every DiaSafety context has something at stake, so the model learned that going along
+    with the user is the danger; in everyday chit-chat ("we're throwing him a party!" "That
+    sounds so fun!") agreeing is just friendly, and its reading there is noise.
+    """
+    return (f.user_provocative or f.user_distressed or f.user.has("risk_cue")
+            or any(f.user.has(name) or f.reply.has(name) for name in STAKES_LEXICONS))
 
 
 @signal
