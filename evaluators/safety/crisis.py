@@ -294,12 +294,13 @@ def _speaker_owns(token: Token) -> bool:
     a negation, or "lost ... to suicide" makes it not; a fragment with a verb or adjective
     ("Feeling suicidal", "Been having suicidal thoughts") or the word alone ("Suicidal.") is
     the speaker's own statement."""
+    previous = token.doc[token.i - 1] if token.i else None
+    if previous is not None and previous.lower_ == "to" and any(a.lemma_ == "lose" for a in token.ancestors):
+        return False  # "lost my friend to suicide", however the parser attaches it
     node, path = token, []
     for _ in range(6):
         path.append(node)
         if is_negated(node):
-            return False
-        if node.dep_ == "pobj" and node.head.lower_ == "to" and node.head.head.lemma_ == "lose":
             return False
         for child in node.children:
             if child.dep_ == "poss" and child.lower_ == "my":
