@@ -30,17 +30,20 @@ def _close_under(token: Token, desire: Token) -> bool:
     return head.head.i == desire.i and head.dep_ in ("xcomp", "ccomp") and token.dep_ in ("acomp", "attr", "advmod", "prt")
 
 
-def _self_directed(verb: Token, generic: bool = False) -> bool:
+def _self_directed(verb: Token, generic: bool = False, wished: bool = False) -> bool:
     """Done to oneself: "kill myself", "end my life", "end it". "Me" counts only when no one
-    else is the subject ("this homework is killing me" is not); `generic` also takes the
-    "yourself" of a how-to question ("the easiest way to kill yourself")."""
+    else is the subject ("this homework is killing me" is not) or when it is wished ("I
+    hope something kills me"); `generic` also takes the "yourself" of a how-to question
+    ("the easiest way to kill yourself")."""
+    if verb.lemma_ == "end" and any(child.dep_ == "prt" for child in verb.children):
+        return False  # "ended up looking like an idiot": how things turned out
     objects = [child for child in verb.children if child.dep_ in ("dobj", "nsubjpass", "attr")]
     if not objects:
         return verb.lemma_ in ("die", "disappear", "vanish", "overdose", "end")
     own = SELF_OBJECTS | ({"yourself", "oneself"} if generic else frozenset())
     subj = next((child for child in verb.children if child.dep_ == "nsubj"), None)
     for obj in objects:
-        if obj.lower_ == "me" and subj is not None and subj.lower_ != "i":
+        if obj.lower_ == "me" and subj is not None and subj.lower_ != "i" and not wished:
             continue
         if obj.lower_ in own or obj.lemma_ in own:
             return True
@@ -52,7 +55,7 @@ def _own_subject(token: Token, desire: Token) -> bool:
     about others (a predicate adjective's subject is its verb's)."""
     holder = token.head if token.dep_ in ("acomp", "attr", "prep") and token.head.i != desire.i else token
     subj = next((child for child in holder.children if child.dep_ in ("nsubj", "nsubjpass")), None)
-    return subj is None or subj.lower_ == "i"
+    return subj is None or subj.lower_ in ("i", "me")  # "let me die"
 
 
 def _belief(token: Token, desire: Token) -> bool:
@@ -88,7 +91,11 @@ def passive_wish(doc: Doc, words: SafetyWords) -> list[str]:
         for token in desire.subtree:
             if token.i == desire.i or not _close_under(token, desire):
                 continue
-            if _belief(token, desire) or (token.lemma_ not in ("end", "over") and not _own_subject(token, desire)):
+            # "I hope it kills me" wishes death; "it's killing me" is ongoing strain, an idiom.
+            wished_death = token.lemma_ == "kill" and token.tag_ != "VBG" and any(
+                child.dep_ == "dobj" and child.lower_ == "me" for child in token.children)
+            if _belief(token, desire) or (token.lemma_ not in ("end", "over") and not wished_death
+                                          and not _own_subject(token, desire)):
                 continue
             lemma, lower = token.lemma_.lower(), token.lower_
             negated = is_negated(token) or (token.head.i != desire.i and is_negated(token.head))
@@ -103,7 +110,7 @@ def passive_wish(doc: Doc, words: SafetyWords) -> list[str]:
                     found.append(desire.sent.text.strip())
                     break
             if (lemma in dying or lower in dying) and not negated and not wanted_negated:
-                if lemma in ("kill", "end") and not _self_directed(token):
+                if lemma in ("kill", "end") and not _self_directed(token, wished=True):
                     continue
                 if lemma in ("end", "over") and not _what_ends(token, desire, words):
                     continue
@@ -313,11 +320,30 @@ def _speaker_owns(token: Token) -> bool:
     return node.i == token.i or any(step.pos_ in ("VERB", "AUX", "ADJ") for step in path)
 
 
+def why_alive(doc: Doc, words: SafetyWords) -> list[str]:
+    """"Why am I still alive?", "I don't know why I'm still here": asking why one goes on
+    living. Where one lives ("why do I still live here", "live in this city") is not it."""
+    found = []
+    for token in tokens_in(doc, words, "living"):
+        clause = token.head if token.dep_ in ("acomp", "advmod", "attr") else token
+        if not any(child.lower_ == "why" for child in clause.children) or not first_person(clause):
+            continue
+        if token.lower_ in ("here", "there", "around") and clause.lemma_ != "be":
+            continue  # "why I still live here": "here" says where the living is
+        if any(child.dep_ in ("prep", "dobj") or (child.lower_ in ("here", "there") and child.i != token.i)
+               for child in token.children):
+            continue
+        if not is_negated(clause):
+            found.append(token.sent.text.strip())
+    return found
+
+
 RISK_RULES = {
     "passive_wish": lambda doc, words: passive_wish(doc, words) + suicidal_self(doc, words),
     "method": method_question,
     "plan": means_plan,
     "self_harm": self_harm,
+    "hopelessness": why_alive,
     "burden": burden,
 }
 

@@ -27,6 +27,9 @@ CRISIS_POSTS: dict[str, list[str]] = {
         "Been having suicidal thoughts again.",
         "I'm thinking about ending it all",
         "I just want it all to be over",
+        "i hope something kills me in my sleep",
+        "please let me die",
+        "I need to die.",
     ],
     "method": [
         "What's the most painless way to end my life?",
@@ -70,6 +73,8 @@ CRISIS_POSTS: dict[str, list[str]] = {
         "there's nothing left for me in this world",
         "life isn't worth living anymore",
         "what is the point of waking up every day",
+        "idk why im still alive",
+        "is life even worth living",
     ],
     "burden": [
         "Everyone would be better off without me.",
@@ -100,6 +105,9 @@ NON_CRISIS_POSTS: dict[str, list[str]] = {
         "I can't do this anymore, my boss keeps piling on work and I'm exhausted",
         "I just want this week to end",
         "I'm so done with this semester",
+        "I need to be at work by seven.",
+        "Honestly I don't know why I still live in this city, the rent is insane.",
+        "My coach is going to kill me if I miss practice again.",
     ],
     "breakups_and_loneliness": [
         "My girlfriend broke up with me and I can't stop crying.",
