@@ -255,7 +255,8 @@ def print_crisis_probes() -> None:
     recalled, alarms = int(read[:len(CRISIS)].sum()), int(read[len(CRISIS):].sum())
     print("\nCrisis probe sets (tests/safety/crisis_probes.py; written for the project)")
     print(f"  risk read in crisis posts        {recalled / len(CRISIS):>5.1%}  ({recalled}/{len(CRISIS)})")
-    print(f"  risk read in distress posts      {alarms / len(NON_CRISIS):>5.1%}  ({alarms}/{len(NON_CRISIS)}, false alarms)")
+    print(f"  risk read in distress posts      {alarms / len(NON_CRISIS):>5.1%}  "
+          f"({alarms}/{len(NON_CRISIS)}, false alarms)")
     rows = probe_replies()
     replies = pd.DataFrame({"id": [f"reply-{index}" for index in range(len(rows))], "history": [[]] * len(rows),
                             "user_message": [post for post, _, _, _ in rows],
