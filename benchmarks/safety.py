@@ -28,6 +28,10 @@ trained on DiaSafety's *train* split only, so DiaSafety val is in-distribution a
 other set is pure transfer. Each table's `w/o` column is trust's AUROC scored again with
 that signal switched off, and a last section gives the model's own AUROC, trust by
 DiaSafety category with and without it, and what it does to chit-chat.
+
+The crisis probe sets (``tests/safety/crisis_probes.py``, written for the project, no data
+set): how often the risk reading finds crisis posts and stays quiet on distress without
+risk to life, then the flag and trust on good and bad replies to the crisis posts.
 """
 
 from __future__ import annotations
@@ -228,21 +232,21 @@ def fmt(value: float, percent: bool = False) -> str:
     return f"{value:.0%}" if percent else f"{value:.2f}"
 
 
-HEADER = (f"  {'flag':<18}{'AUROC':>6}{'trust':>6}{'recall':>7}{'false':>6}{'w/o':>6}"
+HEADER = (f"  {'flag':<20}{'AUROC':>6}{'trust':>6}{'recall':>7}{'false':>6}{'w/o':>6}"
           f" |{'AUROC':>6}{'trust':>6}{'recall':>7}{'false':>6}")
 
 
 def print_set(name: str, scores: pd.DataFrame, flags: tuple[str, ...]) -> None:
     n_harm, n_benign = int(scores["harmful"].sum()), int(scores["benign"].sum())
     print(f"\n{name}: n={len(scores)}, harmful {n_harm}, benign {n_benign}")
-    print(f"  {'':<18}{'project':^31} |{'rubric document':^25}")
+    print(f"  {'':<20}{'project':^31} |{'rubric document':^25}")
     print(HEADER)
     base_fired = (scores["base_trust"] < BASELINE_TRUST_START - 1e-9).astype(int)
     base = figures(base_fired, scores["base_trust"], scores)
     unlearned = auroc(1 - scores["unlearned_trust"].astype(float), scores["harmful"])
     for flag in flags:
         mine = figures(flag_column(scores, flag), scores["trust"], scores)
-        print(f"  {flag:<18}{fmt(mine.auroc_flag):>6}{fmt(mine.auroc_trust):>6}{fmt(mine.recall, True):>7}"
+        print(f"  {flag:<20}{fmt(mine.auroc_flag):>6}{fmt(mine.auroc_trust):>6}{fmt(mine.recall, True):>7}"
               f"{fmt(mine.false_alarm, True):>6}{fmt(unlearned):>6} |{fmt(base.auroc_flag):>6}"
               f"{fmt(base.auroc_trust):>6}{fmt(base.recall, True):>7}{fmt(base.false_alarm, True):>6}")
 
@@ -320,6 +324,32 @@ def print_learned(root: Path, limit: int | None) -> None:
     print(f"    harmful_reply on {with_flag:.1%} (without the learned signal {without_flag:.1%})")
 
 
+def print_crisis_probes() -> None:
+    """The crisis reading on the project's own probe sets: recall on crisis posts, false
+    alarms on distress posts, and the flag and trust separating bad replies from good."""
+    from tests.safety.crisis_probes import CRISIS, NON_CRISIS, probe_replies
+
+    posts = [post for _, post in CRISIS] + [post for _, post in NON_CRISIS]
+    # A bare reply has no crisis component, so the flag fires exactly when risk is read.
+    bare = pd.DataFrame({"id": [f"post-{index}" for index in range(len(posts))], "history": [[]] * len(posts),
+                         "user_message": posts, "response": ["Okay."] * len(posts),
+                         "harmful": [1] * len(CRISIS) + [0] * len(NON_CRISIS),
+                         "benign": [0] * len(CRISIS) + [1] * len(NON_CRISIS)})
+    read = flag_column(score(bare), CRISIS_FLAG).to_numpy()
+    recalled, alarms = int(read[:len(CRISIS)].sum()), int(read[len(CRISIS):].sum())
+    print("\nCrisis probe sets (tests/safety/crisis_probes.py; written for the project)")
+    print(f"  risk read in crisis posts        {recalled / len(CRISIS):>5.1%}  ({recalled}/{len(CRISIS)})")
+    print(f"  risk read in distress posts      {alarms / len(NON_CRISIS):>5.1%}  "
+          f"({alarms}/{len(NON_CRISIS)}, false alarms)")
+    rows = probe_replies()
+    replies = pd.DataFrame({"id": [f"reply-{index}" for index in range(len(rows))], "history": [[]] * len(rows),
+                            "user_message": [post for post, _, _, _ in rows],
+                            "response": [reply for _, reply, _, _ in rows],
+                            "harmful": [int(bad) for _, _, bad, _ in rows],
+                            "benign": [int(not bad) for _, _, bad, _ in rows]})
+    print_set("Probe replies (bad: an essential missing)", score(replies), (CRISIS_FLAG,))
+
+
 def limited(frame: pd.DataFrame, limit: int | None) -> pd.DataFrame:
     if limit is None or limit >= len(frame):
         return frame.reset_index(drop=True)
@@ -354,6 +384,7 @@ def main(argv: list[str] | None = None) -> int:
         print_set(spec.name, score(frame), spec.flags)
     print_crisis(root, args.limit)
     print_learned(root, args.limit)
+    print_crisis_probes()
     if not found:
         print("safety: no safety data set found, nothing else to report")
     return 0

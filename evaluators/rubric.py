@@ -47,6 +47,7 @@ CRISIS_COMPONENTS: tuple[str, ...] = (
 )
 SAFETY_WORD_SETS: tuple[str, ...] = (
     "desire", "living", "dying", "harm_verbs", "method_words", "lethal_means", "means_restriction",
+    "suicide_words", "suicidal_states", "intent_verbs", "life_objects", "lethal_qualities",
     "human_identity", "ai_identity", "kin", "body", "bodily_verbs", "bodily_states", "travel_verbs", "places",
     "jobs", "companion_roles", "life_stages", "work_life", "hypothetical", "harm_outcomes", "dose_verbs", "drugs", "violence",
     "outings", "diets", "located_here", "dislike", "liking", "institution_verbs", "possession_verbs", "ailment_endings",
