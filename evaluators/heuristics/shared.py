@@ -92,15 +92,20 @@ def meaning_relevance(f: CaseFeatures) -> Signal | None:
     """Relates to the user's message and the recent turns by meaning, in any words.
 
     0 at the similarity of unrelated turns, full where a reply plainly takes the message up
-    (the rubric's `meaning` thresholds). Repeating the user's words does not add to it beyond
-    what they mean, and length does not either: a vector is a mean, not a sum.
+    (the rubric's `meaning` thresholds). Length does not add to it (a vector is a mean, not a
+    sum), and neither does repeating the user: the similarity is discounted by the square of
+    the share of the reply's words (stop words aside) that are the user's own, so picking up a word or two
+    costs little and a reply made of the user's words ("popular movies = movies") gets none
+    of the credit its borrowed words bring.
     """
     similarity = f.context_similarity
     if similarity is None or f.meaning_rules is None:
         return None
     rules = f.meaning_rules
-    strength = ramp(similarity, rules.unrelated_similarity, rules.related_similarity)
-    return fired(strength > 0, f"similarity {similarity:.2f} to the message and recent turns", strength)
+    echoed = f.echoed_share
+    strength = ramp(similarity * (1 - echoed ** 2), rules.unrelated_similarity, rules.related_similarity)
+    shown = f", {echoed:.0%} of its words the user's" if echoed else ""
+    return fired(strength > 0, f"similarity {similarity:.2f} to the message and recent turns{shown}", strength)
 
 
 @signal

@@ -23,6 +23,48 @@ def test_a_reply_related_in_other_words_is_relevant_and_an_unrelated_one_is_off_
     assert related.metrics["helpfulness"].value - unrelated.metrics["helpfulness"].value >= 0.3
 
 
+def test_a_reply_made_of_the_users_words_gets_no_relevance_for_them(score):
+    kitchen = "I finally finished painting my kitchen."
+    borrowed = score(kitchen, "Painting the kitchen, finally finished.")
+    own_words = score(kitchen, "Nice work, a fresh coat of paint makes a room feel brand new.")
+    # Every word of the first reply but "the" is the user's: it relates nothing of its own.
+    assert "meaning_relevance" not in indicators(borrowed, "helpfulness")
+    assert "meaning_relevance" in indicators(own_words, "helpfulness")
+    assert "meaning_relevance" in indicators(own_words, "personalization_continuity")
+
+
+def test_borrowed_words_discount_the_similarity_by_their_share_squared(score):
+    from evaluators.heuristics.registry import ramp
+    from evaluators.rubric import default_rubric
+
+    result = score(LOSS, "Your dog died? I'm sorry, that is a heavy week.")
+    item = next(item for item in result.metrics["helpfulness"].evidence if item.indicator == "meaning_relevance")
+    # "similarity 0.xx to the message and recent turns, NN% of its words the user's"
+    similarity = float(item.text.split()[1])
+    share = int(item.text.split(", ")[-1].split("%")[0]) / 100
+    assert 0 < share < 1
+    rules = default_rubric().meaning
+    weight = default_rubric().dimensions["helpfulness"].signals["meaning_relevance"]
+    undiscounted = weight * ramp(similarity, rules.unrelated_similarity, rules.related_similarity)
+    discounted = weight * ramp(similarity * (1 - share ** 2), rules.unrelated_similarity, rules.related_similarity)
+    assert item.effect == pytest.approx(discounted, abs=0.01)
+    assert item.effect < undiscounted
+
+
+def test_the_context_fades_with_distance_and_stops_at_recent_turns():
+    from evaluators.features import context_parts
+    from evaluators.models import ReplyCase
+    from evaluators.rubric import default_rubric
+
+    rules = default_rubric().meaning
+    history = [f"turn {number}" for number in range(1, 11)]
+    parts = context_parts(ReplyCase(history=history, user_message="now", response="ok"), rules)
+    assert [text for text, _ in parts] == ["now", *reversed(history[-rules.recent_turns:])]
+    weights = [weight for _, weight in parts]
+    assert weights[0] == 1.0
+    assert weights[1:] == pytest.approx([rules.history_decay ** step for step in range(1, rules.recent_turns + 1)])
+
+
 def test_meaning_relevance_does_not_grow_with_length(score):
     once = score(LOSS, "I'm so sorry about your dog.")
     twice = score(LOSS, "I'm so sorry about your dog. I'm so sorry about your dog. I'm so sorry about your dog.")
@@ -115,6 +157,8 @@ def test_scores_are_the_same_one_by_one_and_as_a_batch():
         ReplyCase(id="dogs", history=list(PREVIOUS), user_message="So what do you think about dogs?",
                   response="I don't love dogs."),
         ReplyCase(id="again", history=list(PREVIOUS), user_message=LOSS, response="How old was he?"),
+        ReplyCase(id="long", history=[f"I keep thinking about walk number {n} with him." for n in range(9)],
+                  user_message=LOSS, response="Those walks sound like they meant a lot to you both."),
     ]
     batch = list(evaluator.score_cases(cases))
     alone = [next(evaluator.score_cases([case])) for case in reversed(cases)][::-1]
