@@ -18,8 +18,6 @@ from evaluators.rubric import MeaningRules
 from evaluators.safety import is_question
 
 WH_WORDS = frozenset({"what", "who", "whom", "whose", "where", "when", "why", "how", "which"})
-YES_NO_OPENERS = frozenset({"do", "does", "did", "are", "is", "was", "were", "have", "has", "had", "can",
-                            "could", "will", "would", "should", "shall", "may", "might", "am", "must"})
 FIRST_PERSON = frozenset({"i", "we"})
 NEGATIONS = frozenset({"not", "n't", "never", "no", "nt"})
 
@@ -43,16 +41,17 @@ def questions_asked(doc: Doc, rules: MeaningRules) -> list[Question]:
 
 
 def question_kind(sent: Span, rules: MeaningRules) -> str:
-    """The kind a question asks for, from its first question word; yes/no when an auxiliary opens it."""
+    """The kind a question asks for, from its first question word; yes/no when it has none.
+
+    A question without a question word asks for a stance whatever its word order: "Do you
+    have a dog?", and in speech "You have a dog?" or "So you don't get sick a lot?" too.
+    """
     words = [token for token in sent if not token.is_punct]
     for index, token in enumerate(words):
         if token.lower_ in WH_WORDS:
             opening = " ".join(word.lower_ for word in words[index:index + 3])
             return rules.kind_of_question(opening) or "open"
-    opener = next((token for token in words if token.lower_ not in ("so", "and", "but", "well", "oh", "hey")), None)
-    if opener is not None and (opener.lower_ in YES_NO_OPENERS or opener.pos_ == "AUX"):
-        return "yes_no"
-    return "open"
+    return "yes_no" if words else "open"
 
 
 def statements(doc: Doc) -> list[Span]:
