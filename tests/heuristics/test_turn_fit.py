@@ -82,6 +82,7 @@ def test_meaning_relevance_does_not_grow_with_length(score):
     # Spoken yes/no questions need no auxiliary in front: no question word asks for a stance.
     ("You have a paid subscription?", "Yeah, it's really good!", "yeah"),
     ("So you don't get sick a lot?", "Not nearly as much as I used to!", "not"),
+    ("How was your weekend?", "Pretty good, thanks!", "good"),
 ])
 def test_an_answer_of_the_kind_asked_for_counts_in_full(score, question, answer, supplied):
     result = score(question, answer)
