@@ -43,6 +43,10 @@ CONTRACTION_SUFFIXES = ("'m", "'re", "'s", "'ve", "'ll", "'d", "n't", "â€™m", "â
 SECOND_PERSON = frozenset({"you", "your", "yours", "yourself", "u", "ur"})
 FIRST_PERSON_SUBJECT = frozenset({"i"})
 OBLIGATION_MODALS = frozenset({"should", "must", "ought", "need", "have"})
+# A reaction to the user's last words: "that/this/it" + a linking verb + a judgement, or "too".
+REFERRING_SUBJECTS = frozenset({"that", "this", "it"})
+LINKING_VERBS = frozenset({"be", "sound", "seem", "look", "feel"})
+AGREEING_ADVERBS = frozenset({"too", "either"})
 _NUMERIC_ENTITIES = frozenset({"CARDINAL", "ORDINAL", "QUANTITY", "PERCENT"})
 _TABLE_ATTRS = [LOWER, LEMMA, POS, IS_ALPHA, IS_STOP]
 T = TypeVar("T")
@@ -318,6 +322,26 @@ class CaseFeatures:
     @per_text("user")
     def user_asks_question(self) -> bool:
         return any(is_question(sent) for sent in self.user.doc.sents)
+
+    @per_text("reply")
+    def reaction(self) -> str:
+        """The reply's opening sentence when it reacts to what the user just said: "That sounds
+        boring", "That's great!" (a pronoun pointing back, with a word that judges it) or
+        "I do too" (agreement). Such a reply is about the user's message by reference, though
+        it may share no word with it; "" when the reply opens otherwise."""
+        if not self.reply_sentences:
+            return ""
+        first = self.reply_sentences[0]
+        root = first.root
+        children = list(root.children)
+        pointing = any(child.dep_ == "nsubj" and child.lower_ in REFERRING_SUBJECTS for child in children)
+        judged = any(child.dep_ in ("acomp", "attr") and child.pos_ == "ADJ" for child in children)
+        if root.lemma_ in LINKING_VERBS and pointing and judged:
+            return first.text.strip()
+        # "too" closing a clause agrees ("I do too."); before a word it only grades it ("too hard").
+        closing = [token for token in first if token.lower_ in AGREEING_ADVERBS
+                   and (token.i + 1 >= first.end or token.doc[token.i + 1].is_punct)]
+        return first.text.strip() if closing else ""
 
     @per_text("reply")
     def imperatives(self) -> list[str]:

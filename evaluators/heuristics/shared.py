@@ -73,12 +73,13 @@ def generic_reply(f: CaseFeatures) -> Signal | None:
 @signal
 def off_topic(f: CaseFeatures) -> Signal | None:
     """A non-sequitur: shares no topic word with the user's message or the history, is no
-    closer in meaning to them than unrelated turns are, and asks nothing about them."""
+    closer in meaning to them than unrelated turns are, asks nothing about them and does not
+    react to them ("That sounds boring", "I do too" point back at the user's words)."""
     if len(f.user.content_lemmas) < 2 or f.word_count < 4 or f.questions:
         return None
     if f.shared_with_user or f.shared_with_history:
         return None
-    if f.acknowledges_feelings:
+    if f.acknowledges_feelings or f.reaction:
         return None
     similarity = f.context_similarity
     if similarity is not None and f.meaning_rules is not None and similarity >= f.meaning_rules.off_topic_below:

@@ -167,3 +167,15 @@ def test_scores_are_the_same_one_by_one_and_as_a_batch():
     batch = list(evaluator.score_cases(cases))
     alone = [next(evaluator.score_cases([case])) for case in reversed(cases)][::-1]
     assert [result.model_dump() for result in batch] == [result.model_dump() for result in alone]
+
+
+@pytest.mark.parametrize("reaction", ["That sounds a bit boring.", "Oh nice, I do that too!"])
+def test_a_reaction_to_what_the_user_said_is_no_non_sequitur(score, reaction):
+    # It points back at the user's words ("that", "too") and shares none of them.
+    result = score("I work nights as a security guard at the mall.", reaction)
+    assert "off_topic" not in indicators(result, "helpfulness")
+
+
+def test_too_grading_a_word_is_no_agreement_and_an_unrelated_reply_stays_off_topic(score):
+    result = score("I work nights as a security guard at the mall.", "My printer is too slow today.")
+    assert "off_topic" in indicators(result, "helpfulness")
