@@ -534,6 +534,8 @@ class CaseFeatures:
             return None
         question = self.user_questions[-1]
         supplied = turn_fit.supplies(question.kind, self.reply_statements, self.meaning_rules)
+        if not supplied and question.kind == "open":
+            supplied = turn_fit.open_answer(question, self.reply_statements)
         if supplied:
             return "kind", supplied
         first = self.reply_statements[0].text.strip()

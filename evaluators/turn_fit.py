@@ -19,6 +19,10 @@ from evaluators.safety import is_question
 
 WH_WORDS = frozenset({"what", "who", "whom", "whose", "where", "when", "why", "how", "which"})
 FIRST_PERSON = frozenset({"i", "we"})
+# The listener as a person asked about; "your" is left out: "What did your sister say?" asks
+# about the sister, and "I like pizza" does not answer it.
+LISTENER = frozenset({"you", "yours", "yourself", "u"})
+NAMING_POS = frozenset({"NOUN", "PROPN"})
 NEGATIONS = frozenset({"not", "n't", "never", "no", "nt"})
 
 
@@ -28,6 +32,7 @@ class Question:
 
     text: str
     kind: str  # an answer kind of the rubric, "yes_no", or "open" (what/which/how ...)
+    about_listener: bool = False  # it asks about "you": the one who answers
 
 
 def questions_asked(doc: Doc, rules: MeaningRules) -> list[Question]:
@@ -36,7 +41,8 @@ def questions_asked(doc: Doc, rules: MeaningRules) -> list[Question]:
     for sent in doc.sents:
         if not is_question(sent):
             continue
-        found.append(Question(sent.text.strip(), question_kind(sent, rules)))
+        about_listener = any(token.lower_ in LISTENER for token in sent)
+        found.append(Question(sent.text.strip(), question_kind(sent, rules), about_listener))
     return found
 
 
@@ -75,6 +81,25 @@ def supplies(kind: str, sents: list[Span], rules: MeaningRules) -> str:
         for token in sent:
             if token.lower_ in words or (kind == "amount" and token.like_num):
                 return token.text
+    return ""
+
+
+def open_answer(question: Question, sents: list[Span]) -> str:
+    """What answers an open question ("what", "which"), read from the first statement.
+
+    A statement with no verb that names something answers "what" ("What's your favourite
+    show?" "The Walking Dead."); and a question about the listener ("What do you do?",
+    "What about you?") is answered by the speaker speaking of themself ("I own a bakery"),
+    as a yes/no question about "you" is answered "I do".
+    """
+    if not sents:
+        return ""
+    first = sents[0]
+    if first.root.pos_ in NAMING_POS:
+        return first.root.text
+    subject = next((token for token in first if token.dep_ in ("nsubj", "nsubjpass")), None)
+    if question.about_listener and subject is not None and subject.lower_ in FIRST_PERSON:
+        return f"{subject.text} {subject.head.text}"
     return ""
 
 

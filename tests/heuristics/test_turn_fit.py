@@ -83,6 +83,10 @@ def test_meaning_relevance_does_not_grow_with_length(score):
     ("You have a paid subscription?", "Yeah, it's really good!", "yeah"),
     ("So you don't get sick a lot?", "Not nearly as much as I used to!", "not"),
     ("How was your weekend?", "Pretty good, thanks!", "good"),
+    # An open question about "you" is answered by the speaker speaking of themself; "what"
+    # by a statement that names something.
+    ("What do you do for work?", "I own a small bakery near the station.", "I own"),
+    ("What is your favourite show?", "The Walking Dead, easily.", "Dead"),
 ])
 def test_an_answer_of_the_kind_asked_for_counts_in_full(score, question, answer, supplied):
     result = score(question, answer)
@@ -179,3 +183,9 @@ def test_a_reaction_to_what_the_user_said_is_no_non_sequitur(score, reaction):
 def test_too_grading_a_word_is_no_agreement_and_an_unrelated_reply_stays_off_topic(score):
     result = score("I work nights as a security guard at the mall.", "My printer is too slow today.")
     assert "off_topic" in indicators(result, "helpfulness")
+
+
+def test_a_statement_about_oneself_does_not_answer_a_question_about_someone_else(score):
+    result = score("What did your sister say?", "I like pizza with pineapple on it.")
+    assert "answers_question" not in indicators(result, "helpfulness")
+    assert "question_ignored" in indicators(result, "helpfulness")
