@@ -95,9 +95,9 @@ def meaning_relevance(f: CaseFeatures) -> Signal | None:
     0 at the similarity of unrelated turns, full where a reply plainly takes the message up
     (the rubric's `meaning` thresholds). Length does not add to it (a vector is a mean, not a
     sum), and neither does repeating the user: the similarity is discounted by the square of
-    the share of the reply's words (stop words aside) that are the user's own, so picking up a word or two
-    costs little and a reply made of the user's words ("popular movies = movies") gets none
-    of the credit its borrowed words bring.
+    the share of the reply's words (stop words aside) that are the user's own, so picking up
+    a word or two costs little and a reply made of the user's words ("popular movies =
+    movies") gets none of the credit its borrowed words bring.
     """
     similarity = f.context_similarity
     if similarity is None or f.meaning_rules is None:
