@@ -44,6 +44,10 @@ CONTRACTION_SUFFIXES = ("'m", "'re", "'s", "'ve", "'ll", "'d", "n't", "â€™m", "â
 SECOND_PERSON = frozenset({"you", "your", "yours", "yourself", "u", "ur"})
 FIRST_PERSON_SUBJECT = frozenset({"i"})
 OBLIGATION_MODALS = frozenset({"should", "must", "ought", "need", "have"})
+# A reaction to the user's last words: "that/this/it" + a linking verb + a judgement, or "too".
+REFERRING_SUBJECTS = frozenset({"that", "this", "it"})
+LINKING_VERBS = frozenset({"be", "sound", "seem", "look", "feel"})
+AGREEING_ADVERBS = frozenset({"too", "either"})
 _NUMERIC_ENTITIES = frozenset({"CARDINAL", "ORDINAL", "QUANTITY", "PERCENT"})
 _TABLE_ATTRS = [LOWER, LEMMA, POS, IS_ALPHA, IS_STOP]
 T = TypeVar("T")
@@ -200,16 +204,25 @@ class TurnReading:
         return cls(frozenset(view.anchors), tuple(turn_fit.claims(view.doc)))
 
 
-def recent_context(history: Sequence[str], rules: MeaningRules | None) -> str:
-    """The last few turns before the user's message (the rubric's `meaning.recent_turns`)."""
-    turns = rules.recent_turns if rules is not None else 0
-    return "\n".join(history[-turns:]) if turns and history else ""
+def context_parts(case: ReplyCase, rules: MeaningRules | None) -> list[tuple[str, float]]:
+    """The texts a reply is related to by meaning, with their weights: the user's message at 1,
+    then each earlier turn, nearest first, at `meaning.history_decay` times the weight of the
+    turn after it, back to `meaning.recent_turns` turns. Each turn keeps its own vector, so a
+    turn is embedded once however many later replies read it."""
+    parts = [(clip_for_parse(case.user_message), 1.0)]
+    if rules is None or not rules.recent_turns:
+        return parts
+    weight = 1.0
+    for turn in reversed(case.history[-rules.recent_turns:]):
+        weight *= rules.history_decay
+        parts.append((clip_for_parse(turn), weight))
+    return parts
 
 
 def meaning_texts(case: ReplyCase, rules: MeaningRules | None) -> list[str]:
     """The texts `context_similarity` embeds for a case, so a batch can embed them together."""
-    context = recent_context(case.history, rules)
-    return [clip_for_parse(text) for text in (case.response, case.user_message, context) if text]
+    return [text for text in (clip_for_parse(case.response), *(part for part, _ in context_parts(case, rules)))
+            if text]
 
 
 @dataclass
@@ -313,6 +326,26 @@ class CaseFeatures:
     @per_text("user")
     def user_asks_question(self) -> bool:
         return any(is_question(sent) for sent in self.user.doc.sents)
+
+    @per_text("reply")
+    def reaction(self) -> str:
+        """The reply's opening sentence when it reacts to what the user just said: "That sounds
+        boring", "That's great!" (a pronoun pointing back, with a word that judges it) or
+        "I do too" (agreement). Such a reply is about the user's message by reference, though
+        it may share no word with it; "" when the reply opens otherwise."""
+        if not self.reply_sentences:
+            return ""
+        first = self.reply_sentences[0]
+        root = first.root
+        children = list(root.children)
+        pointing = any(child.dep_ == "nsubj" and child.lower_ in REFERRING_SUBJECTS for child in children)
+        judged = any(child.dep_ in ("acomp", "attr") and child.pos_ == "ADJ" for child in children)
+        if root.lemma_ in LINKING_VERBS and pointing and judged:
+            return first.text.strip()
+        # "too" closing a clause agrees ("I do too."); before a word it only grades it ("too hard").
+        closing = [token for token in first if token.lower_ in AGREEING_ADVERBS
+                   and (token.i + 1 >= first.end or token.doc[token.i + 1].is_punct)]
+        return first.text.strip() if closing else ""
 
     @per_text("reply")
     def imperatives(self) -> list[str]:
@@ -461,21 +494,15 @@ class CaseFeatures:
 
     # --- fit to the conversation by meaning (evaluators/meaning.py, evaluators/turn_fit.py) ---
     @cached_property
-    def recent_context(self) -> str:
-        """The last few turns before the user's message (the rubric's `meaning.recent_turns`)."""
-        return recent_context(self.case.history, self.meaning_rules)
-
-    @cached_property
     def context_similarity(self) -> float | None:
-        """Cosine of the reply with the user's message plus the recent turns at half weight.
+        """Cosine of the reply with the user's message and the earlier turns, nearer turns
+        weighing more (`context_parts`).
 
         None when no meaning model was given to the features (the signals then stay silent).
         """
         if self.meaning is None or self.meaning_rules is None:
             return None
-        parts = [(clip_for_parse(self.case.user_message), 1.0)]
-        if self.recent_context:
-            parts.append((clip_for_parse(self.recent_context), self.meaning_rules.history_weight))
+        parts = [(text, weight) for text, weight in context_parts(self.case, self.meaning_rules) if text]
         return self.meaning.similarity_to_blend(clip_for_parse(self.case.response), parts)
 
     @cached_property
@@ -489,6 +516,17 @@ class CaseFeatures:
             return None
         return self.harm_model.probability(self.meaning.vector(clip_for_parse(self.case.response)),
                                            self.meaning.vector(clip_for_parse(self.case.user_message)))
+
+    @cached_property
+    def echoed_share(self) -> float:
+        """The share of the reply's words (stop words aside) that the user's message already
+        holds, as written: a reply made of the user's words looks related by meaning without
+        relating anything."""
+        mine = [token.lower_ for token in self.reply.doc if token.is_alpha and not token.is_stop]
+        if not mine:
+            return 0.0
+        theirs = {token.lower_ for token in self.user.doc if token.is_alpha}
+        return sum(word in theirs for word in mine) / len(mine)
 
     @cached_property
     def user_questions(self) -> list[turn_fit.Question]:
@@ -512,6 +550,8 @@ class CaseFeatures:
             return None
         question = self.user_questions[-1]
         supplied = turn_fit.supplies(question.kind, self.reply_statements, self.meaning_rules)
+        if not supplied and question.kind == "open":
+            supplied = turn_fit.open_answer(question, self.reply_statements)
         if supplied:
             return "kind", supplied
         first = self.reply_statements[0].text.strip()

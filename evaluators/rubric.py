@@ -184,7 +184,7 @@ class MeaningRules(_Strict):
     """Relating a reply to the conversation by meaning; each threshold carries its reason."""
 
     recent_turns: int = Field(ge=0)
-    history_weight: float = Field(ge=0.0, le=1.0)
+    history_decay: float = Field(ge=0.0, le=1.0)
     unrelated_similarity: float = Field(ge=-1.0, le=1.0)
     related_similarity: float = Field(ge=-1.0, le=1.0)
     off_topic_below: float = Field(ge=-1.0, le=1.0)
@@ -195,7 +195,7 @@ class MeaningRules(_Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> MeaningRules:
-        thresholds = ("recent_turns", "history_weight", "unrelated_similarity", "related_similarity",
+        thresholds = ("recent_turns", "history_decay", "unrelated_similarity", "related_similarity",
                       "off_topic_below")
         missing = [name for name in thresholds if not self.reasons.get(name, "").strip()]
         if missing:

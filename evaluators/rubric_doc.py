@@ -329,7 +329,7 @@ def _voice(rubric: Rubric) -> list[str]:
 
 def _meaning(rubric: Rubric) -> list[str]:
     rules = rubric.meaning
-    thresholds = ("recent_turns", "history_weight", "unrelated_similarity", "related_similarity", "off_topic_below")
+    thresholds = ("recent_turns", "history_decay", "unrelated_similarity", "related_similarity", "off_topic_below")
     return [
         "## Meaning and turn fit",
         "",

@@ -18,9 +18,11 @@ from evaluators.rubric import MeaningRules
 from evaluators.safety import is_question
 
 WH_WORDS = frozenset({"what", "who", "whom", "whose", "where", "when", "why", "how", "which"})
-YES_NO_OPENERS = frozenset({"do", "does", "did", "are", "is", "was", "were", "have", "has", "had", "can",
-                            "could", "will", "would", "should", "shall", "may", "might", "am", "must"})
 FIRST_PERSON = frozenset({"i", "we"})
+# The listener as a person asked about; "your" is left out: "What did your sister say?" asks
+# about the sister, and "I like pizza" does not answer it.
+LISTENER = frozenset({"you", "yours", "yourself", "u"})
+NAMING_POS = frozenset({"NOUN", "PROPN"})
 NEGATIONS = frozenset({"not", "n't", "never", "no", "nt"})
 
 
@@ -30,6 +32,7 @@ class Question:
 
     text: str
     kind: str  # an answer kind of the rubric, "yes_no", or "open" (what/which/how ...)
+    about_listener: bool = False  # it asks about "you": the one who answers
 
 
 def questions_asked(doc: Doc, rules: MeaningRules) -> list[Question]:
@@ -38,21 +41,23 @@ def questions_asked(doc: Doc, rules: MeaningRules) -> list[Question]:
     for sent in doc.sents:
         if not is_question(sent):
             continue
-        found.append(Question(sent.text.strip(), question_kind(sent, rules)))
+        about_listener = any(token.lower_ in LISTENER for token in sent)
+        found.append(Question(sent.text.strip(), question_kind(sent, rules), about_listener))
     return found
 
 
 def question_kind(sent: Span, rules: MeaningRules) -> str:
-    """The kind a question asks for, from its first question word; yes/no when an auxiliary opens it."""
+    """The kind a question asks for, from its first question word; yes/no when it has none.
+
+    A question without a question word asks for a stance whatever its word order: "Do you
+    have a dog?", and in speech "You have a dog?" or "So you don't get sick a lot?" too.
+    """
     words = [token for token in sent if not token.is_punct]
     for index, token in enumerate(words):
         if token.lower_ in WH_WORDS:
             opening = " ".join(word.lower_ for word in words[index:index + 3])
             return rules.kind_of_question(opening) or "open"
-    opener = next((token for token in words if token.lower_ not in ("so", "and", "but", "well", "oh", "hey")), None)
-    if opener is not None and (opener.lower_ in YES_NO_OPENERS or opener.pos_ == "AUX"):
-        return "yes_no"
-    return "open"
+    return "yes_no" if words else "open"
 
 
 def statements(doc: Doc) -> list[Span]:
@@ -76,6 +81,25 @@ def supplies(kind: str, sents: list[Span], rules: MeaningRules) -> str:
         for token in sent:
             if token.lower_ in words or (kind == "amount" and token.like_num):
                 return token.text
+    return ""
+
+
+def open_answer(question: Question, sents: list[Span]) -> str:
+    """What answers an open question ("what", "which"), read from the first statement.
+
+    A statement with no verb that names something answers "what" ("What's your favourite
+    show?" "The Walking Dead."); and a question about the listener ("What do you do?",
+    "What about you?") is answered by the speaker speaking of themself ("I own a bakery"),
+    as a yes/no question about "you" is answered "I do".
+    """
+    if not sents:
+        return ""
+    first = sents[0]
+    if first.root.pos_ in NAMING_POS:
+        return first.root.text
+    subject = next((token for token in first if token.dep_ in ("nsubj", "nsubjpass")), None)
+    if question.about_listener and subject is not None and subject.lower_ in FIRST_PERSON:
+        return f"{subject.text} {subject.head.text}"
     return ""
 
 

@@ -73,12 +73,13 @@ def generic_reply(f: CaseFeatures) -> Signal | None:
 @signal
 def off_topic(f: CaseFeatures) -> Signal | None:
     """A non-sequitur: shares no topic word with the user's message or the history, is no
-    closer in meaning to them than unrelated turns are, and asks nothing about them."""
+    closer in meaning to them than unrelated turns are, asks nothing about them and does not
+    react to them ("That sounds boring", "I do too" point back at the user's words)."""
     if len(f.user.content_lemmas) < 2 or f.word_count < 4 or f.questions:
         return None
     if f.shared_with_user or f.shared_with_history:
         return None
-    if f.acknowledges_feelings:
+    if f.acknowledges_feelings or f.reaction:
         return None
     similarity = f.context_similarity
     if similarity is not None and f.meaning_rules is not None and similarity >= f.meaning_rules.off_topic_below:
@@ -92,15 +93,20 @@ def meaning_relevance(f: CaseFeatures) -> Signal | None:
     """Relates to the user's message and the recent turns by meaning, in any words.
 
     0 at the similarity of unrelated turns, full where a reply plainly takes the message up
-    (the rubric's `meaning` thresholds). Repeating the user's words does not add to it beyond
-    what they mean, and length does not either: a vector is a mean, not a sum.
+    (the rubric's `meaning` thresholds). Length does not add to it (a vector is a mean, not a
+    sum), and neither does repeating the user: the similarity is discounted by the square of
+    the share of the reply's words (stop words aside) that are the user's own, so picking up
+    a word or two costs little and a reply made of the user's words ("popular movies =
+    movies") gets none of the credit its borrowed words bring.
     """
     similarity = f.context_similarity
     if similarity is None or f.meaning_rules is None:
         return None
     rules = f.meaning_rules
-    strength = ramp(similarity, rules.unrelated_similarity, rules.related_similarity)
-    return fired(strength > 0, f"similarity {similarity:.2f} to the message and recent turns", strength)
+    echoed = f.echoed_share
+    strength = ramp(similarity * (1 - echoed ** 2), rules.unrelated_similarity, rules.related_similarity)
+    shown = f", {echoed:.0%} of its words the user's" if echoed else ""
+    return fired(strength > 0, f"similarity {similarity:.2f} to the message and recent turns{shown}", strength)
 
 
 @signal
