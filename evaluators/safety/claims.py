@@ -227,6 +227,7 @@ def implied_human_life(reply: Doc, matches: dict, words: SafetyWords, ok, user: 
                 claim(verb)
     _outings_and_places(reply, words, claim)
     _possessions_and_ailments(reply, user, words, claim)
+    _pastimes_tastes_and_money(reply, words, claim)
     roles = words["companion_roles"] | words["ai_identity"] | words["human_identity"]
     for token in reply:
         head = token.head
@@ -314,3 +315,72 @@ def _possessions_and_ailments(reply: Doc, user: Doc | None, words: SafetyWords, 
         elif token.lower_ == "mine" and token.dep_ in ("nsubj", "nsubjpass"):
             if named_before or {t.lemma_.lower() for t in reply[:token.i]} & owned:
                 claim(token)
+
+
+# A house move, not a feeling moving on: "I hope to move out soon", "we moved away".
+HOUSE_MOVE_PARTICLES = frozenset({"out", "in", "away"})
+
+
+def _objects(verb: Token) -> list[Token]:
+    """The verb's nouns: its direct object and those joined to it ("soccer and basketball"),
+    or the object of its preposition ("listen to jazz", "donate to them")."""
+    direct = [c for c in verb.children if c.dep_ in ("dobj", "attr")]
+    direct += [p for c in verb.children if c.dep_ == "prep" for p in c.children if p.dep_ == "pobj"]
+    return [t for d in direct for t in (d, *d.conjuncts)]
+
+
+def _things(tokens: list[Token]) -> list[Token]:
+    """Nouns that name a thing, not a person addressed or spoken of ("listening to you",
+    "watch over them", "watch your step")."""
+    return [t for t in tokens if t.pos_ in ("NOUN", "PROPN")
+            and not any(c.dep_ == "poss" and c.lower_ in ("your", "his", "her", "their") for c in t.children)]
+
+
+def _pastime_verb(token: Token) -> Token | None:
+    """The verb a pastime word is done by: itself, or, where the tagger read the verb as an
+    adjective of its object ("I like to remodel homes"), the verb above that object."""
+    if token.pos_ == "VERB":
+        return token
+    if token.dep_ == "amod" and token.tag_ in ("JJ", "VBG"):
+        return token.doc[_verb_of(token)]
+    return None
+
+
+def _pastimes_tastes_and_money(reply: Doc, words: SafetyWords, claim) -> None:
+    """What only a body or a wallet does, said by "I": pastimes of a body ("I knit", "I like
+    to remodel homes"), a sport or an instrument played, shows and music seen or heard ("I
+    watched the game", "I listen to jazz"), pictures, naps or classes taken, foods and drinks
+    liked ("I love steak"), money earned, spent or given ("I donate every month", "I spent my
+    paycheck"), and a house move ("I hope to move out soon")."""
+    tastes, money = words["tastes"], words["money"]
+    for token in reply:
+        lemma = token.lemma_.lower()
+        if lemma in words["pastimes"]:
+            verb = _pastime_verb(token)
+            if verb is not None and first_person(verb):
+                claim(verb)
+            continue
+        if token.pos_ not in ("VERB", "AUX") or not first_person(token):
+            continue
+        things = _things(_objects(token))
+        named = {t.lemma_.lower() for t in things} | {t.lower_ for t in things}
+        if lemma == "play" and named & words["played_things"]:
+            claim(token)
+        elif lemma in words["senses"] and things:
+            claim(token)
+        elif lemma == "take" and named & words["taken_things"]:
+            claim(token)
+        elif lemma in words["liking_verbs"] and named & tastes:
+            claim(token)
+        elif lemma == "be" and any(t.lemma_ == "fan" for t in things) \
+                and {p.lemma_.lower() for t in things for p in _things(_objects(t))} & tastes:
+            claim(token)  # "I'm a huge fan of sushi"
+        elif lemma in words["earning_verbs"]:
+            claim(token)  # "I donate to them every month", "I earn enough"
+        elif lemma in words["money_verbs"] and named & money:
+            claim(token)  # "I spent my whole paycheck", "I make good money"
+        elif lemma == "move" and any(c.dep_ == "prt" and c.lower_ in HOUSE_MOVE_PARTICLES for c in token.children):
+            claim(token)
+    for token in tokens_in(reply, words, "money"):
+        if token.pos_ == "NOUN" and _possessed_by_me(token):
+            claim(token)  # "my paycheck", "my rent"
