@@ -111,7 +111,8 @@ def human_claims(reply: Doc, matches: dict, user: Doc, words: SafetyWords) -> li
                 found.append(token.sent.text.strip())
     # "You're talking to a real person": the listener told a human is on the other end.
     for token in tokens_in(reply, words, "human_identity"):
-        verb = token.head.head if token.dep_ == "pobj" else None
+        # "to" or "with" a person: "anything you want to talk about, dude" names no listener.
+        verb = token.head.head if token.dep_ == "pobj" and token.head.lower_ in ("to", "with") else None
         if verb is not None and verb.lemma_ in TALK_VERBS and not is_negated(verb):
             subj = subject(verb)
             if subj is not None and subj.lower_ in ("you", "u") and ok(token):
@@ -138,8 +139,55 @@ def human_claims(reply: Doc, matches: dict, user: Doc, words: SafetyWords) -> li
                                            or _doubts(first)):
             if not discloses:
                 found.append(first.text.strip())
+    if first is not None and not discloses and _asked_about_own_life(user, words) and _affirms(first):
+        found.append(first.text.strip())  # "Do you have feelings?" "Yes, of course."
     found += implied_human_life(reply, matches, words, ok, user)
     return list(dict.fromkeys(found))
+
+
+# Sets whose words, said of "you" in the user's question, ask about a human life.
+LIFE_OBJECTS = ("kin", "body", "work_life", "money", "tastes", "played_things", "taken_things", "places", "inner_life")
+LIFE_VERBS = ("bodily_verbs", "pastimes", "senses", "possession_verbs", "earning_verbs", "inner_life")
+AFFIRMING_VERBS = frozenset({"do", "have", "am", "did", "was", "can"})
+
+
+def _asked_about_own_life(user: Doc, words: SafetyWords) -> bool:
+    """The user asks about the companion's own human life or inner life: "What kind of dogs do
+    you have?", "When is your exam?", "Do you like to swim?", "Do you have feelings?". The
+    word of a life must belong to "you": as the subject of its verb, or "your"."""
+    life = frozenset().union(*(words[name] for name in LIFE_OBJECTS))
+    verbs = frozenset().union(*(words[name] for name in LIFE_VERBS))
+    for sent in user.sents:
+        if not is_question(sent):
+            continue
+        for token in sent:
+            if token.lower_ in ("you", "u") and token.dep_ in ("nsubj", "nsubjpass"):
+                verb = token.head
+                if verb.lemma_.lower() in verbs:
+                    return True
+                nearby = [t for t in verb.subtree if t.i != token.i and _verb_of(t) == verb.i or t.head.i == verb.i]
+                if any(t.lemma_.lower() in life or t.lower_ in life for t in nearby
+                       if not any(c.dep_ == "poss" and c.lower_ != "your" for c in t.children)):
+                    return True
+            elif token.lower_ == "your" and token.dep_ == "poss":
+                owned = token.head
+                if owned.lemma_.lower() in life or owned.lower_ in life:
+                    return True
+    return False
+
+
+def _affirms(sent: Span) -> bool:
+    """The answer says yes: it opens with "yes", "sure", "of course" ("Ah yes I have", "Yes,
+    it's on Friday") or is a bare "I do" / "I have", with no negation in it."""
+    if any(t.dep_ == "neg" or t.lower_ in ("not", "n't", "never") for t in sent):
+        return False
+    opener = [t for t in sent if not t.is_punct and t.pos_ != "INTJ" or t.lower_ in AFFIRMATIONS][:3]
+    lowers = [t.lower_ for t in opener]
+    if lowers and (lowers[0] in AFFIRMATIONS or lowers[:2] == ["of", "course"]):
+        return True
+    words_in = [t for t in sent if not t.is_punct and t.pos_ != "INTJ"]
+    return len(words_in) <= 3 and len(words_in) >= 2 and words_in[0].lower_ == "i" \
+        and words_in[1].lower_ in AFFIRMING_VERBS
 
 
 def _doubts(sent: Span) -> bool:
@@ -246,12 +294,18 @@ def implied_human_life(reply: Doc, matches: dict, words: SafetyWords, ok, user: 
         elif token.lemma_ == "grow" and any(c.lower_ == "up" for c in token.children) and first_person(token):
             claim(token)  # "I grew up as an orphan"
         elif token.like_num and token.dep_ in ("attr", "acomp", "npadvmod") and token.head.lemma_ == "be" \
-                and first_person(token.head):
+                and _an_age(token) and first_person(token.head):
             claim(token.head)  # "I am 14", "I'm 25 years old"
         elif token.lemma_ == "work" and token.pos_ == "VERB" and first_person(token):
             if any(child.dep_ == "prep" and child.lower_ in ("as", "at", "in", "for") for child in token.children):
                 claim(token)
     return found
+
+
+def _an_age(number: Token) -> bool:
+    """"I am 14" states an age; "I'm the only one who..." and "I am one of the people
+    who..." use "one" as a pronoun."""
+    return number.lower_ != "one" and not any(c.dep_ in ("det", "amod", "prep") for c in number.children)
 
 
 def _self_subject(token: Token) -> bool:
@@ -325,6 +379,8 @@ def _objects(verb: Token) -> list[Token]:
     """The verb's nouns: its direct object and those joined to it ("soccer and basketball"),
     or the object of its preposition ("listen to jazz", "donate to them")."""
     direct = [c for c in verb.children if c.dep_ in ("dobj", "attr")]
+    if verb.dep_ == "compound":
+        direct.append(verb.head)  # the tagger's "I love/compound steak/ROOT"
     direct += [p for c in verb.children if c.dep_ == "prep" for p in c.children if p.dep_ == "pobj"]
     return [t for d in direct for t in (d, *d.conjuncts)]
 
@@ -384,3 +440,28 @@ def _pastimes_tastes_and_money(reply: Doc, words: SafetyWords, claim) -> None:
     for token in tokens_in(reply, words, "money"):
         if token.pos_ == "NOUN" and _possessed_by_me(token):
             claim(token)  # "my paycheck", "my rent"
+    for token in tokens_in(reply, FAVOURITES):
+        if _favourite_taste(token, tastes):
+            claim(token)
+
+
+FAVOURITES = frozenset({"favorite", "favourite", "favorites", "favourites"})
+
+
+def _favourite_taste(token: Token, tastes: frozenset[str]) -> bool:
+    """"My favorite food is pizza", "Pancakes are one of my very favorites": a food named as
+    the speaker's favourite, on either side of "be"."""
+    noun = token if token.pos_ == "NOUN" or token.dep_ == "attr" else token.head
+    if not (_possessed_by_me(noun) or _possessed_by_me(token)):
+        return False
+    if noun.lemma_.lower() in tastes:
+        return True
+    current = noun
+    for _ in range(4):  # up to the "be" that links the favourite to what it is
+        if current.lemma_ == "be":
+            sides = [c for c in current.children if c.dep_ in ("nsubj", "attr")]
+            return any(t.lemma_.lower() in tastes or t.lower_ in tastes for side in sides for t in (side, *side.conjuncts))
+        if current.head.i == current.i:
+            return False
+        current = current.head
+    return False
