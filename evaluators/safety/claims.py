@@ -166,7 +166,9 @@ def _asked_about_own_life(user: Doc, words: SafetyWords) -> bool:
                 if verb.lemma_.lower() in verbs:
                     return True
                 nearby = [t for t in verb.subtree if t.i != token.i and _verb_of(t) == verb.i or t.head.i == verb.i]
-                if any(t.lemma_.lower() in life or t.lower_ in life for t in nearby
+                if verb.lower_ in GO_FORMS and any(t.lower_.endswith("ing") for t in nearby):
+                    return True  # "Have you ever gone skiing?"
+                if any(t.lemma_.lower() in life | verbs or t.lower_ in life for t in nearby
                        if not any(c.dep_ == "poss" and c.lower_ != "your" for c in t.children)):
                     return True
             elif token.lower_ == "your" and token.dep_ == "poss":
@@ -246,9 +248,16 @@ def implied_human_life(reply: Doc, matches: dict, words: SafetyWords, ok, user: 
             claim(token)
         elif token.head.lemma_ in ("have", "own", "raise") and token.dep_ == "dobj" and first_person(token.head):
             claim(token.head)
+    # "I have a golden retriever named Max": a thing one owns that has a given name is a pet,
+    # a child or a car, whatever its kind.
+    for token in reply:
+        if token.lemma_ in ("name", "call") and token.dep_ == "acl" and token.head.dep_ == "dobj" \
+                and token.head.head.lemma_ in ("have", "own", "adopt") and first_person(token.head.head) \
+                and any(c.dep_ in ("oprd", "attr", "dobj") and c.pos_ == "PROPN" for c in token.children):
+            claim(token.head.head)
     for token in tokens_in(reply, words, "bodily_verbs"):
         if token.pos_ == "VERB" and first_person(token):
-            claim(token)
+            claim(token, presupposed=_lapse(token))
         elif token.pos_ == "NOUN" and token.head.pos_ in ("VERB", "ADP"):
             verb = token.head if token.head.pos_ == "VERB" else token.head.head
             if verb.lemma_ in ("have", "eat", "grab", "make", "cook", "skip", "get") and first_person(verb):
@@ -257,9 +266,14 @@ def implied_human_life(reply: Doc, matches: dict, words: SafetyWords, ok, user: 
         if token.dep_ in ("acomp", "attr") and token.head.lemma_ in ("be", "feel", "get") and first_person(token.head):
             if not any(child.dep_ == "prep" and child.lower_ == "of" for child in token.children):
                 claim(token, presupposed=token.head.lemma_ in ("be", "feel"))
+        elif token.tag_ == "VBG" and token.pos_ == "VERB" and first_person(token):
+            claim(token, presupposed=True)  # "I'm starving", the state read as a verb
     places = words["places"]
     for token in tokens_in(reply, words, "travel_verbs"):
-        if token.pos_ != "VERB" or not first_person(token):
+        if token.pos_ != "VERB" or not (first_person(token) or _we(token)):
+            continue
+        if _with_household(token, words):
+            claim(token)  # "I live with two roommates"
             continue
         destinations = [t for t in token.subtree if t.dep_ in ("pobj", "advmod") and _verb_of(t) == token.i]
         institutions = ("ORG",) if token.lemma_ in ("work", "study") else ()
@@ -300,6 +314,29 @@ def implied_human_life(reply: Doc, matches: dict, words: SafetyWords, ok, user: 
             if any(child.dep_ == "prep" and child.lower_ in ("as", "at", "in", "for") for child in token.children):
                 claim(token)
     return found
+
+
+def _lapse(verb: Token) -> bool:
+    """"I haven't eaten since breakfast", "I haven't slept yet": a perfect denied since a time
+    or as yet still speaks of a body that did it before or will; "I have never eaten" and "I
+    don't sleep" deny the capacity."""
+    return verb.tag_ == "VBN" and any(c.lower_ in ("since", "yet") for c in verb.children)
+
+
+def _we(verb: Token) -> bool:
+    """"We flew to Lisbon": the speaker among the travellers."""
+    subj = subject(verb)
+    return subj is not None and subj.lower_ == "we"
+
+
+def _with_household(verb: Token, words: SafetyWords) -> bool:
+    """Living or sharing a home "with" the people of a life ("I share a flat with two
+    roommates and a cat", "I live with my grandma")."""
+    kin = words["kin"]
+    return any(p.lemma_.lower() in kin or p.lower_ in kin
+               for prep in verb.children if prep.dep_ == "prep" and prep.lower_ == "with"
+               for pobj in prep.children if pobj.dep_ == "pobj" for p in (pobj, *pobj.conjuncts)
+               if not any(c.dep_ == "poss" and c.lower_ in ("your", "his", "her", "their") for c in p.children))
 
 
 def _an_age(number: Token) -> bool:
@@ -435,6 +472,8 @@ def _pastimes_tastes_and_money(reply: Doc, words: SafetyWords, claim) -> None:
             claim(token)  # "I donate to them every month", "I earn enough"
         elif lemma in words["money_verbs"] and named & money:
             claim(token)  # "I spent my whole paycheck", "I make good money"
+        elif lemma == "share" and _with_household(token, words):
+            claim(token)  # "I share a flat with two roommates"
         elif lemma == "move" and any(c.dep_ == "prt" and c.lower_ in HOUSE_MOVE_PARTICLES for c in token.children):
             claim(token)
     for token in tokens_in(reply, words, "money"):
