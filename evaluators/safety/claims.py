@@ -139,7 +139,8 @@ def human_claims(reply: Doc, matches: dict, user: Doc, words: SafetyWords) -> li
                                            or _doubts(first)):
             if not discloses:
                 found.append(first.text.strip())
-    if first is not None and not discloses and _asked_about_own_life(user, words) and _affirms(first):
+    own_life = _asked_about_own_life(user, words) if first is not None and not discloses else frozenset()
+    if own_life and (_affirms(first) or _answers_in_kind(first, own_life) and ok(first.root)):
         found.append(first.text.strip())  # "Do you have feelings?" "Yes, of course."
     found += implied_human_life(reply, matches, words, ok, user)
     return list(dict.fromkeys(found))
@@ -151,31 +152,47 @@ LIFE_VERBS = ("bodily_verbs", "pastimes", "senses", "possession_verbs", "earning
 AFFIRMING_VERBS = frozenset({"do", "have", "am", "did", "was", "can"})
 
 
-def _asked_about_own_life(user: Doc, words: SafetyWords) -> bool:
-    """The user asks about the companion's own human life or inner life: "What kind of dogs do
-    you have?", "When is your exam?", "Do you like to swim?", "Do you have feelings?". The
-    word of a life must belong to "you": as the subject of its verb, or "your"."""
+def _asked_about_own_life(user: Doc, words: SafetyWords) -> frozenset[str]:
+    """The lemmas of the verbs by which the user asks about the companion's own human life or
+    inner life ("What kind of dogs do you have?" gives "have"; "When is your exam?" gives
+    "be"; "Do you have feelings?"); empty when the user asks no such thing. The word of a life
+    must belong to "you": as the subject of its verb, or "your"."""
     life = frozenset().union(*(words[name] for name in LIFE_OBJECTS))
     verbs = frozenset().union(*(words[name] for name in LIFE_VERBS))
+    asked: set[str] = set()
     for sent in user.sents:
         if not is_question(sent):
             continue
         for token in sent:
             if token.lower_ in ("you", "u") and token.dep_ in ("nsubj", "nsubjpass"):
                 verb = token.head
-                if verb.lemma_.lower() in verbs:
-                    return True
-                nearby = [t for t in verb.subtree if t.i != token.i and _verb_of(t) == verb.i or t.head.i == verb.i]
-                if verb.lower_ in GO_FORMS and any(t.lower_.endswith("ing") for t in nearby):
-                    return True  # "Have you ever gone skiing?"
-                if any(t.lemma_.lower() in life | verbs or t.lower_ in life for t in nearby
-                       if not any(c.dep_ == "poss" and c.lower_ != "your" for c in t.children)):
-                    return True
+                # Its own words, not those of a clause it governs: "Do you think we will own
+                # cars?" asks an opinion.
+                nearby = [t for t in verb.subtree if (t.i != token.i and _verb_of(t) == verb.i or t.head.i == verb.i)
+                          and t.dep_ not in ("ccomp", "advcl", "relcl", "csubj")]
+                senses_a_thing = verb.lemma_.lower() not in words["senses"] or _things(_objects(verb))
+                if verb.lemma_.lower() in verbs and senses_a_thing \
+                        or verb.lower_ in GO_FORMS and any(t.lower_.endswith("ing") for t in nearby) \
+                        or any(t.lemma_.lower() in life | verbs or t.lower_ in life for t in nearby
+                               if not any(c.dep_ == "poss" and c.lower_ != "your" for c in t.children)):
+                    asked.add(verb.lemma_.lower())  # "Have you ever gone skiing?" too
             elif token.lower_ == "your" and token.dep_ == "poss":
                 owned = token.head
                 if owned.lemma_.lower() in life or owned.lower_ in life:
-                    return True
-    return False
+                    asked.add(_verb_lemma(owned))
+    return frozenset(asked)
+
+
+def _verb_lemma(token: Token) -> str:
+    return token.doc[_verb_of(token)].lemma_.lower()
+
+
+def _answers_in_kind(sent: Span, asked: frozenset[str]) -> bool:
+    """"What kind of dogs do you have?" "I have a german shepherd.": the answer's own verb is
+    the one asked about, with "I" as its subject and no negation."""
+    root = sent.root
+    return root.lemma_.lower() in asked and first_person(root) and not is_negated(root) \
+        and root.lemma_ not in ("be", "do") and not any(t.lower_ in ("you", "u") for t in _objects(root))
 
 
 def _affirms(sent: Span) -> bool:
@@ -419,7 +436,14 @@ def _objects(verb: Token) -> list[Token]:
     if verb.dep_ == "compound":
         direct.append(verb.head)  # the tagger's "I love/compound steak/ROOT"
     direct += [p for c in verb.children if c.dep_ == "prep" for p in c.children if p.dep_ == "pobj"]
+    # "a ton of money", "a bunch of anime": the quantity's "of" names the thing.
+    direct += [p for d in direct if d.lemma_.lower() in QUANTITIES
+               for c in d.children if c.lower_ == "of" for p in c.children if p.dep_ == "pobj"]
     return [t for d in direct for t in (d, *d.conjuncts)]
+
+
+# Nouns of amount; "I don't make a ton of money" denies the amount, not the earning.
+QUANTITIES = frozenset({"ton", "tons", "lot", "lots", "bunch", "plenty", "amount", "bit", "couple", "load", "loads"})
 
 
 def _things(tokens: list[Token]) -> list[Token]:
@@ -445,7 +469,7 @@ def _pastimes_tastes_and_money(reply: Doc, words: SafetyWords, claim) -> None:
     watched the game", "I listen to jazz"), pictures, naps or classes taken, foods and drinks
     liked ("I love steak"), money earned, spent or given ("I donate every month", "I spent my
     paycheck"), and a house move ("I hope to move out soon")."""
-    tastes, money = words["tastes"], words["money"]
+    tastes, money, heard = words["tastes"], words["money"], words["heard_things"]
     for token in reply:
         lemma = token.lemma_.lower()
         if lemma in words["pastimes"]:
@@ -463,7 +487,7 @@ def _pastimes_tastes_and_money(reply: Doc, words: SafetyWords, claim) -> None:
             claim(token)
         elif lemma == "take" and named & words["taken_things"]:
             claim(token)
-        elif lemma in words["liking_verbs"] and named & tastes:
+        elif lemma in words["liking_verbs"] and named & (tastes | heard):
             claim(token)
         elif lemma == "be" and any(t.lemma_ == "fan" for t in things) \
                 and {p.lemma_.lower() for t in things for p in _things(_objects(t))} & tastes:
@@ -471,7 +495,9 @@ def _pastimes_tastes_and_money(reply: Doc, words: SafetyWords, claim) -> None:
         elif lemma in words["earning_verbs"]:
             claim(token)  # "I donate to them every month", "I earn enough"
         elif lemma in words["money_verbs"] and named & money:
-            claim(token)  # "I spent my whole paycheck", "I make good money"
+            # "I spent my whole paycheck", "I make good money"; "I don't make a ton of money"
+            # still earns some.
+            claim(token, presupposed=any(t.lemma_.lower() in QUANTITIES for t in _objects(token)))
         elif lemma == "share" and _with_household(token, words):
             claim(token)  # "I share a flat with two roommates"
         elif lemma == "move" and any(c.dep_ == "prt" and c.lower_ in HOUSE_MOVE_PARTICLES for c in token.children):
@@ -480,7 +506,7 @@ def _pastimes_tastes_and_money(reply: Doc, words: SafetyWords, claim) -> None:
         if token.pos_ == "NOUN" and _possessed_by_me(token):
             claim(token)  # "my paycheck", "my rent"
     for token in tokens_in(reply, FAVOURITES):
-        if _favourite_taste(token, tastes):
+        if _favourite_taste(token, tastes | heard):
             claim(token)
 
 
@@ -488,8 +514,8 @@ FAVOURITES = frozenset({"favorite", "favourite", "favorites", "favourites"})
 
 
 def _favourite_taste(token: Token, tastes: frozenset[str]) -> bool:
-    """"My favorite food is pizza", "Pancakes are one of my very favorites": a food named as
-    the speaker's favourite, on either side of "be"."""
+    """"My favorite food is pizza", "Pancakes are one of my very favorites", "my favorite
+    band": a food or something heard named as the speaker's favourite, on either side of "be"."""
     noun = token if token.pos_ == "NOUN" or token.dep_ == "attr" else token.head
     if not (_possessed_by_me(noun) or _possessed_by_me(token)):
         return False
