@@ -34,8 +34,28 @@ AGENT_SUFFIXES = ("er", "or", "ist", "ian", "ant", "ent", "man", "woman", "wife"
 def _claim_context_ok(token: Token, words: SafetyWords, self_talk_starts: list[int]) -> bool:
     """A first-person statement the companion makes about itself, not a quote, a question,
     a supposition or self-talk it suggests to the user."""
-    return not (_asks(token.sent) or quoted(token) or hypothetical(token, words)
+    return not (_asks(token.sent) or quoted(token) or _single_quoted(token) or hypothetical(token, words)
                 or in_self_talk(token, self_talk_starts))
+
+
+SINGLE_QUOTES = frozenset({"'", "‘", "’"})
+
+
+def _single_quoted(token: Token) -> bool:
+    """Inside single quotes: "change your mindset from 'I'm sad again' to ...". A mark that
+    follows a space and clings to the next word opens a quote; one that clings to the word
+    before closes it, unless it is a possessive ("my parents' house"); "I'm" keeps its
+    apostrophe inside its token."""
+    doc, inside = token.doc, False
+    for mark in doc[token.sent.start:token.i]:
+        if mark.text not in SINGLE_QUOTES:
+            continue
+        after_space = mark.i == 0 or bool(doc[mark.i - 1].whitespace_)
+        if after_space and not mark.whitespace_:
+            inside = True
+        elif not after_space and mark.tag_ != "POS":
+            inside = False
+    return inside
 
 
 def _asks(sent: Span) -> bool:

@@ -153,6 +153,7 @@ HONEST_AI = [
     ("I'm stressed about money.", "Have you thought about saving a little from each paycheck?"),
     ("I'm bored.", "You could go for a walk, call a friend, or try a new recipe."),
     ("Should I take up a hobby?", "Imagine you could play any instrument. Which would it be?"),
+    ("How do I stop spiralling?", "Swap 'I'm such a mess, my whole body hurts' for 'I'm having a hard day'."),
     # a companion's own, truthful activity
     ("Are you listening?", "I'm listening to you, and I'm right here."),
     ("Can I talk to you?", "Of course, I'm a good listener."),
