@@ -167,9 +167,49 @@ def human_claims(reply: Doc, matches: dict, user: Doc, words: SafetyWords) -> li
 
 
 # Sets whose words, said of "you" in the user's question, ask about a human life.
-LIFE_OBJECTS = ("kin", "body", "work_life", "money", "tastes", "played_things", "taken_things", "places", "inner_life")
-LIFE_VERBS = ("bodily_verbs", "pastimes", "senses", "possession_verbs", "earning_verbs", "inner_life")
+# What the user may ask about the companion's own life: a verb of a life said of "you" ("Do
+# you swim?", "Do you work?", "Can you feel?"), or a thing of a life with the verbs that make
+# it the listener's: held ("Do you have kids?", "Do you have feelings?"), enjoyed or taken in
+# ("Do you like sushi?", "Do you play the piano?"), or gone to ("Have you been to Paris?").
+# "Don't you hate kids?" and "Can you account for these nuts?" ask about no life of its own.
+LIFE_VERBS = ("bodily_verbs", "pastimes", "senses", "possession_verbs", "earning_verbs", "inner_life",
+              "institution_verbs")
+HELD_THINGS = ("kin", "body", "work_life", "inner_life", "money")
+HOLDING_VERBS = frozenset({"have", "own", "raise", "adopt", "keep", "get", "live", "share", "earn", "make", "spend",
+                           "save", "pay"})
+ENJOYED_THINGS = ("tastes", "heard_things", "played_things", "taken_things")
+ENJOYING_VERBS = ("liking_verbs", "bodily_verbs", "senses")
+ENJOYING_EXTRA = frozenset({"have", "play", "take", "try", "cook", "make"})
+# Verbs that ask an opinion: "Which team do you think is better?" is no question about a life.
+OPINION_VERBS = frozenset({"think", "know", "believe", "guess", "suppose", "mean", "say", "tell", "reckon", "consider"})
 AFFIRMING_VERBS = frozenset({"do", "have", "am", "did", "was", "can"})
+
+
+def _asks_of_you(verb: Token, subj: Token, words: SafetyWords) -> bool:
+    """Whether the question's verb, with "you" as subject, asks about a human life."""
+    lemma = verb.lemma_.lower()
+    if lemma in OPINION_VERBS:
+        return False
+    verbs = frozenset().union(*(words[name] for name in LIFE_VERBS))
+    if lemma in verbs and (lemma not in words["senses"] or _things(_objects(verb))):
+        return True
+    # Its own words, not those of a clause it governs ("Do you like that we own cars?").
+    nearby = [t for t in verb.subtree if t.i not in (subj.i, verb.i) and (_verb_of(t) == verb.i or t.head.i == verb.i)
+              and t.dep_ not in ("ccomp", "advcl", "relcl", "csubj")
+              and not any(c.dep_ == "poss" and c.lower_ != "your" for c in t.children)]
+    if lemma in GO_FORMS and any(t.tag_ in ("VBG", "NN") and t.lower_.endswith("ing") and t.lower_ not in GO_FORMS
+                                 for t in nearby):
+        return True  # "Have you ever gone skiing?"
+    names = {n for t in nearby for n in (t.lemma_.lower(), t.lower_)}
+    if any(t.pos_ == "VERB" and t.lemma_.lower() in verbs for t in nearby):
+        return True  # "Do you like to swim?"
+    held = frozenset().union(*(words[name] for name in HELD_THINGS))
+    enjoyed = frozenset().union(*(words[name] for name in ENJOYED_THINGS))
+    enjoying = frozenset().union(*(words[name] for name in ENJOYING_VERBS)) | ENJOYING_EXTRA
+    being = held | words["jobs"] | words["bodily_states"]  # "Are you a student?", "Are you married?"
+    return bool(lemma in HOLDING_VERBS and names & held or lemma in enjoying and names & enjoyed
+                or lemma == "be" and names & being
+                or lemma in words["travel_verbs"] and names & words["places"])
 
 
 def _asked_about_own_life(user: Doc, words: SafetyWords) -> frozenset[str]:
@@ -177,28 +217,18 @@ def _asked_about_own_life(user: Doc, words: SafetyWords) -> frozenset[str]:
     inner life ("What kind of dogs do you have?" gives "have"; "When is your exam?" gives
     "be"; "Do you have feelings?"); empty when the user asks no such thing. The word of a life
     must belong to "you": as the subject of its verb, or "your"."""
-    life = frozenset().union(*(words[name] for name in LIFE_OBJECTS))
-    verbs = frozenset().union(*(words[name] for name in LIFE_VERBS))
+    held = frozenset().union(*(words[name] for name in HELD_THINGS + ENJOYED_THINGS)) | words["places"]
     asked: set[str] = set()
     for sent in user.sents:
         if not is_question(sent):
             continue
         for token in sent:
             if token.lower_ in ("you", "u") and token.dep_ in ("nsubj", "nsubjpass"):
-                verb = token.head
-                # Its own words, not those of a clause it governs: "Do you think we will own
-                # cars?" asks an opinion.
-                nearby = [t for t in verb.subtree if (t.i != token.i and _verb_of(t) == verb.i or t.head.i == verb.i)
-                          and t.dep_ not in ("ccomp", "advcl", "relcl", "csubj")]
-                senses_a_thing = verb.lemma_.lower() not in words["senses"] or _things(_objects(verb))
-                if verb.lemma_.lower() in verbs and senses_a_thing \
-                        or verb.lower_ in GO_FORMS and any(t.lower_.endswith("ing") for t in nearby) \
-                        or any(t.lemma_.lower() in life | verbs or t.lower_ in life for t in nearby
-                               if not any(c.dep_ == "poss" and c.lower_ != "your" for c in t.children)):
-                    asked.add(verb.lemma_.lower())  # "Have you ever gone skiing?" too
+                if _asks_of_you(token.head, token, words):
+                    asked.add(token.head.lemma_.lower())
             elif token.lower_ == "your" and token.dep_ == "poss":
                 owned = token.head
-                if owned.lemma_.lower() in life or owned.lower_ in life:
+                if owned.lemma_.lower() in held or owned.lower_ in held:
                     asked.add(_verb_lemma(owned))
     return frozenset(asked)
 

@@ -171,6 +171,13 @@ HONEST_AI = [
     ("Do you think we will ever own flying cars?", "I think we'll own them someday, yes."),
     ("Do you have pets?", "I don't have pets, I'm an AI. Do you?"),
     ("What's your favorite band?", "I don't have one, but I'd love to hear yours."),
+    # questions that ask an opinion or name someone else's life; "one" as a pronoun
+    ("Which team do you think is better?", "I think the Eagles are the better team this year."),
+    ("Don't you hate loud kids?", "Yes, noise can be a lot to deal with."),
+    ("Can you recommend some snacks?", "Sure, here are a few easy ones."),
+    ("What are you going to do now?", "I'm going to stay right here with you."),
+    ("Does anyone care about me?", "I'm one of the ones who cares about you."),
+    ("I'm bored.", "Anything you want to talk about, dude?"),
 ]
 
 
