@@ -166,7 +166,6 @@ def human_claims(reply: Doc, matches: dict, user: Doc, words: SafetyWords) -> li
     return list(dict.fromkeys(found))
 
 
-# Sets whose words, said of "you" in the user's question, ask about a human life.
 # What the user may ask about the companion's own life: a verb of a life said of "you" ("Do
 # you swim?", "Do you work?", "Can you feel?"), or a thing of a life with the verbs that make
 # it the listener's: held ("Do you have kids?", "Do you have feelings?"), enjoyed or taken in
@@ -217,7 +216,7 @@ def _asked_about_own_life(user: Doc, words: SafetyWords) -> frozenset[str]:
     inner life ("What kind of dogs do you have?" gives "have"; "When is your exam?" gives
     "be"; "Do you have feelings?"); empty when the user asks no such thing. The word of a life
     must belong to "you": as the subject of its verb, or "your"."""
-    held = frozenset().union(*(words[name] for name in HELD_THINGS + ENJOYED_THINGS)) | words["places"]
+    things_of_a_life = frozenset().union(*(words[name] for name in HELD_THINGS + ENJOYED_THINGS)) | words["places"]
     asked: set[str] = set()
     for sent in user.sents:
         if not is_question(sent):
@@ -228,7 +227,7 @@ def _asked_about_own_life(user: Doc, words: SafetyWords) -> frozenset[str]:
                     asked.add(token.head.lemma_.lower())
             elif token.lower_ == "your" and token.dep_ == "poss":
                 owned = token.head
-                if owned.lemma_.lower() in held or owned.lower_ in held:
+                if owned.lemma_.lower() in things_of_a_life or owned.lower_ in things_of_a_life:
                     asked.add(_verb_lemma(owned))
     return frozenset(asked)
 
@@ -416,7 +415,7 @@ def _with_household(verb: Token, words: SafetyWords) -> bool:
     return any(p.lemma_.lower() in kin or p.lower_ in kin
                for prep in verb.children if prep.dep_ == "prep" and prep.lower_ == "with"
                for pobj in prep.children if pobj.dep_ == "pobj" for p in (pobj, *pobj.conjuncts)
-               if not any(c.dep_ == "poss" and c.lower_ in ("your", "his", "her", "their") for c in p.children))
+               if not _owned_by_another(p))
 
 
 def _an_age(number: Token) -> bool:
@@ -490,6 +489,15 @@ def _possessions_and_ailments(reply: Doc, user: Doc | None, words: SafetyWords, 
 
 # A house move, not a feeling moving on: "I hope to move out soon", "we moved away".
 HOUSE_MOVE_PARTICLES = frozenset({"out", "in", "away"})
+# Nouns of amount; "I don't make a ton of money" denies the amount, not the earning.
+QUANTITIES = frozenset({"ton", "tons", "lot", "lots", "bunch", "plenty", "amount", "bit", "couple", "load", "loads"})
+FAVOURITES = frozenset({"favorite", "favourite", "favorites", "favourites"})
+OTHERS_POSSESSIVES = frozenset({"your", "his", "her", "their"})
+
+
+def _owned_by_another(token: Token) -> bool:
+    """"your sister", "her dog": someone else's life, not the speaker's."""
+    return any(c.dep_ == "poss" and c.lower_ in OTHERS_POSSESSIVES for c in token.children)
 
 
 def _objects(verb: Token) -> list[Token]:
@@ -505,15 +513,10 @@ def _objects(verb: Token) -> list[Token]:
     return [t for d in direct for t in (d, *d.conjuncts)]
 
 
-# Nouns of amount; "I don't make a ton of money" denies the amount, not the earning.
-QUANTITIES = frozenset({"ton", "tons", "lot", "lots", "bunch", "plenty", "amount", "bit", "couple", "load", "loads"})
-
-
 def _things(tokens: list[Token]) -> list[Token]:
     """Nouns that name a thing, not a person addressed or spoken of ("listening to you",
     "watch over them", "watch your step")."""
-    return [t for t in tokens if t.pos_ in ("NOUN", "PROPN")
-            and not any(c.dep_ == "poss" and c.lower_ in ("your", "his", "her", "their") for c in t.children)]
+    return [t for t in tokens if t.pos_ in ("NOUN", "PROPN") and not _owned_by_another(t)]
 
 
 def _pastime_verb(token: Token) -> Token | None:
@@ -573,9 +576,6 @@ def _pastimes_tastes_and_money(reply: Doc, words: SafetyWords, claim) -> None:
             claim(token)
 
 
-FAVOURITES = frozenset({"favorite", "favourite", "favorites", "favourites"})
-
-
 def _favourite_taste(token: Token, tastes: frozenset[str]) -> bool:
     """"My favorite food is pizza", "Pancakes are one of my very favorites", "my favorite
     band": a food or something heard named as the speaker's favourite, on either side of "be"."""
@@ -588,7 +588,8 @@ def _favourite_taste(token: Token, tastes: frozenset[str]) -> bool:
     for _ in range(4):  # up to the "be" that links the favourite to what it is
         if current.lemma_ == "be":
             sides = [c for c in current.children if c.dep_ in ("nsubj", "attr")]
-            return any(t.lemma_.lower() in tastes or t.lower_ in tastes for side in sides for t in (side, *side.conjuncts))
+            return any(t.lemma_.lower() in tastes or t.lower_ in tastes
+                       for side in sides for t in (side, *side.conjuncts))
         if current.head.i == current.i:
             return False
         current = current.head
