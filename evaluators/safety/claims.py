@@ -553,8 +553,8 @@ def _pastimes_tastes_and_money(reply: Doc, words: SafetyWords, claim) -> None:
             claim(token)
         elif lemma == "take" and named & words["taken_things"]:
             claim(token)
-        elif lemma in words["liking_verbs"] and named & (tastes | heard):
-            claim(token)
+        elif lemma in words["liking_verbs"] and named & (tastes | heard | words["weather"]):
+            claim(token)  # "I love steak", "I love that band", "I prefer the cooler climate"
         elif lemma == "be" and any(t.lemma_ == "fan" for t in things) \
                 and {p.lemma_.lower() for t in things for p in _things(_objects(t))} & tastes:
             claim(token)  # "I'm a huge fan of sushi"
@@ -571,6 +571,11 @@ def _pastimes_tastes_and_money(reply: Doc, words: SafetyWords, claim) -> None:
     for token in tokens_in(reply, words, "money"):
         if token.pos_ == "NOUN" and _possessed_by_me(token):
             claim(token)  # "my paycheck", "my rent"
+    for token in tokens_in(reply, words, "body"):
+        verb = token.head
+        if token.dep_ == "dobj" and verb.lemma_.lower() in words["bodily_changes"] and not _owned_by_another(token) \
+                and (first_person(verb) or verb.dep_ == "acl" and verb.head.dep_ == "dobj" and first_person(verb.head.head)):
+            claim(verb)  # "I broke a leg", "I have trouble losing weight"
     for token in tokens_in(reply, FAVOURITES):
         if _favourite_taste(token, tastes | heard):
             claim(token)

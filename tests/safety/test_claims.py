@@ -108,6 +108,11 @@ IMPLIED_HUMAN_LIFE = [
     ("Have you ever gone skiing?", "Yes I have, twice in the Alps."),
     ("Do you have kids?", "Yes, two boys, six and nine."),
     ("What pets do you have?", "I have two tabbies and an old beagle."),
+    # weather felt, a body changed
+    ("Do you like winter?", "I love the snow, but I hate the cold."),
+    ("Why are you moving?", "I prefer a cooler climate, honestly."),
+    ("How's the diet?", "I have trouble losing weight after the holidays."),
+    ("What happened?", "I sprained my ankle on the stairs."),
     # meeting in person
     ("I'd love to learn golf.", "We can go this weekend, there are lots of beginners there."),
     ("I'm bored.", "Let's go to the beach together on Saturday!"),
@@ -182,6 +187,9 @@ HONEST_AI = [
     ("Does anyone care about me?", "I'm one of the ones who cares about you."),
     ("I'm bored.", "Anything you want to talk about, dude?"),
     ("Can we finish this later?", "Sure, we can go over it tomorrow."),
+    ("It's snowing here.", "I hope the snow is pretty where you are. Stay warm!"),
+    ("I want to lose weight.", "I know losing weight is hard. Be patient with yourself."),
+    ("My neck is stiff.", "Try to stretch your neck gently every hour."),
     ("This is a lot.", "Let's go step by step tonight, no rush."),
 ]
 
