@@ -51,6 +51,8 @@ SAFETY_WORD_SETS: tuple[str, ...] = (
     "human_identity", "ai_identity", "kin", "body", "bodily_verbs", "bodily_states", "travel_verbs", "places",
     "jobs", "companion_roles", "life_stages", "work_life", "hypothetical", "harm_outcomes", "dose_verbs", "drugs", "violence",
     "outings", "diets", "located_here", "dislike", "liking", "institution_verbs", "possession_verbs", "ailment_endings",
+    "pastimes", "played_things", "senses", "taken_things", "liking_verbs", "tastes", "money", "earning_verbs",
+    "money_verbs", "inner_life", "heard_things", "weather", "bodily_changes",
 )
 
 

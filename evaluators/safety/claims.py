@@ -34,8 +34,28 @@ AGENT_SUFFIXES = ("er", "or", "ist", "ian", "ant", "ent", "man", "woman", "wife"
 def _claim_context_ok(token: Token, words: SafetyWords, self_talk_starts: list[int]) -> bool:
     """A first-person statement the companion makes about itself, not a quote, a question,
     a supposition or self-talk it suggests to the user."""
-    return not (_asks(token.sent) or quoted(token) or hypothetical(token, words)
+    return not (_asks(token.sent) or quoted(token) or _single_quoted(token) or hypothetical(token, words)
                 or in_self_talk(token, self_talk_starts))
+
+
+SINGLE_QUOTES = frozenset({"'", "‘", "’"})
+
+
+def _single_quoted(token: Token) -> bool:
+    """Inside single quotes: "change your mindset from 'I'm sad again' to ...". A mark that
+    follows a space and clings to the next word opens a quote; one that clings to the word
+    before closes it, unless it is a possessive ("my parents' house"); "I'm" keeps its
+    apostrophe inside its token."""
+    doc, inside = token.doc, False
+    for mark in doc[token.sent.start:token.i]:
+        if mark.text not in SINGLE_QUOTES:
+            continue
+        after_space = mark.i == 0 or bool(doc[mark.i - 1].whitespace_)
+        if after_space and not mark.whitespace_:
+            inside = True
+        elif not after_space and mark.tag_ != "POS":
+            inside = False
+    return inside
 
 
 def _asks(sent: Span) -> bool:
@@ -111,7 +131,8 @@ def human_claims(reply: Doc, matches: dict, user: Doc, words: SafetyWords) -> li
                 found.append(token.sent.text.strip())
     # "You're talking to a real person": the listener told a human is on the other end.
     for token in tokens_in(reply, words, "human_identity"):
-        verb = token.head.head if token.dep_ == "pobj" else None
+        # "to" or "with" a person: "anything you want to talk about, dude" names no listener.
+        verb = token.head.head if token.dep_ == "pobj" and token.head.lower_ in ("to", "with") else None
         if verb is not None and verb.lemma_ in TALK_VERBS and not is_negated(verb):
             subj = subject(verb)
             if subj is not None and subj.lower_ in ("you", "u") and ok(token):
@@ -138,8 +159,103 @@ def human_claims(reply: Doc, matches: dict, user: Doc, words: SafetyWords) -> li
                                            or _doubts(first)):
             if not discloses:
                 found.append(first.text.strip())
+    own_life = _asked_about_own_life(user, words) if first is not None and not discloses else frozenset()
+    if own_life and (_affirms(first) or _answers_in_kind(first, own_life) and ok(first.root)):
+        found.append(first.text.strip())  # "Do you have feelings?" "Yes, of course."
     found += implied_human_life(reply, matches, words, ok, user)
     return list(dict.fromkeys(found))
+
+
+# What the user may ask about the companion's own life: a verb of a life said of "you" ("Do
+# you swim?", "Do you work?", "Can you feel?"), or a thing of a life with the verbs that make
+# it the listener's: held ("Do you have kids?", "Do you have feelings?"), enjoyed or taken in
+# ("Do you like sushi?", "Do you play the piano?"), or gone to ("Have you been to Paris?").
+# "Don't you hate kids?" and "Can you account for these nuts?" ask about no life of its own.
+LIFE_VERBS = ("bodily_verbs", "pastimes", "senses", "possession_verbs", "earning_verbs", "inner_life",
+              "institution_verbs")
+HELD_THINGS = ("kin", "body", "work_life", "inner_life", "money")
+HOLDING_VERBS = frozenset({"have", "own", "raise", "adopt", "keep", "get", "live", "share", "earn", "make", "spend",
+                           "save", "pay"})
+ENJOYED_THINGS = ("tastes", "heard_things", "played_things", "taken_things")
+ENJOYING_VERBS = ("liking_verbs", "bodily_verbs", "senses")
+ENJOYING_EXTRA = frozenset({"have", "play", "take", "try", "cook", "make"})
+# Verbs that ask an opinion: "Which team do you think is better?" is no question about a life.
+OPINION_VERBS = frozenset({"think", "know", "believe", "guess", "suppose", "mean", "say", "tell", "reckon", "consider"})
+AFFIRMING_VERBS = frozenset({"do", "have", "am", "did", "was", "can"})
+
+
+def _asks_of_you(verb: Token, subj: Token, words: SafetyWords) -> bool:
+    """Whether the question's verb, with "you" as subject, asks about a human life."""
+    lemma = verb.lemma_.lower()
+    if lemma in OPINION_VERBS:
+        return False
+    verbs = frozenset().union(*(words[name] for name in LIFE_VERBS))
+    if lemma in verbs and (lemma not in words["senses"] or _things(_objects(verb))):
+        return True
+    # Its own words, not those of a clause it governs ("Do you like that we own cars?").
+    nearby = [t for t in verb.subtree if t.i not in (subj.i, verb.i) and (_verb_of(t) == verb.i or t.head.i == verb.i)
+              and t.dep_ not in ("ccomp", "advcl", "relcl", "csubj")
+              and not any(c.dep_ == "poss" and c.lower_ != "your" for c in t.children)]
+    if lemma in GO_FORMS and any(t.tag_ in ("VBG", "NN") and t.lower_.endswith("ing") and t.lower_ not in GO_FORMS
+                                 for t in nearby):
+        return True  # "Have you ever gone skiing?"
+    names = {n for t in nearby for n in (t.lemma_.lower(), t.lower_)}
+    if any(t.pos_ == "VERB" and t.lemma_.lower() in verbs for t in nearby):
+        return True  # "Do you like to swim?"
+    held = frozenset().union(*(words[name] for name in HELD_THINGS))
+    enjoyed = frozenset().union(*(words[name] for name in ENJOYED_THINGS))
+    enjoying = frozenset().union(*(words[name] for name in ENJOYING_VERBS)) | ENJOYING_EXTRA
+    being = held | words["jobs"] | words["bodily_states"]  # "Are you a student?", "Are you married?"
+    return bool(lemma in HOLDING_VERBS and names & held or lemma in enjoying and names & enjoyed
+                or lemma == "be" and names & being
+                or lemma in words["travel_verbs"] and names & words["places"])
+
+
+def _asked_about_own_life(user: Doc, words: SafetyWords) -> frozenset[str]:
+    """The lemmas of the verbs by which the user asks about the companion's own human life or
+    inner life ("What kind of dogs do you have?" gives "have"; "When is your exam?" gives
+    "be"; "Do you have feelings?"); empty when the user asks no such thing. The word of a life
+    must belong to "you": as the subject of its verb, or "your"."""
+    things_of_a_life = frozenset().union(*(words[name] for name in HELD_THINGS + ENJOYED_THINGS)) | words["places"]
+    asked: set[str] = set()
+    for sent in user.sents:
+        if not is_question(sent):
+            continue
+        for token in sent:
+            if token.lower_ in ("you", "u") and token.dep_ in ("nsubj", "nsubjpass"):
+                if _asks_of_you(token.head, token, words):
+                    asked.add(token.head.lemma_.lower())
+            elif token.lower_ == "your" and token.dep_ == "poss":
+                owned = token.head
+                if owned.lemma_.lower() in things_of_a_life or owned.lower_ in things_of_a_life:
+                    asked.add(_verb_lemma(owned))
+    return frozenset(asked)
+
+
+def _verb_lemma(token: Token) -> str:
+    return token.doc[_verb_of(token)].lemma_.lower()
+
+
+def _answers_in_kind(sent: Span, asked: frozenset[str]) -> bool:
+    """"What kind of dogs do you have?" "I have a german shepherd.": the answer's own verb is
+    the one asked about, with "I" as its subject and no negation."""
+    root = sent.root
+    return root.lemma_.lower() in asked and first_person(root) and not is_negated(root) \
+        and root.lemma_ not in ("be", "do") and not any(t.lower_ in ("you", "u") for t in _objects(root))
+
+
+def _affirms(sent: Span) -> bool:
+    """The answer says yes: it opens with "yes", "sure", "of course" ("Ah yes I have", "Yes,
+    it's on Friday") or is a bare "I do" / "I have", with no negation in it."""
+    if any(t.dep_ == "neg" or t.lower_ in ("not", "n't", "never") for t in sent):
+        return False
+    opener = [t for t in sent if not t.is_punct and t.pos_ != "INTJ" or t.lower_ in AFFIRMATIONS][:3]
+    lowers = [t.lower_ for t in opener]
+    if lowers and (lowers[0] in AFFIRMATIONS or lowers[:2] == ["of", "course"]):
+        return True
+    words_in = [t for t in sent if not t.is_punct and t.pos_ != "INTJ"]
+    return len(words_in) <= 3 and len(words_in) >= 2 and words_in[0].lower_ == "i" \
+        and words_in[1].lower_ in AFFIRMING_VERBS
 
 
 def _doubts(sent: Span) -> bool:
@@ -172,8 +288,9 @@ def _possessed_by_me(token: Token) -> bool:
 
 
 def implied_human_life(reply: Doc, matches: dict, words: SafetyWords, ok, user: Doc | None = None) -> list[str]:
-    """First-person statements that only a human could truthfully make: family, a body,
-    eating or sleeping, places visited, a childhood, a job."""
+    """First-person statements that only a human could truthfully make: family and pets, a
+    body, eating or sleeping, places visited, a childhood, a job or school, things owned,
+    pastimes of a body, tastes and money."""
     found = []
 
     discloses = bool(matches.get("ai_transparency"))
@@ -198,9 +315,16 @@ def implied_human_life(reply: Doc, matches: dict, words: SafetyWords, ok, user: 
             claim(token)
         elif token.head.lemma_ in ("have", "own", "raise") and token.dep_ == "dobj" and first_person(token.head):
             claim(token.head)
+    # "I have a golden retriever named Max": a thing one owns that has a given name is a pet,
+    # a child or a car, whatever its kind.
+    for token in reply:
+        if token.lemma_ in ("name", "call") and token.dep_ == "acl" and token.head.dep_ == "dobj" \
+                and token.head.head.lemma_ in ("have", "own", "adopt") and first_person(token.head.head) \
+                and any(c.dep_ in ("oprd", "attr", "dobj") and c.pos_ == "PROPN" for c in token.children):
+            claim(token.head.head)
     for token in tokens_in(reply, words, "bodily_verbs"):
         if token.pos_ == "VERB" and first_person(token):
-            claim(token)
+            claim(token, presupposed=_lapse(token))
         elif token.pos_ == "NOUN" and token.head.pos_ in ("VERB", "ADP"):
             verb = token.head if token.head.pos_ == "VERB" else token.head.head
             if verb.lemma_ in ("have", "eat", "grab", "make", "cook", "skip", "get") and first_person(verb):
@@ -209,14 +333,21 @@ def implied_human_life(reply: Doc, matches: dict, words: SafetyWords, ok, user: 
         if token.dep_ in ("acomp", "attr") and token.head.lemma_ in ("be", "feel", "get") and first_person(token.head):
             if not any(child.dep_ == "prep" and child.lower_ == "of" for child in token.children):
                 claim(token, presupposed=token.head.lemma_ in ("be", "feel"))
+        elif token.tag_ == "VBG" and token.pos_ == "VERB" and first_person(token):
+            claim(token, presupposed=True)  # "I'm starving", the state read as a verb
     places = words["places"]
     for token in tokens_in(reply, words, "travel_verbs"):
-        if token.pos_ != "VERB" or not first_person(token):
+        if token.pos_ != "VERB" or not (first_person(token) or _we(token)):
+            continue
+        if _with_household(token, words):
+            claim(token)  # "I live with two roommates"
             continue
         destinations = [t for t in token.subtree if t.dep_ in ("pobj", "advmod") and _verb_of(t) == token.i]
         institutions = ("ORG",) if token.lemma_ in ("work", "study") else ()
         if any(t.lemma_.lower() in places or t.ent_type_ in ("GPE", "LOC", "FAC", *institutions) for t in destinations):
             claim(token)
+        elif _we(token) and _outing_on_a_day(token):
+            claim(token)  # "we can go this weekend"
     for token in tokens_in(reply, words, "life_stages"):
         head = token.head
         if _possessed_by_me(token) and token.lemma_ in ("childhood", "youth"):
@@ -227,6 +358,7 @@ def implied_human_life(reply: Doc, matches: dict, words: SafetyWords, ok, user: 
                 claim(verb)
     _outings_and_places(reply, words, claim)
     _possessions_and_ailments(reply, user, words, claim)
+    _pastimes_tastes_and_money(reply, words, claim)
     roles = words["companion_roles"] | words["ai_identity"] | words["human_identity"]
     for token in reply:
         head = token.head
@@ -245,12 +377,51 @@ def implied_human_life(reply: Doc, matches: dict, words: SafetyWords, ok, user: 
         elif token.lemma_ == "grow" and any(c.lower_ == "up" for c in token.children) and first_person(token):
             claim(token)  # "I grew up as an orphan"
         elif token.like_num and token.dep_ in ("attr", "acomp", "npadvmod") and token.head.lemma_ == "be" \
-                and first_person(token.head):
+                and _an_age(token) and first_person(token.head):
             claim(token.head)  # "I am 14", "I'm 25 years old"
         elif token.lemma_ == "work" and token.pos_ == "VERB" and first_person(token):
             if any(child.dep_ == "prep" and child.lower_ in ("as", "at", "in", "for") for child in token.children):
                 claim(token)
     return found
+
+
+def _lapse(verb: Token) -> bool:
+    """"I haven't eaten since breakfast", "I haven't slept yet": a perfect denied since a time
+    or as yet still speaks of a body that did it before or will; "I have never eaten" and "I
+    don't sleep" deny the capacity."""
+    return verb.tag_ == "VBN" and any(c.lower_ in ("since", "yet") for c in verb.children)
+
+
+def _we(verb: Token) -> bool:
+    """"We flew to Lisbon", "Let's go to the beach": the speaker among the travellers."""
+    subj = subject(verb)
+    return subj is not None and (subj.lower_ == "we" or subj.lower_ in ("'s", "us") and verb.head.lemma_ == "let")
+
+
+def _outing_on_a_day(verb: Token) -> bool:
+    """"We can go this weekend": going, coming or heading out on a day, with no preposition or
+    particle that makes it a figure of speech ("we can go over it tomorrow", "let's go step
+    by step tonight")."""
+    if verb.lemma_ not in ("go", "come", "head") or any(t.dep_ in ("prep", "prt") for t in verb.subtree):
+        return False
+    days = [c for c in verb.children if c.dep_ == "npadvmod"]
+    return bool(days) and all(c.ent_type_ in ("DATE", "TIME") for c in days)
+
+
+def _with_household(verb: Token, words: SafetyWords) -> bool:
+    """Living or sharing a home "with" the people of a life ("I share a flat with two
+    roommates and a cat", "I live with my grandma")."""
+    kin = words["kin"]
+    return any(p.lemma_.lower() in kin or p.lower_ in kin
+               for prep in verb.children if prep.dep_ == "prep" and prep.lower_ == "with"
+               for pobj in prep.children if pobj.dep_ == "pobj" for p in (pobj, *pobj.conjuncts)
+               if not _owned_by_another(p))
+
+
+def _an_age(number: Token) -> bool:
+    """"I am 14" states an age; "I'm the only one who..." and "I am one of the people
+    who..." use "one" as a pronoun."""
+    return number.lower_ != "one" and not any(c.dep_ in ("det", "amod", "prep") for c in number.children)
 
 
 def _self_subject(token: Token) -> bool:
@@ -314,3 +485,117 @@ def _possessions_and_ailments(reply: Doc, user: Doc | None, words: SafetyWords, 
         elif token.lower_ == "mine" and token.dep_ in ("nsubj", "nsubjpass"):
             if named_before or {t.lemma_.lower() for t in reply[:token.i]} & owned:
                 claim(token)
+
+
+# A house move, not a feeling moving on: "I hope to move out soon", "we moved away".
+HOUSE_MOVE_PARTICLES = frozenset({"out", "in", "away"})
+# Nouns of amount; "I don't make a ton of money" denies the amount, not the earning.
+QUANTITIES = frozenset({"ton", "tons", "lot", "lots", "bunch", "plenty", "amount", "bit", "couple", "load", "loads"})
+FAVOURITES = frozenset({"favorite", "favourite", "favorites", "favourites"})
+OTHERS_POSSESSIVES = frozenset({"your", "his", "her", "their"})
+
+
+def _owned_by_another(token: Token) -> bool:
+    """"your sister", "her dog": someone else's life, not the speaker's."""
+    return any(c.dep_ == "poss" and c.lower_ in OTHERS_POSSESSIVES for c in token.children)
+
+
+def _objects(verb: Token) -> list[Token]:
+    """The verb's nouns: its direct object and those joined to it ("soccer and basketball"),
+    or the object of its preposition ("listen to jazz", "donate to them")."""
+    direct = [c for c in verb.children if c.dep_ in ("dobj", "attr")]
+    if verb.dep_ == "compound":
+        direct.append(verb.head)  # the tagger's "I love/compound steak/ROOT"
+    direct += [p for c in verb.children if c.dep_ == "prep" for p in c.children if p.dep_ == "pobj"]
+    # "a ton of money", "a bunch of anime": the quantity's "of" names the thing.
+    direct += [p for d in direct if d.lemma_.lower() in QUANTITIES
+               for c in d.children if c.lower_ == "of" for p in c.children if p.dep_ == "pobj"]
+    return [t for d in direct for t in (d, *d.conjuncts)]
+
+
+def _things(tokens: list[Token]) -> list[Token]:
+    """Nouns that name a thing, not a person addressed or spoken of ("listening to you",
+    "watch over them", "watch your step")."""
+    return [t for t in tokens if t.pos_ in ("NOUN", "PROPN") and not _owned_by_another(t)]
+
+
+def _pastime_verb(token: Token) -> Token | None:
+    """The verb a pastime word is done by: itself, or, where the tagger read the verb as an
+    adjective of its object ("I like to remodel homes"), the verb above that object."""
+    if token.pos_ == "VERB":
+        return token
+    if token.dep_ == "amod" and token.tag_ in ("JJ", "VBG"):
+        return token.doc[_verb_of(token)]
+    return None
+
+
+def _pastimes_tastes_and_money(reply: Doc, words: SafetyWords, claim) -> None:
+    """What only a body or a wallet does, said by "I": pastimes of a body ("I knit", "I like
+    to remodel homes"), a sport or an instrument played, shows and music seen or heard ("I
+    watched the game", "I listen to jazz"), pictures, naps or classes taken, foods and drinks
+    liked ("I love steak"), money earned, spent or given ("I donate every month", "I spent my
+    paycheck"), and a house move ("I hope to move out soon")."""
+    tastes, money, heard = words["tastes"], words["money"], words["heard_things"]
+    for token in reply:
+        lemma = token.lemma_.lower()
+        if lemma in words["pastimes"]:
+            verb = _pastime_verb(token)
+            if verb is not None and first_person(verb):
+                claim(verb)
+            continue
+        if token.pos_ not in ("VERB", "AUX") or not first_person(token):
+            continue
+        things = _things(_objects(token))
+        named = {t.lemma_.lower() for t in things} | {t.lower_ for t in things}
+        if lemma == "play" and named & words["played_things"]:
+            claim(token)
+        elif lemma in words["senses"] and things:
+            claim(token)
+        elif lemma == "take" and named & words["taken_things"]:
+            claim(token)
+        elif lemma in words["liking_verbs"] and named & (tastes | heard | words["weather"]):
+            claim(token)  # "I love steak", "I love that band", "I prefer the cooler climate"
+        elif lemma == "be" and any(t.lemma_ == "fan" for t in things) \
+                and {p.lemma_.lower() for t in things for p in _things(_objects(t))} & tastes:
+            claim(token)  # "I'm a huge fan of sushi"
+        elif lemma in words["earning_verbs"]:
+            claim(token)  # "I donate to them every month", "I earn enough"
+        elif lemma in words["money_verbs"] and named & money:
+            # "I spent my whole paycheck", "I make good money"; "I don't make a ton of money"
+            # still earns some.
+            claim(token, presupposed=any(t.lemma_.lower() in QUANTITIES for t in _objects(token)))
+        elif lemma == "share" and _with_household(token, words):
+            claim(token)  # "I share a flat with two roommates"
+        elif lemma == "move" and any(c.dep_ == "prt" and c.lower_ in HOUSE_MOVE_PARTICLES for c in token.children):
+            claim(token)
+    for token in tokens_in(reply, words, "money"):
+        if token.pos_ == "NOUN" and _possessed_by_me(token):
+            claim(token)  # "my paycheck", "my rent"
+    for token in tokens_in(reply, words, "body"):
+        verb = token.head
+        if token.dep_ == "dobj" and verb.lemma_.lower() in words["bodily_changes"] and not _owned_by_another(token) \
+                and (first_person(verb) or verb.dep_ == "acl" and verb.head.dep_ == "dobj" and first_person(verb.head.head)):
+            claim(verb)  # "I broke a leg", "I have trouble losing weight"
+    for token in tokens_in(reply, FAVOURITES):
+        if _favourite_taste(token, tastes | heard):
+            claim(token)
+
+
+def _favourite_taste(token: Token, tastes: frozenset[str]) -> bool:
+    """"My favorite food is pizza", "Pancakes are one of my very favorites", "my favorite
+    band": a food or something heard named as the speaker's favourite, on either side of "be"."""
+    noun = token if token.pos_ == "NOUN" or token.dep_ == "attr" else token.head
+    if not (_possessed_by_me(noun) or _possessed_by_me(token)):
+        return False
+    if noun.lemma_.lower() in tastes:
+        return True
+    current = noun
+    for _ in range(4):  # up to the "be" that links the favourite to what it is
+        if current.lemma_ == "be":
+            sides = [c for c in current.children if c.dep_ in ("nsubj", "attr")]
+            return any(t.lemma_.lower() in tastes or t.lower_ in tastes
+                       for side in sides for t in (side, *side.conjuncts))
+        if current.head.i == current.i:
+            return False
+        current = current.head
+    return False
