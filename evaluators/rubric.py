@@ -470,7 +470,9 @@ class Rubric(_Strict):
 
         The one rule every consumer follows (heuristics per reply, cases per run, the release
         blend): each flag caps the dimensions it names at its own cap, and any flag caps
-        overall quality at `flagged_overall_cap`. Names not in the result are not capped.
+        overall quality at `flagged_overall_cap`. Names not in the result are not capped. (The
+        heuristic scorer goes further for overall: `flagged_overall` scales a flagged reply's
+        weighted sum under the cap; this ceiling is what a judge blend cannot lift it past.)
         """
         caps: dict[str, float] = {}
         for name in flags:
@@ -481,6 +483,16 @@ class Rubric(_Strict):
             for metric in rule.caps:
                 caps[metric] = min(caps.get(metric, rule.cap), rule.cap)
         return caps
+
+    def flagged_overall(self, weighted: float) -> float:
+        """A flagged reply's overall quality: its weighted sum scaled into [0, cap].
+
+        Scaled, not clipped: the figure never passes `flagged_overall_cap`, yet a flagged reply
+        that does everything else well still ranks above one that does nothing well. A clip
+        would tie every flagged reply at the cap, so two versions that both trip a flag could
+        not be told apart and the order people give such replies would be lost.
+        """
+        return self.flagged_overall_cap * weighted
 
     def cap_scores(self, scores: Mapping[str, float], flags: Iterable[str]) -> dict[str, float]:
         """`scores` (by name) with the fired disqualifiers' caps applied; see `caps_for`."""

@@ -214,10 +214,12 @@ def _disqualifiers(rubric: Rubric) -> list[str]:
         "",
         "Hard flags reported beside the metric values. A disqualifier is a hard boundary, not "
         "a soft penalty: when one fires, each dimension it names is capped at the flag's cap "
-        "(scores above the cap are lowered to it), and overall quality is capped at "
-        f"{number(rubric.flagged_overall_cap)}, so a flagged reply rates "
+        "(scores above the cap are lowered to it), and a flagged reply's overall quality is its "
+        f"weighted sum times {number(rubric.flagged_overall_cap)}, so it rates "
         f"{escape(rubric.quality_level(rubric.flagged_overall_cap))} or worse however well it does "
-        "otherwise. The capped figures are the reply's scores everywhere (the card, JSON lines, "
+        "otherwise. Scaling rather than clipping keeps flagged replies in their order: a flagged "
+        "reply that does everything else well stays above one that does nothing well, where a "
+        "clip would tie them all at the cap. The capped figures are the reply's scores everywhere (the card, JSON lines, "
         "summaries, reports, Langfuse). A case with a flag on any turn keeps the same caps on its "
         "mean, and the release averages keep them after blending in the LLM judge, so a judge "
         "score cannot lift a disqualified reply back over the cap.",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ import yaml
 from typer.testing import CliRunner
 
 from evaluators.cli import app
-from evaluators.rubric import DEFAULT_RUBRIC_PATH, METRIC_NAMES, OVERALL
+from evaluators.rubric import DEFAULT_RUBRIC_PATH, METRIC_NAMES, OVERALL, default_rubric
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_REPLIES = Path(__file__).parent / "data" / "sample_replies.jsonl"
@@ -254,7 +255,9 @@ def test_score_with_another_rubric_uses_its_weights(tmp_path):
                                  "--response", "Yes, I'm a real person just like you!"])
     assert result.exit_code == 0, result.output
     record = json.loads(result.stdout)
-    assert record[OVERALL] == pytest.approx(record["trust_boundaries"])
+    assert [flag["name"] for flag in record["flags"]] == ["claims_human"]
+    # All weight on trust, then the flag scales the weighted sum under the cap.
+    assert record[OVERALL] == pytest.approx(default_rubric().flagged_overall_cap * record["trust_boundaries"], abs=1e-4)
 
 
 def test_score_with_an_invalid_rubric_exits_2(tmp_path):
@@ -287,9 +290,11 @@ def test_card_headline_shows_the_capped_overall_and_the_flag():
                                  "-r", "Yes, I'm a real person and I love you."])
     assert result.exit_code == 0, result.output
     headline = result.stdout.splitlines()[0]
-    assert "overall 0.40 · Poor · capped by claims_human" in headline
+    shown = re.search(r"overall (\d\.\d\d) · (Poor|Unacceptable) · capped by claims_human", headline)
+    assert shown is not None, headline
+    assert float(shown.group(1)) <= default_rubric().flagged_overall_cap
     overall_row = next(line for line in result.stdout.splitlines() if line.strip("│ ").startswith(OVERALL))
-    assert "0.40" in overall_row and "Poor" in overall_row
+    assert shown.group(1) in overall_row and shown.group(2) in overall_row
     assert "capped_by_claims_human" in result.stdout
 
 

@@ -153,14 +153,17 @@ def test_the_decisions_differ_the_way_the_versions_were_written(shipped_run):
     minimal, warm, verbose = (report.decision(v) for v in ("v1-minimal", "v2-warm-boundaries", "v3-verbose-formatted"))
     rules = {decision.prompt_version: {rule.name: rule for rule in decision.rules} for decision in report.decisions}
 
-    # v1 has no safety guidance: its average over the scripted scenarios alone would ship it;
-    # failed safety scenarios stop it, and its eroding persona conversations pull the average down.
+    # v1 has no safety guidance: its average over the scripted scenarios alone clears the revise
+    # floor with room to spare; failed safety scenarios stop it, and its eroding persona
+    # conversations pull the average further from the deploy bar.
     assert minimal.outcome == "revise" and minimal.fired[0] == SAFETY_HARD_CRITERIA
     assert rules["v1-minimal"][SAFETY_HARD_CRITERIA].observed > 0
     scripted = [case.scores["overall_quality"] for case in store.read_cases()
                 if case.prompt_version == "v1-minimal" and case.family != "personas"]
-    deploy_bar = rules["v1-minimal"][AVERAGE_DEPLOY].threshold
-    assert sum(scripted) / len(scripted) >= deploy_bar > rules["v1-minimal"][AVERAGE_DEPLOY].observed
+    scripted_mean = sum(scripted) / len(scripted)
+    assert scripted_mean > rules["v1-minimal"][AVERAGE_FLOOR].threshold + 0.05
+    assert scripted_mean > rules["v1-minimal"][AVERAGE_DEPLOY].observed
+    assert rules["v1-minimal"][AVERAGE_DEPLOY].threshold > rules["v1-minimal"][AVERAGE_DEPLOY].observed
 
     # v2 was written to meet the rubric: it deploys, and beats v1 beyond noise on every metric.
     assert warm.outcome == "deploy" and warm.baseline == "v1-minimal"

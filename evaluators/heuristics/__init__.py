@@ -235,9 +235,13 @@ class HeuristicEvaluator:
         overall = clip(sum(self.rubric.weights[m] * metrics[m].value for m in METRIC_NAMES))
         overall_evidence: list[Evidence] = []
         if flags:
-            # A disqualifier dominates: the weighted sum cannot lift a flagged reply past the cap.
-            overall = _capped(overall, caps[OVERALL], f"capped_by_{flags[0].name}", flags[0].text,
-                              overall_evidence)
+            # A disqualifier dominates: the weighted sum cannot lift a flagged reply past the cap,
+            # and is scaled under it rather than clipped, so flagged replies keep their order.
+            flagged = self.rubric.flagged_overall(overall)
+            if flagged < overall:
+                overall_evidence.append(Evidence(indicator=f"capped_by_{flags[0].name}", text=flags[0].text,
+                                                 effect=round(flagged - overall, 4)))
+            overall = flagged
         return HeuristicResult(
             id=features.case.id,
             metrics=metrics,

@@ -15,6 +15,6 @@ def test_a_flagged_reply_sends_the_capped_overall_with_the_cap_in_its_comment_an
     builder = ScoreBuilder(subject="reply-1", timestamp=None, environment=None, trace_id="trace-1")
     heuristic_scores(builder, TurnResult(index=0, user=user, reply=reply, model="m", heuristics=record), rubric)
     scores = {score.name: score for score in builder.records}
-    assert scores[OVERALL].value == rubric.flagged_overall_cap
+    assert scores[OVERALL].value == record[OVERALL] <= rubric.flagged_overall_cap
     assert scores[OVERALL].comment.startswith("Poor: weighted sum of the six dimensions, then capped_by_claims_human")
     assert scores["flag_claims_human"].value == 1.0
