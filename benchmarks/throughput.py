@@ -296,14 +296,14 @@ LABEL_WIDTH = 22
 
 
 def print_table(timings: list[Timing], traced: dict[str, float]) -> None:
-    """One row per job; 76 columns, or 88 with the traced heap peak (``--tracemalloc``)."""
-    heap_header = f"{'heap MB':>12}" if traced else ""
+    """One row per job (76 columns), then the traced heap peaks if `--tracemalloc` asked."""
     print(f"\n  {'measurement':<{LABEL_WIDTH}}{'wall s':>8}{'replies/s':>10}{'CPU s':>8}"
-          f"{'replies/CPU s':>14}{'peak RSS MB':>12}{heap_header}")
+          f"{'replies/CPU s':>14}{'peak RSS MB':>12}")
     for timing in timings:
-        heap = f"{traced[timing.label]:>12.1f}" if timing.label in traced else ""
         print(f"  {timing.label:<{LABEL_WIDTH}}{timing.wall:>8.2f}{timing.wall_rate:>10.0f}"
-              f"{timing.cpu:>8.2f}{timing.cpu_rate:>14.0f}{timing.rss_mb:>12.0f}{heap}")
+              f"{timing.cpu:>8.2f}{timing.cpu_rate:>14.0f}{timing.rss_mb:>12.0f}")
+    for label, peak in traced.items():
+        print(f"  Python-heap peak of {label}: {peak:.1f} MB (tracemalloc)")
 
 
 def verdict(passed: bool) -> str:
