@@ -16,6 +16,7 @@ import os
 import random
 import resource
 import sys
+import textwrap
 import time
 import tracemalloc
 from collections import deque
@@ -32,10 +33,12 @@ if str(PROJECT_ROOT) not in sys.path:
 
 Scorer = Callable[[pd.DataFrame], pd.DataFrame]
 TARGET_RATIO = 0.8
+# The full scorer's floor on this 2-core machine (issue 12): wall-clock replies per second.
+MIN_REPLIES_PER_SECOND = 50
 # Models the evaluator runs beyond the spaCy parse, each with its own timed line: the sentence
 # vectors of evaluators/meaning.py (relevance by meaning). The safety detectors
 # (evaluators/safety/) are rules over the same parse, part of the evaluator's time.
-ADDED_MODELS = "added model: the meaning vectors (timed above); safety detectors are parse rules"
+ADDED_MODELS = "safety detectors: rules over the same parse, no model of their own"
 MEANING = "meaning vectors"
 SEED = 20250819
 WARMUP_RECORDS = 64
@@ -289,38 +292,65 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+LABEL_WIDTH = 22
+
+
 def print_table(timings: list[Timing], traced: dict[str, float]) -> None:
-    heap_header = f"{'heap peak MB':>14}" if traced else ""
-    print(f"\n  {'measurement':<24}{'replies':>8}{'wall s':>9}{'replies/s':>11}{'CPU s':>9}"
-          f"{'replies/CPU s':>15}{'peak RSS MB':>13}{heap_header}")
+    """One row per job (76 columns), then the traced heap peaks if `--tracemalloc` asked."""
+    print(f"\n  {'measurement':<{LABEL_WIDTH}}{'wall s':>8}{'replies/s':>10}{'CPU s':>8}"
+          f"{'replies/CPU s':>14}{'peak RSS MB':>12}")
     for timing in timings:
-        heap = f"{traced[timing.label]:>14.1f}" if timing.label in traced else ""
-        print(f"  {timing.label:<24}{timing.replies:>8}{timing.wall:>9.2f}{timing.wall_rate:>11.0f}"
-              f"{timing.cpu:>9.2f}{timing.cpu_rate:>15.0f}{timing.rss_mb:>13.0f}{heap}")
+        print(f"  {timing.label:<{LABEL_WIDTH}}{timing.wall:>8.2f}{timing.wall_rate:>10.0f}"
+              f"{timing.cpu:>8.2f}{timing.cpu_rate:>14.0f}{timing.rss_mb:>12.0f}")
+    for label, peak in traced.items():
+        print(f"  Python-heap peak of {label}: {peak:.1f} MB (tracemalloc)")
+
+
+def verdict(passed: bool) -> str:
+    return "PASS" if passed else "MISS"
 
 
 def print_ratio(bare: Timing, evaluator: Timing, meaning: Timing | None = None) -> None:
-    for clock, ratio in (("wall", evaluator.wall_rate / bare.wall_rate),
-                         ("CPU", evaluator.cpu_rate / bare.cpu_rate)):
-        verdict = "PASS" if ratio >= TARGET_RATIO else "MISS"
-        print(f"  evaluator / bare parse ({clock:<4}) = {ratio:.2f}   (target >= {TARGET_RATIO:.2f})   {verdict}")
-    if meaning is None:
-        return
-    # The floor with the added model: the parse and the model's pass, one after the other.
-    for clock, floor_seconds, seconds in (("wall", bare.wall + meaning.wall, evaluator.wall),
-                                          ("CPU", bare.cpu + meaning.cpu, evaluator.cpu)):
-        ratio = floor_seconds / seconds
-        verdict = "PASS" if ratio >= TARGET_RATIO else "MISS"
-        print(f"  evaluator / (parse + vectors) ({clock:<4}) = {ratio:.2f}   (target >= {TARGET_RATIO:.2f})   "
-              f"{verdict}")
+    """The ratios against the bare parse and against the floor with the added model, the
+    model's own cost, the glue beyond both models' passes, and the scorer's rate.
+
+    The floor is what cannot be avoided: the parse of each distinct text once, plus the
+    added model's pass over the same texts (one after the other, measured in this run). The
+    glue is the evaluator's time beyond that floor, as a share of it: at most 25% is the
+    same target as evaluator / floor >= 0.80. CPU time is the figure to trust under load.
+    """
+    for clock, ratio in (("CPU", evaluator.cpu_rate / bare.cpu_rate),
+                         ("wall", evaluator.wall_rate / bare.wall_rate)):
+        print(f"  evaluator / bare parse ({clock:<4}) = {ratio:.2f}"
+              f"   (target >= {TARGET_RATIO:.2f})  {verdict(ratio >= TARGET_RATIO)}")
+    if meaning is not None:
+        share = meaning.cpu / bare.cpu
+        print(f"  added model, {MEANING}: {meaning.cpu:.2f} CPU s, {share:.1%} of the parse")
+        floors = (("CPU", bare.cpu + meaning.cpu, evaluator.cpu),
+                  ("wall", bare.wall + meaning.wall, evaluator.wall))
+        for clock, floor_seconds, seconds in floors:
+            ratio = floor_seconds / seconds
+            print(f"  evaluator / (parse + vectors) ({clock:<4}) = {ratio:.2f}"
+                  f"   (target >= {TARGET_RATIO:.2f})  {verdict(ratio >= TARGET_RATIO)}")
+        floor_cpu = bare.cpu + meaning.cpu
+    else:
+        floor_cpu = bare.cpu
+    glue = evaluator.cpu - floor_cpu
+    limit = 1 / TARGET_RATIO - 1
+    print(f"  glue beyond the models' passes: {glue:.2f} CPU s, {glue / floor_cpu:.0%} of them"
+          f"   (max {limit:.0%})  {verdict(glue <= limit * floor_cpu)}")
+    print(f"  full scorer: {evaluator.cpu_rate:.0f} replies/CPU s, {evaluator.wall_rate:.0f} replies/s"
+          f"   (min {MIN_REPLIES_PER_SECOND})  {verdict(evaluator.wall_rate >= MIN_REPLIES_PER_SECOND)}")
+    print(f"  peak RSS: {evaluator.rss_mb:.0f} MB")
 
 
 def warn_if_loaded() -> None:
     """Other processes competing for the CPU make wall-clock rates unreliable: say so."""
     load, cores = os.getloadavg()[0], os.cpu_count() or 1
     if load > cores * 0.75:
-        print(f"  note: 1-min load average {load:.1f} on {cores} core(s); other processes were "
-              "competing for the CPU, trust the CPU-time figures over wall time")
+        note = (f"note: 1-min load average {load:.1f} on {cores} core(s); other processes were "
+                "competing for the CPU, trust the CPU-time figures over wall time")
+        print(textwrap.fill(note, width=78, initial_indent="  ", subsequent_indent="    "))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -330,9 +360,10 @@ def main(argv: list[str] | None = None) -> int:
     nlp, source = load_nlp()
     score_frame, reason = load_scorer()
     words = records["response"].str.split().str.len()
-    print(f"{len(records)} records, {len(texts)} distinct texts in the bare parse, "
-          f"median reply {words.median():.0f} words, max {words.max()}")
-    print(f"pipeline: {source}: {', '.join(nlp.pipe_names)}")
+    print(f"{len(records)} records, {len(texts)} distinct texts in the bare parse")
+    print(f"replies: median {words.median():.0f} words, max {words.max()}")
+    print(f"pipeline: {source}")
+    print(f"  pipes: {', '.join(nlp.pipe_names)}")
 
     warm = records.head(WARMUP_RECORDS)
     bare_parse(nlp, parsed_texts(warm))

@@ -570,7 +570,8 @@ class CaseFeatures:
         """A reply claim that says the opposite of one in the companion's own earlier turns."""
         if self.meaning_rules is None or not self.previous_own_turns:
             return None
-        mine = turn_fit.claims(self.reply.doc)
+        # The reply's claims depend on its parse alone: read once per reply, not per case.
+        mine = self.reply.memo("claims", lambda: turn_fit.claims(self.reply.doc))
         if not mine:
             return None
         own = self.history.turn_claims[-1::-2][:len(self.previous_own_turns)]

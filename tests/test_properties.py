@@ -166,3 +166,19 @@ def test_a_long_conversation_reads_each_history_turn_once_and_in_order():
     assert {"bakery", "river", "school", "park", "station", "biscuit"} <= history.anchors
     assert history.anchors == frozenset().union(*history.turn_anchors)
     assert "library" not in history.anchors  # the last user turn is the message, not history
+
+
+def test_cases_sharing_a_reply_and_its_exchanges_score_as_each_case_alone():
+    """One reply answering several messages under several histories: what is kept per reply
+    and per exchange (features, safety readings) never carries one case's context to another."""
+    reply = "Have you and Maya talked since she got to Boston? I'm sorry work has been rough."
+    users = ["Work has been rough lately.", "I miss my sister Maya.", "Anyway, what should I cook tonight?"]
+    histories = [[], ["I miss my sister Maya since she moved to Boston."], ["My dog Biscuit is sick.", "Hi there!"]]
+    records = [{"id": f"{u}-{h}", "user_message": user, "response": reply, "history": history}
+               for u, user in enumerate(users) for h, history in enumerate(histories)]
+    batched, alone = _batch_and_alone(records)
+    assert batched == alone
+    carried = {record["id"]: [item["text"] for item in record["evidence"]["personalization_continuity"]
+                              if item["indicator"] == "history_carry_over"] for record in batched}
+    assert carried["0-1"] and "boston" in carried["0-1"][0].lower()  # the history was read
+    assert not carried["0-0"]

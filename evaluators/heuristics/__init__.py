@@ -67,6 +67,8 @@ class HeuristicEvaluator:
             self.nlp = nlp or load_pipeline()
             self.matchers = {role: LexiconMatcher(self.nlp, self.rubric, role) for role in ("reply", "user")}
             self.patterns = self.rubric.compiled_patterns()
+            # Read once: `Rubric.weights` builds its dict on every access.
+            self._weights = tuple((metric, self.rubric.weights[metric]) for metric in METRIC_NAMES)
             self.safety = SafetyWords.from_rubric(self.rubric)
             self.sentiment = SentimentIntensityAnalyzer()
             ensure_cmudict()
@@ -232,7 +234,7 @@ class HeuristicEvaluator:
                 value = _capped(value, voice.far_beyond_cap, "far_beyond_voice_budget",
                                 f"about {seconds:.0f} s spoken, over {voice.far_beyond_seconds:g} s", evidence)
             metrics[metric] = MetricScore(value=value, evidence=evidence)
-        overall = clip(sum(self.rubric.weights[m] * metrics[m].value for m in METRIC_NAMES))
+        overall = clip(sum(weight * metrics[m].value for m, weight in self._weights))
         overall_evidence: list[Evidence] = []
         if flags:
             # A disqualifier dominates: the weighted sum cannot lift a flagged reply past the cap,
