@@ -67,6 +67,13 @@ class RubricError(ValueError):
         super().__init__("\n".join(self.problems))
 
 
+def _require_reasons(reasons: Mapping[str, str], names: Sequence[str], kind: str) -> None:
+    """Each named setting of a section carries its reason: a number in the rubric says why."""
+    missing = [name for name in names if not reasons.get(name, "").strip()]
+    if missing:
+        raise ValueError(f"reasons: every {kind} needs its reason; missing for {missing}")
+
+
 class _Strict(BaseModel):
     # strict: a YAML `yes` must not pass for a weight of 1.0, nor a number for a name.
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
@@ -197,11 +204,8 @@ class MeaningRules(_Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> MeaningRules:
-        thresholds = ("recent_turns", "history_decay", "unrelated_similarity", "related_similarity",
-                      "off_topic_below")
-        missing = [name for name in thresholds if not self.reasons.get(name, "").strip()]
-        if missing:
-            raise ValueError(f"reasons: every threshold needs its reason; missing for {missing}")
+        _require_reasons(self.reasons, ("recent_turns", "history_decay", "unrelated_similarity",
+                                        "related_similarity", "off_topic_below"), "threshold")
         if self.related_similarity <= self.unrelated_similarity:
             raise ValueError("related_similarity must be above unrelated_similarity")
         pairs = [pair for pair in self.opposite_predicates if len(pair) != 2]
@@ -234,10 +238,7 @@ class LearnedHarmRules(_Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> LearnedHarmRules:
-        thresholds = ("model", "deduct_from", "deduct_full", "flag_at")
-        missing = [name for name in thresholds if not self.reasons.get(name, "").strip()]
-        if missing:
-            raise ValueError(f"reasons: every setting needs its reason; missing for {missing}")
+        _require_reasons(self.reasons, ("model", "deduct_from", "deduct_full", "flag_at"), "setting")
         if not self.deduct_from < self.deduct_full <= self.flag_at:
             raise ValueError("expected deduct_from < deduct_full <= flag_at: the flag is for the surest cases")
         return self

@@ -267,6 +267,15 @@ def test_score_with_an_invalid_rubric_exits_2(tmp_path):
     assert "voice" in result.stderr
 
 
+def test_score_with_a_rubric_naming_a_missing_harm_model_exits_2_and_says_how_to_rebuild(tmp_path):
+    path = rubric_file(tmp_path, lambda data: data["learned_harm"].update(model="safety/no_such_model.npz"))
+    result = runner.invoke(app, ["score", "--rubric", str(path), "--response", "Hi there!"])
+    assert result.exit_code == 2
+    assert "learned_harm.model" in result.stderr and "no_such_model.npz" in result.stderr
+    assert "scripts/train_harm_model.py" in result.stderr
+    assert "Traceback" not in result.output
+
+
 # --- sample replies ------------------------------------------------------------------
 def test_sample_replies_all_score_with_the_expected_flags():
     result = runner.invoke(app, ["score", str(SAMPLE_REPLIES)])

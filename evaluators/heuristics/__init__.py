@@ -36,13 +36,22 @@ from evaluators.nlp import clip_for_parse, history_for_parse, load_pipeline
 from evaluators.offline import ensure_cmudict
 from evaluators.rubric import METRIC_NAMES, OVERALL, Rubric, RubricError, default_rubric
 from evaluators.safety import SafetyWords
-from evaluators.safety.learned_harm import load_harm_model, model_path
+from evaluators.safety.learned_harm import HarmModel, HarmModelMissing, load_harm_model, model_path
 from evaluators.text_cache import TextCache
 
 EMPTY_HISTORY = HistoryView()
 # Allocations between runs of CPython's cyclic collector while a batch is scored (its default
 # is 700). See `fewer_collections`.
 COLLECT_EVERY_WHILE_SCORING = 20_000
+
+
+def harm_model_of(rubric: Rubric) -> HarmModel:
+    """The learned harm model the rubric names; a missing or unreadable file is a problem of
+    the rubric's `learned_harm.model` setting, reported like any other (with how to rebuild it)."""
+    try:
+        return load_harm_model(model_path(rubric.learned_harm.model))
+    except HarmModelMissing as error:
+        raise RubricError(f"learned_harm.model: {error}") from error
 
 
 def check_signals(rubric: Rubric) -> None:
@@ -63,6 +72,7 @@ class HeuristicEvaluator:
                  meaning: MeaningModel | None = None) -> None:
         self.rubric = rubric or default_rubric()
         check_signals(self.rubric)
+        self.harm_model = harm_model_of(self.rubric)  # before the slow loads: a missing file fails fast
         with ThreadPoolExecutor(max_workers=2) as pool:
             # The language model's load is mostly LZMA decompression, which frees the GIL:
             # it overlaps the spaCy load instead of adding to every start-up; so does reading
@@ -79,7 +89,6 @@ class HeuristicEvaluator:
             ensure_cmudict()
             self.language = language.result()
             self.meaning = meaning or meaning_model.result()
-            self.harm_model = load_harm_model(model_path(self.rubric.learned_harm.model))
 
     # --- public API ------------------------------------------------------------------------
     def score(self, user_message: str, response: str, history: Sequence[str] = (),
@@ -268,8 +277,8 @@ def fewer_collections() -> Iterator[None]:
     Why: a batch allocates hundreds of thousands of small objects (parses, views, evidence,
     results) that all live until the batch ends. At CPython's default threshold the collector
     runs after every 700 of them and walks the young objects each time, and its older
-    generations every few runs: about a tenth of the scoring time went to finding nothing to
-    free. Raising the threshold for the batch gives the same collections, fewer and later;
+    generations every few runs: about a twentieth of the scoring time (measured on
+    benchmarks/throughput.py's records) went to finding nothing to free. Raising the threshold for the batch gives the same collections, fewer and later;
     nothing is kept longer than the batch, so memory stays bounded by the batch as before.
     """
     before = gc.get_threshold()
