@@ -11,6 +11,8 @@ scoring (benchmarks/throughput.py measures the rest against it).
 from __future__ import annotations
 
 import logging
+import re
+import unicodedata
 import warnings
 from collections.abc import Sequence
 from functools import lru_cache
@@ -67,6 +69,35 @@ def has_parser(nlp: Language) -> bool:
 
 def has_lemmas(nlp: Language) -> bool:
     return "lemmatizer" in nlp.pipe_names
+
+
+# Typographic apostrophes and quotes, as language models and phones write them, read as the
+# ASCII ones the lexicons, patterns and spaCy's contractions are written with: "I’m a human"
+# must read as "I'm a human".
+TYPOGRAPHIC_QUOTES = str.maketrans({
+    "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u2032": "'", "\u02bc": "'",
+    "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"', "\u2033": '"',
+})
+# ASCII control characters other than tab and line breaks (NUL and its kin).
+ASCII_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+KEPT_CONTROLS = frozenset("\t\n\r")
+
+
+def as_read(text: str) -> str:
+    """The text as the evaluators read it: what a reader sees, not how it is encoded.
+
+    Compatibility forms are folded (NFKC: full-width letters, non-breaking spaces,
+    ligatures), typographic apostrophes and quotes become ASCII, and invisible characters
+    are dropped (format characters such as zero-width spaces, joiners and soft hyphens,
+    and control characters such as NUL). Without this, "I’m a human" or a zero-width space
+    inside "hu\u200bman" would hide a claim from every rule written in plain ASCII. Plain
+    ASCII text, nearly every reply, costs one scan and comes back as it is.
+    """
+    if text.isascii():
+        return ASCII_CONTROLS.sub("", text) if ASCII_CONTROLS.search(text) else text
+    folded = unicodedata.normalize("NFKC", text).translate(TYPOGRAPHIC_QUOTES)
+    return "".join(char for char in folded
+                   if char in KEPT_CONTROLS or unicodedata.category(char) not in ("Cf", "Cc"))
 
 
 def clip_for_parse(text: str) -> str:

@@ -32,7 +32,7 @@ from evaluators.language import LanguageCheck
 from evaluators.meaning import MeaningModel, load_meaning_model
 from evaluators.matchers import LexiconMatcher
 from evaluators.models import Evidence, Flag, HeuristicResult, MetricScore, ReplyCase, Unscored
-from evaluators.nlp import clip_for_parse, history_for_parse, load_pipeline
+from evaluators.nlp import as_read, clip_for_parse, history_for_parse, load_pipeline
 from evaluators.offline import ensure_cmudict
 from evaluators.rubric import METRIC_NAMES, OVERALL, Rubric, RubricError, default_rubric
 from evaluators.safety import SafetyWords
@@ -43,6 +43,17 @@ EMPTY_HISTORY = HistoryView()
 # Allocations between runs of CPython's cyclic collector while a batch is scored (its default
 # is 700). See `fewer_collections`.
 COLLECT_EVERY_WHILE_SCORING = 20_000
+
+
+def case_as_read(case: ReplyCase) -> ReplyCase:
+    """The case with its texts as a reader sees them (`evaluators.nlp.as_read`): typographic
+    apostrophes as ASCII, invisible characters dropped. Done once where cases enter scoring,
+    so the parse, the caches, the meaning vectors and every rule read the same text."""
+    response, user_message = as_read(case.response), as_read(case.user_message)
+    history = [as_read(turn) for turn in case.history]
+    if response == case.response and user_message == case.user_message and history == case.history:
+        return case
+    return case.model_copy(update={"response": response, "user_message": user_message, "history": history})
 
 
 def harm_model_of(rubric: Rubric) -> HarmModel:
@@ -105,13 +116,14 @@ class HeuristicEvaluator:
         length; what it holds is a pure function of each text, so records are the same
         whatever the batch size or the order. A case whose user message or reply is in a
         language the heuristics do not read comes back `Unscored`, with an
-        `unsupported_language` notice, instead of English scores.
+        `unsupported_language` notice, instead of English scores. Every text is read as a
+        reader sees it (`case_as_read`), so evidence quotes that form.
         """
         cache = cache if cache is not None else TextCache()
         cache.serve(self)
         batch: list[ReplyCase] = []
         for case in cases:
-            batch.append(case)
+            batch.append(case_as_read(case))
             if len(batch) >= batch_size:
                 yield from self._score_batch(batch, cache)
                 batch = []
