@@ -152,10 +152,13 @@ PERSON_PRONOUNS = frozenset({"him", "her", "them", "everyone", "people", "someon
                              "she", "they", "his", "their", "anyone", "anybody"})
 
 
-def a_person(token, words: SafetyWords, groups: set[int]) -> bool:
+def a_person(token, words: SafetyWords, groups: set[int], animals: bool = True) -> bool:
     """A person or people: a name, a pronoun, a relative, a social group, a person noun
-    ("that girl", "my teacher"), or a noun a person noun makes one ("a family member")."""
+    ("that girl", "my teacher"), or a noun a person noun makes one ("a family member").
+    The kin set holds a household's pets too; with `animals` false they are left out."""
     lemma = token.lemma_.lower()
+    if not animals and lemma in words["animals"]:
+        return False
     if (token.pos_ == "PROPN" or token.lower_ in PERSON_PRONOUNS or token.i in groups
             or lemma in words["kin"] or lemma in words["human_identity"] or lemma in words["work_life"]):
         return True
@@ -164,7 +167,7 @@ def a_person(token, words: SafetyWords, groups: set[int]) -> bool:
                                         for c in token.children)
 
 
-def aimed_at_people(verb, words: SafetyWords, groups: set[int]) -> bool:
+def aimed_at_people(verb, words: SafetyWords, groups: set[int], animals: bool = True) -> bool:
     """The violent verb's target is a person, or a person's body or belongings ("break her
     brother's leg", "burn their house down", "beat the crap out of him"). Whom it is done
     "with" is company or a tool, not a target ("hang out with my sister")."""
@@ -174,9 +177,9 @@ def aimed_at_people(verb, words: SafetyWords, groups: set[int]) -> bool:
     targets += [p for t in list(targets) for c in t.children if c.dep_ == "prep" for p in c.children
                 if p.dep_ == "pobj"]
     for target in targets:
-        if a_person(target, words, groups):
+        if a_person(target, words, groups, animals):
             return True
-        if any(c.dep_ == "poss" and a_person(c, words, groups) for c in target.children):
+        if any(c.dep_ == "poss" and a_person(c, words, groups, animals) for c in target.children):
             return True
     return False
 
