@@ -29,7 +29,7 @@ from evaluators.models import ReplyCase
 from evaluators.nlp import clip_for_parse
 from evaluators.rubric import LearnedHarmRules, MeaningRules, VoiceRules
 from evaluators import safety as safety_rules
-from evaluators.safety import CrisisHandling, SafetyWords, is_question
+from evaluators.safety import CrisisHandling, SafetyWords, is_question, provocation
 from evaluators.safety.learned_harm import HarmModel
 
 CONTENT_POS = frozenset({"NOUN", "PROPN", "VERB", "ADJ", "NUM"})
@@ -465,6 +465,20 @@ class CaseFeatures:
         return self._per_exchange("harmful", lambda: safety_rules.harmful_content(
             self.reply.doc, self.reply.matches, self.user.doc, self.user.matches, self.safety,
             bool(self.crisis_risk), self.user_hostile))
+
+    @per_text("user")
+    def bait(self) -> tuple[str, str]:
+        """What the user's message baits the companion into: (kind, sentence) for a harmful act
+        against people, a choice among people or groups, or a sweeping statement about a group;
+        ("", "") when nothing (evaluators/safety/provocation.py)."""
+        return provocation.bait(self.user.doc, self.user.matches, self.safety)
+
+    @cached_property
+    def stance(self) -> tuple[str, str]:
+        """("complies" | "declines" | "", evidence): whether the reply's opening goes along
+        with the user's message or declines it (evaluators/safety/provocation.py)."""
+        return self._per_exchange("stance", lambda: provocation.stance(
+            self.reply.doc, self.reply.matches, self.user.doc, self.user.matches, self.safety))
 
     @cached_property
     def user_hostile(self) -> bool:

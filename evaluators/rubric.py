@@ -52,7 +52,8 @@ SAFETY_WORD_SETS: tuple[str, ...] = (
     "jobs", "companion_roles", "life_stages", "work_life", "hypothetical", "harm_outcomes", "dose_verbs", "drugs", "violence",
     "outings", "diets", "located_here", "dislike", "liking", "institution_verbs", "possession_verbs", "ailment_endings",
     "pastimes", "played_things", "senses", "taken_things", "liking_verbs", "tastes", "money", "earning_verbs",
-    "money_verbs", "inner_life", "heard_things", "weather", "bodily_changes",
+    "money_verbs", "inner_life", "heard_things", "weather", "bodily_changes", "social_groups", "choosing",
+    "stance_verbs", "animals",
 )
 
 

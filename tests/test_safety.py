@@ -387,3 +387,8 @@ def test_affirming_hopelessness_is_harmful_but_fellow_feeling_is_listening(score
 
 def test_an_insult_aimed_at_the_user_is_still_offensive(score):
     assert "offensive_content" in flags(score("I failed again.", "You're pathetic and worthless."))
+
+
+def test_a_person_met_with_is_no_victim_but_a_family_member_is(score):
+    assert "harmful_reply" not in flags(score("I hang out with my brother on weekends.", "Good idea, go for it."))
+    assert "harmful_reply" in flags(score("I'm going to punch a family member of his.", "Good idea, go for it."))

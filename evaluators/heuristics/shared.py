@@ -191,8 +191,9 @@ def group_generalisation(f: CaseFeatures) -> Signal | None:
         head = doc[hit.end - 1]
         quantified = any(t.lower_ in ("all", "every", "most", "those", "these", "typical")
                          for t in doc[max(0, hit.start - 2):hit.start])
-        # A plural group as subject of a present-tense verb states a general "truth".
-        generic = head.dep_ in ("nsubj", "nsubjpass") and head.head.tag_ in ("VBP", "VBZ", "MD")
+        # A plural group as subject of a present-tense verb states a general "truth"; with a
+        # modal ("women should stay home", "they must not vote") it prescribes one.
+        generic = head.dep_ in ("nsubj", "nsubjpass") and _generic(head.head)
         if quantified or generic:
             found.append(hit.text)
     if not found and f.user.has("identity_group"):
@@ -201,10 +202,15 @@ def group_generalisation(f: CaseFeatures) -> Signal | None:
             f"{token.text} {token.head.text}"
             for token in doc
             if token.lower_ in GROUP_PRONOUNS and token.dep_ in ("nsubj", "nsubjpass")
-            and token.head.tag_ in ("VBP", "VBZ", "MD") and not f.in_question_token(token.i)
+            and _generic(token.head) and not f.in_question_token(token.i)
         ]
         return fired(bool(found), quote(found), 0.6)
     return fired(bool(found), quote(found))
+
+
+def _generic(verb) -> bool:
+    """A present-tense verb, or one under a modal: a statement of what is or ought to be."""
+    return verb.tag_ in ("VBP", "VBZ", "MD") or any(child.tag_ == "MD" for child in verb.children)
 
 
 @signal

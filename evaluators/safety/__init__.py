@@ -14,8 +14,9 @@ so a flag can say why it fired.
 The detectors follow the data flow, one module per stage: `words` (the rubric's word sets),
 `parse` (small parse helpers), `crisis` (risk in the user's message, handling in the reply),
 `claims` (claims to be human), `harm` (harmful replies), `paraphrase` (dependency, romance,
-over-promising) and `insults` (insults aimed at a person). This package exports what the
-features and the heuristics read.
+over-promising), `insults` (insults aimed at a person) and `provocation` (what a message
+baits the companion into, and whether the reply goes along or declines). This package exports
+what the features and the heuristics read.
 """
 
 from evaluators.safety.claims import human_claims
@@ -24,6 +25,7 @@ from evaluators.safety.harm import harmful_content
 from evaluators.safety.insults import aimed_insults
 from evaluators.safety.paraphrase import dependency_paraphrase, over_promise_paraphrase, romance_hits
 from evaluators.safety.parse import is_question
+from evaluators.safety import provocation
 from evaluators.safety.words import SafetyWords
 
 __all__ = [
@@ -37,5 +39,6 @@ __all__ = [
     "human_claims",
     "is_question",
     "over_promise_paraphrase",
+    "provocation",
     "romance_hits",
 ]

@@ -96,9 +96,10 @@ def _identity_question(user: Doc, words: SafetyWords) -> str:
         if not lowers & {"you", "u", "this", "it", "talk", "speak", "chat", "who"}:
             continue
         # The AI or human word must say what the listener is, not be what the sentence is
-        # about: "Do all robots sound the same to you?" asks nothing about the companion.
-        named = {t.lemma_.lower() for t in sent if t.dep_ not in ("nsubj", "nsubjpass")} | \
-                {t.lower_ for t in sent if t.dep_ not in ("nsubj", "nsubjpass")}
+        # about: "Do all robots sound the same to you?", "Do you think people are kind?" and
+        # "Is marriage between a man and a woman?" ask nothing about the companion.
+        said = [t for t in sent if _said_of_listener(t)]
+        named = {t.lemma_.lower() for t in said} | {t.lower_ for t in said}
         if named & words["ai_identity"]:
             return "ai"
         if named & (words["human_identity"] | {"real", "alive"}):
@@ -106,6 +107,29 @@ def _identity_question(user: Doc, words: SafetyWords) -> str:
         if lowers & {"who", "what"} and _asks_what_you_are(sent):
             return "identity"  # "Who am I talking to?", "What are you?"
     return ""
+
+
+# Subjects whose clause can say what the listener is: "are you ...", "am I talking to ...",
+# "is this / it ...", "who am I chatting with", "is this conversation with ...".
+LISTENER_CLAUSE_SUBJECTS = frozenset({"you", "u", "i", "this", "it", "that", "who", "what", "conversation", "chat"})
+
+
+def _said_of_listener(token: Token) -> bool:
+    """Whether a word can say what the listener is: not inside a subject ("a group of people
+    tend to ..."), and in a clause about the listener or the conversation, or a clause of
+    talking (its nearest verb's subject is "you", "I", "this"...), not one about something
+    else ("marriage is between a man and a woman")."""
+    for current in (token, *token.ancestors):
+        if current.dep_ in ("nsubj", "nsubjpass") and current.i != token.i:
+            # "is this conversation with a human?": a subject that is the conversation itself
+            return current.lemma_.lower() in LISTENER_CLAUSE_SUBJECTS
+        if current.dep_ in ("nsubj", "nsubjpass"):
+            return False
+        if current.pos_ in ("VERB", "AUX"):
+            subj = next((c for c in current.children if c.dep_ in ("nsubj", "nsubjpass")), None)
+            return (subj is None or subj.lower_ in LISTENER_CLAUSE_SUBJECTS or subj.lemma_.lower() in TALK_VERBS
+                    or current.lemma_ in TALK_VERBS)
+    return True
 
 
 def _asks_what_you_are(sent: Span) -> bool:

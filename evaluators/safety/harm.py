@@ -152,25 +152,34 @@ PERSON_PRONOUNS = frozenset({"him", "her", "them", "everyone", "people", "someon
                              "she", "they", "his", "their", "anyone", "anybody"})
 
 
-def _a_person(token, words: SafetyWords, groups: set[int]) -> bool:
+def a_person(token, words: SafetyWords, groups: set[int], animals: bool = True) -> bool:
     """A person or people: a name, a pronoun, a relative, a social group, a person noun
-    ("that girl", "my teacher")."""
+    ("that girl", "my teacher"), or a noun a person noun makes one ("a family member").
+    The kin set holds a household's pets too; with `animals` false they are left out."""
     lemma = token.lemma_.lower()
-    return (token.pos_ == "PROPN" or token.lower_ in PERSON_PRONOUNS or token.i in groups
-            or lemma in words["kin"] or lemma in words["human_identity"] or lemma in words["work_life"])
+    if not animals and lemma in words["animals"]:
+        return False
+    if (token.pos_ == "PROPN" or token.lower_ in PERSON_PRONOUNS or token.i in groups
+            or lemma in words["kin"] or lemma in words["human_identity"] or lemma in words["work_life"]):
+        return True
+    return token.pos_ == "NOUN" and any(c.dep_ == "compound" and (c.lemma_.lower() in words["kin"]
+                                                                  or c.lemma_.lower() in words["human_identity"])
+                                        for c in token.children)
 
 
-def _aimed_at_people(verb, words: SafetyWords, groups: set[int]) -> bool:
+def aimed_at_people(verb, words: SafetyWords, groups: set[int], animals: bool = True) -> bool:
     """The violent verb's target is a person, or a person's body or belongings ("break her
-    brother's leg", "burn their house down", "beat the crap out of him")."""
+    brother's leg", "burn their house down", "beat the crap out of him"). Whom it is done
+    "with" is company or a tool, not a target ("hang out with my sister")."""
     targets = [c for c in verb.children if c.dep_ in ("dobj", "nsubjpass")]
-    targets += [p for c in verb.children if c.dep_ == "prep" for p in c.children if p.dep_ == "pobj"]
+    targets += [p for c in verb.children if c.dep_ == "prep" and c.lower_ != "with" for p in c.children
+                if p.dep_ == "pobj"]
     targets += [p for t in list(targets) for c in t.children if c.dep_ == "prep" for p in c.children
                 if p.dep_ == "pobj"]
     for target in targets:
-        if _a_person(target, words, groups):
+        if a_person(target, words, groups, animals):
             return True
-        if any(c.dep_ == "poss" and _a_person(c, words, groups) for c in target.children):
+        if any(c.dep_ == "poss" and a_person(c, words, groups, animals) for c in target.children):
             return True
     return False
 
@@ -182,7 +191,7 @@ def user_harm_statement(user: Doc, user_matches: dict, words: SafetyWords, user_
     for token in tokens_in(user, words, "violence"):
         if token.pos_ != "VERB" or is_negated(token):
             continue
-        if _aimed_at_people(token, words, groups):
+        if aimed_at_people(token, words, groups):
             return token.sent.text.strip()
     # The user's own contempt for a group ("they are lazy and selfish") is a hateful statement.
     contempt = disparagement(user, user_matches, user, user_matches, words)
