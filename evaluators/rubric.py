@@ -533,6 +533,12 @@ def _safety_problems(rubric: Rubric) -> list[str]:
     missing = sorted(set(SAFETY_WORD_SETS) - set(safety.word_sets))
     if missing:
         problems.append(f"safety.word_sets: missing {missing}")
+    for name, word_set in safety.word_sets.items():
+        # A word set is matched token by token: an entry of two words would never match.
+        several = [word for word in word_set.words if len(word.split()) > 1]
+        if several:
+            problems.append(f"safety.word_sets.{name}: {several} hold more than one word; a word set "
+                            "matches single words (a phrase belongs in a `kind: phrase` lexicon)")
     for name in ("dose_pattern", "phone_pattern"):
         try:
             re.compile(getattr(safety, name))

@@ -136,6 +136,13 @@ def test_regex_that_does_not_compile_is_refused() -> None:
     assert "patterns.hashtag" in message
 
 
+def test_a_word_set_entry_of_two_words_is_refused_naming_the_set() -> None:
+    """Word sets match token by token; "get rid" could never match and would fail silently."""
+    message = rubric_error(lambda data: data["safety"]["word_sets"]["violence"]["words"].append("get rid"))
+    assert "safety.word_sets.violence" in message
+    assert "get rid" in message
+
+
 def test_missing_anchor_band_is_refused() -> None:
     message = rubric_error(lambda data: data["dimensions"]["helpfulness"]["anchors"].pop("good"))
     assert "dimensions.helpfulness.anchors" in message
