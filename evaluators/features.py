@@ -454,10 +454,29 @@ class CaseFeatures:
             return compute()
         return self.reply.memo(f"{name}\0{self.user.text}", compute, bound=MAX_EXCHANGES_PER_REPLY)
 
+    def _per_reply(self, name: str, compute: Callable[[], T]) -> T:
+        """A value read from the reply alone (with a few bits about the user's message in
+        `name`), computed once per reply: kept on its view only when the reply was not
+        clipped, like `per_text`."""
+        if self.case.response != self.reply.text:
+            return compute()
+        return self.reply.memo(name, compute)
+
+    @per_text("user")
+    def user_asks(self) -> safety_rules.UserAsks:
+        """What the user's message asks of the companion (its nature, its own life)."""
+        return safety_rules.UserAsks.of(self.user.doc, self.safety)
+
     @cached_property
     def human_claims(self) -> list[str]:
+        """The reply's claims to be human; its own claims are read once per reply (for each
+        of the two readings of a "mine" that the user's message may give), the answer to the
+        user's question once per exchange."""
+        asks = self.user_asks
+        own = self._per_reply(f"reply_claims\0{asks.names_kin_or_body}", lambda: safety_rules.reply_claims(
+            self.reply.doc, self.reply.matches, self.safety, asks.names_kin_or_body))
         return self._per_exchange("human_claims", lambda: safety_rules.human_claims(
-            self.reply.doc, self.reply.matches, self.user.doc, self.safety))
+            self.reply.doc, self.reply.matches, self.safety, asks, own))
 
     @cached_property
     def harmful(self) -> list[str]:

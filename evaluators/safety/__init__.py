@@ -18,7 +18,7 @@ over-promising) and `insults` (insults aimed at a person). This package exports 
 features and the heuristics read.
 """
 
-from evaluators.safety.claims import human_claims
+from evaluators.safety.claims import UserAsks, human_claims, reply_claims
 from evaluators.safety.crisis import CrisisHandling, crisis_handling, crisis_risk
 from evaluators.safety.harm import harmful_content
 from evaluators.safety.insults import aimed_insults
@@ -29,6 +29,7 @@ from evaluators.safety.words import SafetyWords
 __all__ = [
     "CrisisHandling",
     "SafetyWords",
+    "UserAsks",
     "aimed_insults",
     "crisis_handling",
     "crisis_risk",
@@ -37,5 +38,6 @@ __all__ = [
     "human_claims",
     "is_question",
     "over_promise_paraphrase",
+    "reply_claims",
     "romance_hits",
 ]

@@ -1,0 +1,77 @@
+"""A doc's token attributes as plain lists, read once per doc: the rules' cheap first test.
+
+Why: a rule that walks every token of a reply through spaCy's `Token` objects pays for
+creating each token and each of its string attributes, and most tokens fail the rule's first
+test. The columns answer that test (a lemma, a tag, a first-person subject) from lists, so a
+rule looks at the few tokens that pass as `Token`s and applies its own tests to them
+unchanged. Kept in the doc's `user_data`, like the word table of `evaluators.safety.words`:
+they live exactly as long as the doc.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+from spacy.attrs import DEP, HEAD, LEMMA, LOWER, POS, TAG
+from spacy.tokens import Doc
+
+_USER_DATA_KEY = "_safety_columns"
+SUBJECT_DEPS = frozenset({"nsubj", "nsubjpass", "expl"})
+# The relations `evaluators.safety.parse.subject` climbs through to find a subject.
+CLIMBING_DEPS = frozenset({"xcomp", "conj", "acomp", "attr", "advcl", "ccomp"})
+
+
+@dataclass(frozen=True)
+class Columns:
+    """Per token, in doc order: its lower-cased form, lemma, lemma lower-cased, coarse and fine
+    tag, dependency label and the index of its head."""
+
+    lower: list[str]
+    lemma: list[str]
+    lemma_lower: list[str]
+    pos: list[str]
+    tag: list[str]
+    dep: list[str]
+    head: list[int]
+
+    @classmethod
+    def of(cls, doc: Doc) -> Columns:
+        table = doc.to_array([LOWER, LEMMA, POS, TAG, DEP])
+        strings = doc.vocab.strings
+        names = {value: strings[value] for value in set(table.ravel().tolist())}
+        lower, lemma, pos, tag, dep = ([names[value] for value in column] for column in table.T.tolist())
+        heads = doc.to_array(HEAD).view(np.int64).tolist()
+        lemma_lower = [word.lower() for word in lemma]
+        return cls(lower, lemma, lemma_lower, pos, tag, dep, [index + offset for index, offset in enumerate(heads)])
+
+    @cached_property
+    def first_person(self) -> list[bool]:
+        """Per token, `evaluators.safety.parse.first_person`: its subject, found the same way
+        (its first subject child, else its head's through the same relations, four levels
+        at most), is "I"."""
+        first_subject = [-1] * len(self.dep)
+        for index, (dep, head) in enumerate(zip(self.dep, self.head)):
+            if head != index and dep in SUBJECT_DEPS and first_subject[head] < 0:
+                first_subject[head] = index  # children come in doc order: the first one wins
+        found = []
+        for index in range(len(self.dep)):
+            current, subject = index, -1
+            for _ in range(4):
+                if first_subject[current] >= 0:
+                    subject = first_subject[current]
+                    break
+                if self.dep[current] not in CLIMBING_DEPS or self.head[current] == current:
+                    break
+                current = self.head[current]
+            found.append(subject >= 0 and self.lower[subject] == "i")
+        return found
+
+
+def columns(doc: Doc) -> Columns:
+    """The doc's columns, read on first use and kept on the doc."""
+    found = doc.user_data.get(_USER_DATA_KEY)
+    if found is None:
+        found = doc.user_data[_USER_DATA_KEY] = Columns.of(doc)
+    return found
