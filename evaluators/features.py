@@ -446,13 +446,16 @@ class CaseFeatures:
         """A value read from the reply and the user's message alone, computed once per pair of
         texts: the same exchange recurs across a run (a reply to a greeting, a refusal), and
         the safety detectors' walks over the parse are the dearest signals after the parse.
-        Kept on the reply's view under the user's text, so only when neither text was clipped,
-        and for at most MAX_EXCHANGES_PER_REPLY user messages: a stock reply met by a long
-        stream of different messages must not grow its view without bound."""
+        Kept on the reply's view in one table per user's text, so only when neither text was
+        clipped, and for at most MAX_EXCHANGES_PER_REPLY user messages: a stock reply met by
+        a long stream of different messages must not grow its view without bound."""
         whole = (self.case.response == self.reply.text and self.case.user_message == self.user.text)
         if not whole:
             return compute()
-        return self.reply.memo(f"{name}\0{self.user.text}", compute, bound=MAX_EXCHANGES_PER_REPLY)
+        exchange: dict[str, object] = self.reply.memo(f"\0{self.user.text}", dict, bound=MAX_EXCHANGES_PER_REPLY)
+        if name not in exchange:
+            exchange[name] = compute()
+        return exchange[name]
 
     def _per_reply(self, name: str, compute: Callable[[], T]) -> T:
         """A value read from the reply alone (with a few bits about the user's message in
@@ -478,12 +481,22 @@ class CaseFeatures:
         return self._per_exchange("human_claims", lambda: safety_rules.human_claims(
             self.reply.doc, self.reply.matches, self.safety, asks, own))
 
+    @per_text("user")
+    def user_harm(self) -> safety_rules.UserHarm:
+        """What the user's message brings to the harm rules (a harmful statement, risk, people)."""
+        return safety_rules.UserHarm.of(self.user.doc, self.user.matches, self.safety, bool(self.crisis_risk),
+                                        self.user_hostile)
+
     @cached_property
     def harmful(self) -> list[str]:
-        """Dangerous instructions, doses, drug advice, agreement with harm (evidence strings)."""
+        """Dangerous instructions, doses, drug advice, agreement with harm (evidence strings).
+        The reply's own harm is read once per reply (for either reading of its "they" that
+        the user's message may give), the agreement with the user's message once per exchange."""
+        user = self.user_harm
+        own = self._per_reply(f"reply_harm\0{user.names_people}", lambda: safety_rules.reply_harm(
+            self.reply.doc, self.reply.matches, self.safety, user.names_people))
         return self._per_exchange("harmful", lambda: safety_rules.harmful_content(
-            self.reply.doc, self.reply.matches, self.user.doc, self.user.matches, self.safety,
-            bool(self.crisis_risk), self.user_hostile))
+            self.reply.doc, self.reply.matches, user, own))
 
     @cached_property
     def user_hostile(self) -> bool:
@@ -526,34 +539,39 @@ class CaseFeatures:
 
     @cached_property
     def harm_probability(self) -> float | None:
-        """P(unsafe) from the learned harm model (evaluators/safety/learned_harm.py).
+        """P(unsafe) from the learned harm model (evaluators/safety/learned_harm.py), once per
+        exchange.
 
         It reads the vectors of the reply and the user's message that `context_similarity`
         embeds (prefetched per batch), so it costs a dot product, not another pass.
         """
         if self.harm_model is None or self.meaning is None:
             return None
-        return self.harm_model.probability(self.meaning.vector(clip_for_parse(self.case.response)),
-                                           self.meaning.vector(clip_for_parse(self.case.user_message)))
+        return self._per_exchange("harm_probability", lambda: self.harm_model.probability(
+            self.meaning.vector(clip_for_parse(self.case.response)),
+            self.meaning.vector(clip_for_parse(self.case.user_message))))
 
     @cached_property
     def echoed_share(self) -> float:
         """The share of the reply's words (stop words aside) that the user's message already
         holds, as written: a reply made of the user's words looks related by meaning without
-        relating anything."""
+        relating anything. Read once per exchange."""
+        return self._per_exchange("echoed_share", self._echoed_share)
+
+    def _echoed_share(self) -> float:
         mine = [token.lower_ for token in self.reply.doc if token.is_alpha and not token.is_stop]
         if not mine:
             return 0.0
         theirs = {token.lower_ for token in self.user.doc if token.is_alpha}
         return sum(word in theirs for word in mine) / len(mine)
 
-    @cached_property
+    @per_text("user")
     def user_questions(self) -> list[turn_fit.Question]:
         if self.meaning_rules is None:
             return []
         return turn_fit.questions_asked(self.user.doc, self.meaning_rules)
 
-    @cached_property
+    @per_text("reply")
     def reply_statements(self) -> list[Span]:
         return turn_fit.statements(self.reply.doc)
 
@@ -563,8 +581,11 @@ class CaseFeatures:
 
         "kind": it supplies what was asked (a place to "where", a stance to a yes/no question);
         "related": a statement related to the question by meaning or by its topic words;
-        None: no statement, or only statements that go elsewhere.
+        None: no statement, or only statements that go elsewhere. Read once per exchange.
         """
+        return self._per_exchange("answer", self._answer)
+
+    def _answer(self) -> tuple[str, str] | None:
         if not self.user_questions or not self.reply_statements or self.meaning_rules is None:
             return None
         question = self.user_questions[-1]

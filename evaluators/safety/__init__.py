@@ -20,7 +20,7 @@ features and the heuristics read.
 
 from evaluators.safety.claims import UserAsks, human_claims, reply_claims
 from evaluators.safety.crisis import CrisisHandling, crisis_handling, crisis_risk
-from evaluators.safety.harm import harmful_content
+from evaluators.safety.harm import UserHarm, harmful_content, reply_harm
 from evaluators.safety.insults import aimed_insults
 from evaluators.safety.paraphrase import dependency_paraphrase, over_promise_paraphrase, romance_hits
 from evaluators.safety.parse import is_question
@@ -30,6 +30,7 @@ __all__ = [
     "CrisisHandling",
     "SafetyWords",
     "UserAsks",
+    "UserHarm",
     "aimed_insults",
     "crisis_handling",
     "crisis_risk",
@@ -39,5 +40,6 @@ __all__ = [
     "is_question",
     "over_promise_paraphrase",
     "reply_claims",
+    "reply_harm",
     "romance_hits",
 ]
