@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
-from typing import TypeVar
+from functools import lru_cache
+from typing import Generic, TypeVar
 
 import numpy as np
 from spacy.attrs import IS_ALPHA, IS_STOP, LEMMA, LOWER, POS
@@ -22,6 +22,7 @@ from spacy.tokens import Doc, Span, Token
 from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 
 from evaluators import readability
+from evaluators.lazy import cached_property
 from evaluators.matchers import LexiconMatch
 from evaluators import turn_fit
 from evaluators.meaning import MeaningModel
@@ -59,27 +60,41 @@ def _hashes(words: frozenset[str]) -> tuple[int, ...]:
     return tuple(hash_string(word) for word in words)
 
 
-def per_text(role: str) -> Callable[[Callable[[CaseFeatures], T]], cached_property]:
+class per_text(Generic[T]):  # noqa: N801  (a decorator, named like one)
     """A `CaseFeatures` property that reads one text only (the reply or the user message).
 
-    It is computed once per text however many cases share it (`TextView.memo`): in a
-    conversation the same user message is read by every turn that answers it, and replies
-    recur across a run. Only when the case's text is the whole of the view's (no clipping
-    for the parse) is the value shared; a clipped text is computed for its own case.
+    It is computed once per text however many cases share it (kept in the view's memo, see
+    `TextView.memo`): in a conversation the same user message is read by every turn that
+    answers it, and replies recur across a run. Only when the case's text is the whole of
+    the view's (no clipping for the parse) is the value shared; a clipped text is computed
+    for its own case. Then, like a `cached_property`, it is kept on the case's features.
     """
-    def wrap(compute: Callable[[CaseFeatures], T]) -> cached_property:
-        name = compute.__name__
 
-        def get(self: CaseFeatures) -> T:
-            view = getattr(self, role)
-            whole = self.case.response if role == "reply" else self.case.user_message
-            if len(whole) != len(view.text) or whole != view.text:
-                return compute(self)
-            return view.memo(name, lambda: compute(self))
+    def __init__(self, role: str) -> None:
+        self.role = role
 
-        get.__doc__ = compute.__doc__
-        return cached_property(get)
-    return wrap
+    def __call__(self, compute: Callable[[CaseFeatures], T]) -> per_text[T]:
+        self.compute = compute
+        self.name = compute.__name__
+        self.__doc__ = compute.__doc__
+        return self
+
+    def __get__(self, features: CaseFeatures | None, owner: type | None = None) -> T:
+        if features is None:
+            return self  # type: ignore[return-value]
+        if self.role == "reply":
+            view, whole = features.reply, features.case.response
+        else:
+            view, whole = features.user, features.case.user_message
+        if len(whole) != len(view.text) or whole != view.text:
+            value = self.compute(features)
+        else:
+            memo = view._memo
+            if self.name not in memo:
+                memo[self.name] = self.compute(features)
+            value = memo[self.name]
+        features.__dict__[self.name] = value
+        return value
 
 
 # Values kept on one reply's view (its own features, and per-exchange safety readings).

@@ -43,6 +43,8 @@ def ramp(value: float, start: float, end: float) -> float:
 
 def quote(items) -> str:
     """A short evidence string from matched words."""
+    if isinstance(items, (list, tuple)) and not items:
+        return ""  # most signals quote what they found, and most find nothing
     seen: list[str] = []
     for item in items:
         item = " ".join(str(item).split())
