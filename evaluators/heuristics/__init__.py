@@ -14,7 +14,6 @@ from contextlib import contextmanager
 from functools import partial
 
 from spacy.language import Language
-from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 
 # Importing the metric modules registers their signals.
 from evaluators.heuristics import (  # noqa: F401
@@ -36,6 +35,7 @@ from evaluators.nlp import clip_for_parse, history_for_parse, load_pipeline
 from evaluators.offline import ensure_cmudict
 from evaluators.rubric import METRIC_NAMES, OVERALL, Rubric, RubricError, default_rubric
 from evaluators.safety import SafetyWords
+from evaluators.sentiment import SentimentAnalyzer
 from evaluators.safety.learned_harm import HarmModel, HarmModelMissing, load_harm_model, model_path
 from evaluators.text_cache import TextCache
 
@@ -85,7 +85,7 @@ class HeuristicEvaluator:
             # Read once: `Rubric.weights` builds its dict on every access.
             self._weights = tuple((metric, self.rubric.weights[metric]) for metric in METRIC_NAMES)
             self.safety = SafetyWords.from_rubric(self.rubric)
-            self.sentiment = SentimentIntensityAnalyzer()
+            self.sentiment = SentimentAnalyzer()
             ensure_cmudict()
             self.language = language.result()
             self.meaning = meaning or meaning_model.result()
