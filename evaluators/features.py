@@ -260,11 +260,11 @@ class CaseFeatures:
     harm_rules: LearnedHarmRules | None = None
 
     # --- size and voice -------------------------------------------------------------
-    @cached_property
+    @per_text("reply")
     def words(self) -> list[str]:
         return WORD_RE.findall(self.case.response)
 
-    @cached_property
+    @per_text("reply")
     def word_count(self) -> int:
         return len(self.words)
 

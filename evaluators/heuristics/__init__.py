@@ -11,6 +11,7 @@ import gc
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import partial
 
 from spacy.language import Language
@@ -26,7 +27,7 @@ from evaluators.heuristics import (  # noqa: F401
     trust_boundaries,
 )
 from evaluators.features import CaseFeatures, HistoryView, TextView, TurnReading, meaning_texts
-from evaluators.heuristics.registry import SIGNALS, Signal, clip
+from evaluators.heuristics.registry import SIGNALS, clip
 from evaluators.language import LanguageCheck
 from evaluators.meaning import MeaningModel, load_meaning_model
 from evaluators.matchers import LexiconMatcher
@@ -84,6 +85,7 @@ class HeuristicEvaluator:
             self.patterns = self.rubric.compiled_patterns()
             # Read once: `Rubric.weights` builds its dict on every access.
             self._weights = tuple((metric, self.rubric.weights[metric]) for metric in METRIC_NAMES)
+            self._plan = ScoringPlan.of(self.rubric)
             self.safety = SafetyWords.from_rubric(self.rubric)
             self.sentiment = SentimentAnalyzer()
             ensure_cmudict()
@@ -213,28 +215,22 @@ class HeuristicEvaluator:
             yield self._score_features(features)
 
     def _score_features(self, features: CaseFeatures) -> HeuristicResult:
-        fired: dict[str, Signal | None] = {}
-
-        def signal(name: str) -> Signal | None:
-            if name not in fired:
-                fired[name] = SIGNALS[name](features)
-            return fired[name]
-
+        plan = self._plan
+        fired = {name: SIGNALS[name](features) for name in plan.signals}
         flags = [
-            Flag(name=name, description=rule.description, text=hit.text)
-            for name, rule in self.rubric.disqualifiers.items()
-            if (hit := signal(name)) is not None and hit.strength >= 1.0
+            Flag(name=name, description=description, text=hit.text)
+            for name, description in plan.disqualifiers
+            if (hit := fired[name]) is not None and hit.strength >= 1.0
         ]
         caps = self.rubric.caps_for(flag.name for flag in flags)
         voice = self.rubric.voice
         seconds = voice.far_beyond_budget(features.word_count)
         metrics = {}
-        for metric in METRIC_NAMES:
-            dimension = self.rubric.dimensions[metric]
-            value = dimension.base
+        for metric, base, signals in plan.dimensions:
+            value = base
             evidence = []
-            for name, weight in dimension.signals.items():
-                hit = signal(name)
+            for name, weight in signals:
+                hit = fired[name]
                 if hit is None:
                     continue
                 effect = weight * hit.strength
@@ -268,6 +264,25 @@ class HeuristicEvaluator:
             flags=flags,
             overall_evidence=overall_evidence,
         )
+
+
+@dataclass(frozen=True)
+class ScoringPlan:
+    """The rubric's scoring read once per evaluator, in the order it is scored: every signal
+    it names (disqualifiers first, then each dimension's, each once), the disqualifiers with
+    their descriptions, and per dimension its base and weighted signals."""
+
+    signals: tuple[str, ...]
+    disqualifiers: tuple[tuple[str, str], ...]
+    dimensions: tuple[tuple[str, float, tuple[tuple[str, float], ...]], ...]
+
+    @classmethod
+    def of(cls, rubric: Rubric) -> ScoringPlan:
+        dimensions = tuple((metric, rubric.dimensions[metric].base, tuple(rubric.dimensions[metric].signals.items()))
+                           for metric in METRIC_NAMES)
+        names = [*rubric.disqualifiers, *(name for _, _, signals in dimensions for name, _ in signals)]
+        return cls(tuple(dict.fromkeys(names)),
+                   tuple((name, rule.description) for name, rule in rubric.disqualifiers.items()), dimensions)
 
 
 @contextmanager
