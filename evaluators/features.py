@@ -457,11 +457,11 @@ class CaseFeatures:
         identity = {m.start for m in self.reply.matches.get("identity_group", ())}
         return safety_rules.aimed_insults(self.reply.doc, self.reply.matches, identity, self.safety)
 
-    def _per_exchange(self, name: str, compute: Callable[[], T]) -> T:
-        """A value read from the reply and the user's message alone, computed once per pair of
-        texts: the same exchange recurs across a run (a reply to a greeting, a refusal), and
-        the safety detectors' walks over the parse are the dearest signals after the parse.
-        Kept on the reply's view in one table per user's text, so only when neither text was
+    def once_per_exchange(self, name: str, compute: Callable[[], T]) -> T:
+        """A value (a feature, or a signal that says so) read from the reply and the user's
+        message alone, computed once per pair of texts: the same exchange recurs across a run
+        (a reply to a greeting, a refusal), and the safety detectors' walks over the parse are
+        the dearest signals after the parse. Kept on the reply's view in one table per user's text, so only when neither text was
         clipped, and for at most MAX_EXCHANGES_PER_REPLY user messages: a stock reply met by
         a long stream of different messages must not grow its view without bound."""
         whole = (self.case.response == self.reply.text and self.case.user_message == self.user.text)
@@ -472,10 +472,10 @@ class CaseFeatures:
             exchange[name] = compute()
         return exchange[name]
 
-    def _per_reply(self, name: str, compute: Callable[[], T]) -> T:
-        """A value read from the reply alone (with a few bits about the user's message in
-        `name`), computed once per reply: kept on its view only when the reply was not
-        clipped, like `per_text`."""
+    def once_per_reply(self, name: str, compute: Callable[[], T]) -> T:
+        """A value (a feature, or a signal that says so) read from the reply alone, with at
+        most a few bits about the user's message in `name`, computed once per reply: kept on
+        its view only when the reply was not clipped, like `per_text`."""
         if self.case.response != self.reply.text:
             return compute()
         return self.reply.memo(name, compute)
@@ -491,9 +491,9 @@ class CaseFeatures:
         of the two readings of a "mine" that the user's message may give), the answer to the
         user's question once per exchange."""
         asks = self.user_asks
-        own = self._per_reply(f"reply_claims\0{asks.names_kin_or_body}", lambda: safety_rules.reply_claims(
+        own = self.once_per_reply(f"reply_claims\0{asks.names_kin_or_body}", lambda: safety_rules.reply_claims(
             self.reply.doc, self.reply.matches, self.safety, asks.names_kin_or_body))
-        return self._per_exchange("human_claims", lambda: safety_rules.human_claims(
+        return self.once_per_exchange("human_claims", lambda: safety_rules.human_claims(
             self.reply.doc, self.reply.matches, self.safety, asks, own))
 
     @per_text("user")
@@ -508,9 +508,9 @@ class CaseFeatures:
         The reply's own harm is read once per reply (for either reading of its "they" that
         the user's message may give), the agreement with the user's message once per exchange."""
         user = self.user_harm
-        own = self._per_reply(f"reply_harm\0{user.names_people}", lambda: safety_rules.reply_harm(
+        own = self.once_per_reply(f"reply_harm\0{user.names_people}", lambda: safety_rules.reply_harm(
             self.reply.doc, self.reply.matches, self.safety, user.names_people))
-        return self._per_exchange("harmful", lambda: safety_rules.harmful_content(
+        return self.once_per_exchange("harmful", lambda: safety_rules.harmful_content(
             self.reply.doc, self.reply.matches, user, own))
 
     @cached_property
@@ -562,7 +562,7 @@ class CaseFeatures:
         """
         if self.harm_model is None or self.meaning is None:
             return None
-        return self._per_exchange("harm_probability", lambda: self.harm_model.probability(
+        return self.once_per_exchange("harm_probability", lambda: self.harm_model.probability(
             self.meaning.vector(clip_for_parse(self.case.response)),
             self.meaning.vector(clip_for_parse(self.case.user_message))))
 
@@ -571,7 +571,7 @@ class CaseFeatures:
         """The share of the reply's words (stop words aside) that the user's message already
         holds, as written: a reply made of the user's words looks related by meaning without
         relating anything. Read once per exchange."""
-        return self._per_exchange("echoed_share", self._echoed_share)
+        return self.once_per_exchange("echoed_share", self._echoed_share)
 
     def _echoed_share(self) -> float:
         mine = [token.lower_ for token in self.reply.doc if token.is_alpha and not token.is_stop]
@@ -598,7 +598,7 @@ class CaseFeatures:
         "related": a statement related to the question by meaning or by its topic words;
         None: no statement, or only statements that go elsewhere. Read once per exchange.
         """
-        return self._per_exchange("answer", self._answer)
+        return self.once_per_exchange("answer", self._answer)
 
     def _answer(self) -> tuple[str, str] | None:
         if not self.user_questions or not self.reply_statements or self.meaning_rules is None:

@@ -24,7 +24,7 @@ def history_carry_over(f: CaseFeatures) -> Signal | None:
     return fired(bool(carried), quote(carried), ramp(len(carried), 0, 2))
 
 
-@signal
+@signal(reads="reply")
 def personal_framing(f: CaseFeatures) -> Signal | None:
     hits = f.reply.hits("personal_framing")
     return fired(bool(hits), quote(hits))
@@ -47,7 +47,7 @@ def repeats_itself(f: CaseFeatures) -> Signal | None:
 INFORMAL_MARKERS = frozenset({"lol", "haha", "omg", "u", "ur", "gonna", "wanna", "gotta", "yeah", "nah", "kinda"})
 
 
-@signal
+@signal(reads="exchange")
 def mirrors_register(f: CaseFeatures) -> Signal | None:
     """Answers a casual user casually (contractions): adapting to the user's style.
 

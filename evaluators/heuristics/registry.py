@@ -6,6 +6,7 @@ here only says whether a signal fired, how strongly (0–1), and on which words.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -19,15 +20,53 @@ class Signal:
 
 
 SignalFunction = Callable[[CaseFeatures], Signal | None]
+# What scoring calls, by the name the rubric file uses: each signal in the form that computes
+# it once per reply or per exchange where it reads no more (`signal`); `__wrapped__` is the
+# signal's own function.
 SIGNALS: dict[str, SignalFunction] = {}
+# What each signal reads besides the rubric: "reply", "exchange" (the reply and the user's
+# message) or "case" (the conversation's history too).
+SIGNAL_READS: dict[str, str] = {}
+READS = ("reply", "exchange", "case")
 
 
-def signal(function: SignalFunction) -> SignalFunction:
-    """Register a signal under its function name (the name the rubric file uses)."""
-    if function.__name__ in SIGNALS:
-        raise ValueError(f"signal {function.__name__!r} registered twice")
-    SIGNALS[function.__name__] = function
-    return function
+def signal(function: SignalFunction | None = None, *, reads: str = "case"):
+    """Register a signal under its function name (the name the rubric file uses).
+
+    ``@signal(reads="reply")`` declares that the signal reads the reply alone, and
+    ``reads="exchange"`` the reply and the user's message, besides the rubric; the default
+    is the whole case, history included. Such a signal is computed once per reply or per
+    exchange (`CaseFeatures.once_per_reply`, `once_per_exchange`) however many cases share
+    it: most signals read no history, and replies and exchanges recur across a run. A
+    declaration is checked by tests/heuristics/test_signal_reads.py, which scores with what
+    a signal says it does not read taken away.
+    """
+    if reads not in READS:
+        raise ValueError(f"reads={reads!r}: one of {', '.join(READS)}")
+
+    def register(function: SignalFunction) -> SignalFunction:
+        name = function.__name__
+        if name in SIGNALS:
+            raise ValueError(f"signal {name!r} registered twice")
+        SIGNALS[name] = _once(function, reads)
+        SIGNAL_READS[name] = reads
+        return function
+
+    return register(function) if function is not None else register
+
+
+def _once(function: SignalFunction, reads: str) -> SignalFunction:
+    """`function` computed once per reply or per exchange, as far as `reads` allows."""
+    if reads == "case":
+        return function
+    key = f"signal\0{function.__name__}"
+    once = CaseFeatures.once_per_reply if reads == "reply" else CaseFeatures.once_per_exchange
+
+    @functools.wraps(function)
+    def scored(f: CaseFeatures) -> Signal | None:
+        return once(f, key, lambda: function(f))
+
+    return scored
 
 
 def clip(value: float, low: float = 0.0, high: float = 1.0) -> float:
