@@ -11,13 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Generic, TypeVar
 
-import numpy as np
-from spacy.attrs import IS_ALPHA, IS_STOP, LEMMA, LOWER, POS
-from spacy.symbols import IDS as SYMBOL_IDS
-from spacy.strings import hash_string
 from spacy.tokens import Doc, Span, Token
 from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 
@@ -31,6 +26,7 @@ from evaluators.nlp import clip_for_parse
 from evaluators.rubric import LearnedHarmRules, MeaningRules, VoiceRules
 from evaluators import safety as safety_rules
 from evaluators.safety import CrisisHandling, SafetyWords, is_question
+from evaluators.safety.columns import columns
 from evaluators.safety.learned_harm import HarmModel
 
 CONTENT_POS = frozenset({"NOUN", "PROPN", "VERB", "ADJ", "NUM"})
@@ -50,14 +46,7 @@ REFERRING_SUBJECTS = frozenset({"that", "this", "it"})
 LINKING_VERBS = frozenset({"be", "sound", "seem", "look", "feel"})
 AGREEING_ADVERBS = frozenset({"too", "either"})
 _NUMERIC_ENTITIES = frozenset({"CARDINAL", "ORDINAL", "QUANTITY", "PERCENT"})
-_TABLE_ATTRS = [LOWER, LEMMA, POS, IS_ALPHA, IS_STOP]
 T = TypeVar("T")
-_CONTENT_POS_IDS = np.array([SYMBOL_IDS[pos] for pos in CONTENT_POS], dtype=np.uint64)
-
-
-@lru_cache(maxsize=None)
-def _hashes(words: frozenset[str]) -> tuple[int, ...]:
-    return tuple(hash_string(word) for word in words)
 
 
 class per_text(Generic[T]):  # noqa: N801  (a decorator, named like one)
@@ -115,21 +104,6 @@ class TextView:
     def hits(self, lexicon: str) -> list[str]:
         return [match.text for match in self.matches.get(lexicon, ())]
 
-    @cached_property
-    def _token_table(self) -> np.ndarray:
-        """Per-token attribute ids in one C-level pass; Python-level token loops cost more
-        than the lexicon matching itself on short replies."""
-        return self.doc.to_array(_TABLE_ATTRS)
-
-    @cached_property
-    def _positions_by_lower(self) -> dict[int, list[int]]:
-        """Token positions by lower-cased form, read once: a word-list lookup is then a few
-        dict lookups instead of a vectorised pass whose set-up outweighs short texts."""
-        positions: dict[int, list[int]] = {}
-        for index, lower in enumerate(self._token_table[:, 0].tolist() if len(self._token_table) else ()):
-            positions.setdefault(lower, []).append(index)
-        return positions
-
     def memo(self, name: str, compute: Callable[[], T], *, bound: int | None = None) -> T:
         """A value derived from this text alone, computed once however many cases read it.
 
@@ -145,18 +119,17 @@ class TextView:
 
     @cached_property
     def content_lemmas(self) -> set[str]:
-        table = self._token_table
-        if not len(table):
-            return set()
-        mask = np.isin(table[:, 2], _CONTENT_POS_IDS) & (table[:, 3] == 1) & (table[:, 4] == 0)
-        strings = self.doc.vocab.strings
-        lemmas = {strings[int(lemma)].lower() for lemma in set(table[mask, 1].tolist())}
+        """Lemmas (lower-cased) of the alphabetic content words that are no stop words, light
+        words aside: the text's topic words. Read from the doc's token columns."""
+        cols = columns(self.doc)
+        lemmas = {lemma for lemma, pos, alpha, stop in zip(cols.lemma_lower, cols.pos, cols.is_alpha, cols.is_stop)
+                  if pos in CONTENT_POS and alpha and not stop}
         return lemmas - LIGHT_LEMMAS
 
     def tokens_matching(self, words: frozenset[str]) -> list[Token]:
         """Tokens whose lower-cased form is one of ``words``, in text order."""
-        positions = self._positions_by_lower
-        found = [index for word in _hashes(words) if word in positions for index in positions[word]]
+        positions = columns(self.doc).positions_by_lower
+        found = [index for word in words if word in positions for index in positions[word]]
         return [self.doc[index] for index in sorted(found)]
 
     def tokens_in(self, words: frozenset[str]) -> list[str]:

@@ -1,23 +1,25 @@
-"""A doc's token attributes as plain lists, read once per doc: the rules' cheap first test.
+"""A doc's token attributes as plain lists, read once per doc: every rule's cheap first test.
 
 Why: a rule that walks every token of a reply through spaCy's `Token` objects pays for
 creating each token and each of its string attributes, and most tokens fail the rule's first
-test. The columns answer that test (a lemma, a tag, a first-person subject) from lists, so a
-rule looks at the few tokens that pass as `Token`s and applies its own tests to them
-unchanged. Kept in the doc's `user_data`, like the word table of `evaluators.safety.words`:
-they live exactly as long as the doc.
+test. The columns answer that test (a word, a lemma, a tag, a first-person subject) from
+lists and indexes read in one pass, so a rule looks at the few tokens that pass as `Token`s
+and applies its own tests to them unchanged. Kept in the doc's `user_data`: they live
+exactly as long as the doc.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
 
 import numpy as np
-from spacy.attrs import DEP, HEAD, LEMMA, LOWER, POS, TAG
+from spacy.attrs import DEP, HEAD, IS_ALPHA, IS_STOP, LEMMA, LOWER, POS, TAG
 from spacy.tokens import Doc
 
+from evaluators.lazy import cached_property
+
 _USER_DATA_KEY = "_safety_columns"
+_ATTRS = [LOWER, LEMMA, POS, TAG, DEP, IS_ALPHA, IS_STOP, HEAD]
 SUBJECT_DEPS = frozenset({"nsubj", "nsubjpass", "expl"})
 # The relations `evaluators.safety.parse.subject` climbs through to find a subject.
 CLIMBING_DEPS = frozenset({"xcomp", "conj", "acomp", "attr", "advcl", "ccomp"})
@@ -26,7 +28,7 @@ CLIMBING_DEPS = frozenset({"xcomp", "conj", "acomp", "attr", "advcl", "ccomp"})
 @dataclass(frozen=True)
 class Columns:
     """Per token, in doc order: its lower-cased form, lemma, lemma lower-cased, coarse and fine
-    tag, dependency label and the index of its head."""
+    tag, dependency label, whether it is alphabetic and a stop word, and its head's index."""
 
     lower: list[str]
     lemma: list[str]
@@ -34,17 +36,46 @@ class Columns:
     pos: list[str]
     tag: list[str]
     dep: list[str]
+    is_alpha: list[bool]
+    is_stop: list[bool]
     head: list[int]
 
     @classmethod
     def of(cls, doc: Doc) -> Columns:
-        table = doc.to_array([LOWER, LEMMA, POS, TAG, DEP])
+        table = doc.to_array(_ATTRS)
+        heads = table[:, 7].view(np.int64).tolist()  # offsets to the head, negative ones too
+        lower, lemma, pos, tag, dep, alpha, stop = table[:, :7].T.tolist()
         strings = doc.vocab.strings
-        names = {value: strings[value] for value in set(table.ravel().tolist())}
-        lower, lemma, pos, tag, dep = ([names[value] for value in column] for column in table.T.tolist())
-        heads = doc.to_array(HEAD).view(np.int64).tolist()
-        lemma_lower = [word.lower() for word in lemma]
-        return cls(lower, lemma, lemma_lower, pos, tag, dep, [index + offset for index, offset in enumerate(heads)])
+        names = {value: strings[value] for value in {*lower, *lemma, *pos, *tag, *dep}}
+        lower, lemma, pos, tag, dep = ([names[value] for value in column] for column in (lower, lemma, pos, tag, dep))
+        return cls(lower, lemma, [word.lower() for word in lemma], pos, tag, dep,
+                   [bool(flag) for flag in alpha], [bool(flag) for flag in stop],
+                   [index + offset for index, offset in enumerate(heads)])
+
+    @cached_property
+    def positions(self) -> dict[str, list[int]]:
+        """Token indices by lower-cased form and by lemma: where the words of a set stand."""
+        found: dict[str, list[int]] = {}
+        for index, (lower, lemma) in enumerate(zip(self.lower, self.lemma)):
+            found.setdefault(lower, []).append(index)
+            if lemma != lower:
+                found.setdefault(lemma, []).append(index)
+        return found
+
+    @cached_property
+    def positions_by_lower(self) -> dict[str, list[int]]:
+        """Token indices by lower-cased form."""
+        found: dict[str, list[int]] = {}
+        for index, lower in enumerate(self.lower):
+            found.setdefault(lower, []).append(index)
+        return found
+
+    def indices_of(self, words: frozenset[str]) -> list[int]:
+        """Indices of the tokens whose lower-cased form or lemma is one of ``words``, in order."""
+        positions = self.positions
+        if positions.keys().isdisjoint(words):
+            return []
+        return sorted({index for word in positions.keys() & words for index in positions[word]})
 
     @cached_property
     def first_person(self) -> list[bool]:

@@ -30,5 +30,8 @@ def test_columns_match_the_tokens_and_first_person(text: str) -> None:
         i = token.i
         assert (cols.lower[i], cols.lemma[i], cols.lemma_lower[i]) == (token.lower_, token.lemma_, token.lemma_.lower())
         assert (cols.pos[i], cols.tag[i], cols.dep[i], cols.head[i]) == (token.pos_, token.tag_, token.dep_, token.head.i)
+        assert (cols.is_alpha[i], cols.is_stop[i]) == (token.is_alpha, token.is_stop)
         assert cols.first_person[i] == first_person(token)
+    words = frozenset({"i", "be", "sister", "go", "enough", "nothing-here"})
+    assert cols.indices_of(words) == [t.i for t in doc if t.lower_ in words or t.lemma_ in words]
     assert columns(doc) is cols  # read once, kept on the doc
