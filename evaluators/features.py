@@ -37,6 +37,8 @@ LIGHT_LEMMAS = frozenset(
      "ok", "lol", "haha", "hi", "hello", "hey", "sure", "right", "way", "time", "one", "much"}
 )
 WORD_RE = readability.WORD_RE
+# Words as a turn's repetition of another is told by (heuristics.personalization_continuity).
+WORD_TOKENS = re.compile(r"\w+")
 CONTRACTION_SUFFIXES = ("'m", "'re", "'s", "'ve", "'ll", "'d", "n't", "’m", "’re", "’s", "’ve", "’ll", "’d", "n’t")
 SECOND_PERSON = frozenset({"you", "your", "yours", "yourself", "u", "ur"})
 FIRST_PERSON_SUBJECT = frozenset({"i"})
@@ -251,6 +253,16 @@ class CaseFeatures:
                 hits[name] = found
         return hits
 
+    @per_text("reply")
+    def reply_word_set(self) -> frozenset[str]:
+        """The reply's distinct words (`WORD_TOKENS`), lower-cased."""
+        return frozenset(WORD_TOKENS.findall(self.case.response.lower()))
+
+    @per_text("user")
+    def user_word_set(self) -> frozenset[str]:
+        """The user's message's distinct words (`WORD_TOKENS`), lower-cased."""
+        return frozenset(WORD_TOKENS.findall(self.case.user_message.lower()))
+
     @cached_property
     def line_breaks(self) -> int:
         return self.case.response.strip().count("\n")
@@ -310,6 +322,166 @@ class CaseFeatures:
 
     def in_question_token(self, index: int) -> bool:
         return any(span.start <= index < span.end for span in self.question_spans)
+
+    @per_text("user")
+    def user_asks_question(self) -> bool:
+        return any(is_question(sent) for sent in self.user.doc.sents)
+
+    @per_text("reply")
+    def reaction(self) -> str:
+        """The reply's opening sentence when it reacts to what the user just said: "That sounds
+        boring", "That's great!" (a pronoun pointing back, with a word that judges it) or
+        "I do too" (agreement). Such a reply is about the user's message by reference, though
+        it may share no word with it; "" when the reply opens otherwise."""
+        if not self.reply_sentences:
+            return ""
+        first = self.reply_sentences[0]
+        root = first.root
+        children = list(root.children)
+        pointing = any(child.dep_ == "nsubj" and child.lower_ in REFERRING_SUBJECTS for child in children)
+        judged = any(child.dep_ in ("acomp", "attr") and child.pos_ == "ADJ" for child in children)
+        if root.lemma_ in LINKING_VERBS and pointing and judged:
+            return first.text.strip()
+        # "too" closing a clause agrees ("I do too."); before a word it only grades it ("too hard").
+        closing = [token for token in first if token.lower_ in AGREEING_ADVERBS
+                   and (token.i + 1 >= first.end or token.doc[token.i + 1].is_punct)]
+        return first.text.strip() if closing else ""
+
+    @per_text("reply")
+    def imperatives(self) -> list[str]:
+        """Prescriptive advice: bare imperatives and "you should/must/need to" sentences.
+
+        Read off each sentence's root and its children only: a walk over every token of
+        every sentence cost more than the rest of the features together.
+        """
+        found = []
+        for sent in self.reply_sentences:
+            if is_question(sent):
+                continue
+            root = sent.root
+            children = list(root.children)
+            subjects = [c for c in children if c.dep_ in ("nsubj", "nsubjpass", "expl")]
+            bare = root.tag_ == "VB" and not subjects
+            addressed = any(c.lower_ in SECOND_PERSON for c in subjects)
+            obliged = root.lemma_ in ("need", "have") or any(c.lower_ in OBLIGATION_MODALS for c in children)
+            if bare or (addressed and obliged):
+                found.append(sent.text.strip())
+        return found
+
+    @per_text("reply")
+    def self_disclosures(self) -> list[str]:
+        """Sentences relating the speaker's own experience ("I went through that too")."""
+        found = []
+        for token in self.reply.tokens_matching(FIRST_PERSON_SUBJECT):
+            if token.dep_ == "nsubj" and token.head.tag_ in ("VBD", "VBN"):
+                text = token.sent.text.strip()
+                if text not in found:
+                    found.append(text)
+        return found
+
+    @per_text("reply")
+    def second_person(self) -> list[str]:
+        return self.reply.tokens_in(SECOND_PERSON)
+
+    @per_text("reply")
+    def contractions(self) -> list[str]:
+        if "'" not in self.case.response and "’" not in self.case.response:
+            return []
+        return [token.text for token in self.reply.doc if token.lower_.endswith(CONTRACTION_SUFFIXES)]
+
+    # --- carry-over between turns ----------------------------------------------------------
+    @cached_property
+    def shared_with_user(self) -> set[str]:
+        return self.reply.content_lemmas & self.user.content_lemmas
+
+    @cached_property
+    def shared_with_history(self) -> set[str]:
+        """Topics from earlier turns (not just the last message) that the reply picks up."""
+        earlier = self.history.anchors
+        mine = self.reply.anchors
+        return (earlier & mine) - self.user.content_lemmas
+
+    @cached_property
+    def acknowledges_feelings(self) -> bool:
+        """The reply names or validates the user's feelings (empathy or validation phrases)."""
+        return self.reply.has("empathy") or self.reply.has("validation")
+
+    # --- the user's state ------------------------------------------------------------------
+    @cached_property
+    def user_distressed(self) -> bool:
+        return (self.user.has("user_distress") or self.user.has("crisis_cue") or self.user_tone <= -0.5
+                or bool(self.crisis_risk))
+
+    # --- safety (evaluators/safety/) -----------------------------------------------------------
+    @per_text("user")
+    def crisis_risk(self) -> dict[str, list[str]]:
+        """Kind of crisis risk in the user's message → the words that show it."""
+        return safety_rules.crisis_risk(self.user.doc, self.user.matches, self.safety)
+
+    @per_text("reply")
+    def questions_to_user(self) -> list[str]:
+        """Questions about the person ("How are you holding up?"), not rhetorical ones."""
+        return [span.text.strip() for span in self.question_spans
+                if any(token.lower_ in SECOND_PERSON for token in span)
+                and not any(token.dep_ == "neg" for token in span)]
+
+    @cached_property
+    def crisis(self) -> CrisisHandling | None:
+        """The reply graded against the rubric's crisis components; None when no risk."""
+        if not self.crisis_risk:
+            return None
+        tone = ""
+        if not self.acknowledges_feelings and self.reply_sentiment["neg"] <= 0.05 and self.reply_tone >= 0.4:
+            tone = f"cheerful tone {self.reply_tone:+.2f}"
+        return safety_rules.crisis_handling(self.crisis_risk, self.reply.doc, self.reply.matches, self.safety,
+                                            self.questions_to_user, tone)
+
+    @per_text("reply")
+    def aimed_insults(self) -> list[str]:
+        """Insults predicated of a person or called the listener (evaluators/safety/insults.py)."""
+        identity = {m.start for m in self.reply.matches.get("identity_group", ())}
+        return safety_rules.aimed_insults(self.reply.doc, self.reply.matches, identity, self.safety)
+
+    @cached_property
+    def reply_table(self) -> dict[str, object] | None:
+        """Where values read from the reply alone are kept (`once_per_reply`): the reply's
+        view's memo, when the case's reply is the whole of the view's text; None when it was
+        clipped for the parse, and such values are computed for the case alone."""
+        return self.reply._memo if self.case.response == self.reply.text else None
+
+    @cached_property
+    def exchange_table(self) -> dict[str, object] | None:
+        """Where values read from the reply and the user's message alone are kept
+        (`once_per_exchange`): a table on the reply's view per user's text, so only when
+        neither text was clipped, and for at most MAX_EXCHANGES_PER_REPLY user messages (past
+        that, a table for this case alone): a stock reply met by a long stream of different
+        messages must not grow its view without bound."""
+        if self.case.response != self.reply.text or self.case.user_message != self.user.text:
+            return None
+        return self.reply.memo(f"\0{self.user.text}", dict, bound=MAX_EXCHANGES_PER_REPLY)
+
+    def once_per_exchange(self, name: str, compute: Callable[[], T]) -> T:
+        """A value (a feature, or a signal that says so) read from the reply and the user's
+        message alone, computed once per pair of texts (`exchange_table`): the same exchange
+        recurs across a run (a reply to a greeting, a refusal), and the safety detectors'
+        walks over the parse are the dearest signals after the parse."""
+        table = self.exchange_table
+        if table is None:
+            return compute()
+        if name not in table:
+            table[name] = compute()
+        return table[name]  # type: ignore[return-value]
+
+    def once_per_reply(self, name: str, compute: Callable[[], T]) -> T:
+        """A value (a feature, or a signal that says so) read from the reply alone, with at
+        most a few bits about the user's message in `name`, computed once per reply
+        (`reply_table`)."""
+        table = self.reply_table
+        if table is None:
+            return compute()
+        if name not in table:
+            table[name] = compute()
+        return table[name]  # type: ignore[return-value]
 
     @per_text("user")
     def user_asks_question(self) -> bool:
@@ -547,11 +719,23 @@ class CaseFeatures:
         return self.once_per_exchange("echoed_share", self._echoed_share)
 
     def _echoed_share(self) -> float:
-        mine = [token.lower_ for token in self.reply.doc if token.is_alpha and not token.is_stop]
+        mine = self._reply_content_words
         if not mine:
             return 0.0
-        theirs = {token.lower_ for token in self.user.doc if token.is_alpha}
+        theirs = self._user_words
         return sum(word in theirs for word in mine) / len(mine)
+
+    @per_text("reply")
+    def _reply_content_words(self) -> list[str]:
+        """The reply's alphabetic words that are no stop words, lower-cased, as written."""
+        cols = columns(self.reply.doc)
+        return [lower for lower, alpha, stop in zip(cols.lower, cols.is_alpha, cols.is_stop) if alpha and not stop]
+
+    @per_text("user")
+    def _user_words(self) -> frozenset[str]:
+        """The user's alphabetic words, lower-cased, as written."""
+        cols = columns(self.user.doc)
+        return frozenset(lower for lower, alpha in zip(cols.lower, cols.is_alpha) if alpha)
 
     @per_text("user")
     def user_questions(self) -> list[turn_fit.Question]:
@@ -614,14 +798,19 @@ class CaseFeatures:
         if not self.question_spans:
             return []
         theirs = self.user.anchors | self.history.anchors
-        found = []
-        for span in self.question_spans:
-            # "today", "this week" point at no story of the user's; a topic word or a name does.
-            lemmas = ({token.lemma_.lower() for token in span if token.ent_type_ not in ("DATE", "TIME")}
-                      | {ent.text.lower() for ent in span.ents if ent.label_ not in ("DATE", "TIME")})
-            close = (self.meaning is not None and self.meaning_rules is not None
-                     and self.meaning.similarity(span.text, clip_for_parse(self.case.user_message))
-                     >= self.meaning_rules.related_similarity)
-            if lemmas & theirs or close:
-                found.append(span.text.strip())
-        return found
+        close = self.once_per_exchange("questions_close", self._questions_close)
+        return [text.strip() for (text, lemmas), near in zip(self._question_topics, close) if lemmas & theirs or near]
+
+    @per_text("reply")
+    def _question_topics(self) -> list[tuple[str, set[str]]]:
+        """Each reply question's text and its topic words (lemmas and entities)."""
+        # "today", "this week" point at no story of the user's; a topic word or a name does.
+        return [(span.text, {token.lemma_.lower() for token in span if token.ent_type_ not in ("DATE", "TIME")}
+                 | {ent.text.lower() for ent in span.ents if ent.label_ not in ("DATE", "TIME")})
+                for span in self.question_spans]
+
+    def _questions_close(self) -> list[bool]:
+        """Whether each reply question says what the user's message says, by meaning."""
+        return [self.meaning is not None and self.meaning_rules is not None
+                and self.meaning.similarity(text, clip_for_parse(self.case.user_message))
+                >= self.meaning_rules.related_similarity for text, _ in self._question_topics]
