@@ -87,8 +87,11 @@ def ramp(value: float, start: float, end: float) -> float:
     return clip((value - start) / (end - start))
 
 
+QUOTED = 4  # distinct items an evidence string shows
+
+
 def quote(items) -> str:
-    """A short evidence string from matched words."""
+    """A short evidence string from matched words: the first few distinct ones."""
     if isinstance(items, (list, tuple)) and not items:
         return ""  # most signals quote what they found, and most find nothing
     seen: list[str] = []
@@ -96,7 +99,9 @@ def quote(items) -> str:
         item = " ".join(str(item).split())
         if item and item not in seen:
             seen.append(item)
-    text = ", ".join(f'"{item}"' for item in seen[:4])
+            if len(seen) == QUOTED:
+                break  # the rest would not be shown
+    text = ", ".join(f'"{item}"' for item in seen)
     return text[:200]
 
 
