@@ -284,7 +284,7 @@ class CaseFeatures:
 
     @per_text("reply")
     def _flesch_reading_ease(self) -> float:
-        return float(readability.flesch_reading_ease(self._speakable_text))
+        return float(readability.flesch_reading_ease(self._speakable_text, self._syllables))
 
     @cached_property
     def _speakable_text(self) -> str:

@@ -32,6 +32,7 @@ DENIALS = frozenset({"no", "nope", "nah"})
 # The forms of "go" (the tagger lemmatises "gone" as "gone" when it is an auxiliary).
 GO_FORMS = frozenset({"go", "goes", "went", "gone", "going"})
 TALK_VERBS = frozenset({"talk", "speak", "chat", "text", "message"})
+NAMING_VERBS = frozenset({"name", "call"})
 AGENT_SUFFIXES = ("er", "or", "ist", "ian", "ant", "ent", "man", "woman", "wife", "smith")
 
 
@@ -363,7 +364,7 @@ def implied_human_life(reply: Doc, matches: dict, words: SafetyWords, ok, user_n
     # "I have a golden retriever named Max": a thing one owns that has a given name is a pet,
     # a child or a car, whatever its kind.
     cols = columns(reply)
-    for token in [reply[i] for i, lemma in enumerate(cols.lemma) if lemma in ("name", "call")]:
+    for token in [reply[i] for i in cols.indices_of(NAMING_VERBS)]:
         if token.lemma_ in ("name", "call") and token.dep_ == "acl" and token.head.dep_ == "dobj" \
                 and token.head.head.lemma_ in ("have", "own", "adopt") and first_person(token.head.head) \
                 and any(c.dep_ in ("oprd", "attr", "dobj") and c.pos_ == "PROPN" for c in token.children):
@@ -524,8 +525,8 @@ def _possessions_and_ailments(reply: Doc, user_names_kin_or_body: bool, words: S
     # "Mine" stands for something just named, in the user's message or earlier in the reply.
     owned = words["kin"] | words["body"]
     cols, possessing = columns(reply), words["possession_verbs"]
-    candidates = [i for i, (lower, lemma) in enumerate(zip(cols.lower, cols.lemma))
-                  if lemma in possessing or lower.endswith(endings) or lower == "mine"]
+    candidates = [i for i, (lower, lemma, pos) in enumerate(zip(cols.lower, cols.lemma, cols.pos))
+                  if lemma in possessing or pos == "NOUN" and lower.endswith(endings) or lower == "mine"]
     for token in [reply[i] for i in candidates]:
         if token.lemma_ in words["possession_verbs"] and token.pos_ == "VERB" and first_person(token):
             if any(c.dep_ == "dobj" and c.pos_ in ("NOUN", "PROPN") for c in token.children):
