@@ -27,7 +27,7 @@ from evaluators.heuristics import (  # noqa: F401
     trust_boundaries,
 )
 from evaluators.features import CaseFeatures, HistoryView, TextView, TurnReading, meaning_texts
-from evaluators.heuristics.registry import SIGNALS, clip
+from evaluators.heuristics.registry import SIGNAL_READS, SIGNALS, Signal, clip
 from evaluators.language import LanguageCheck
 from evaluators.meaning import MeaningModel, load_meaning_model
 from evaluators.matchers import LexiconMatcher
@@ -225,18 +225,18 @@ class HeuristicEvaluator:
         caps = self.rubric.caps_for(flag.name for flag in flags)
         voice = self.rubric.voice
         seconds = voice.far_beyond_budget(features.word_count)
+        tables = {"reply": features.reply_table, "exchange": features.exchange_table}
         metrics = {}
         for metric, base, signals in plan.dimensions:
             value = base
             evidence = []
-            for name, weight in signals:
+            for name, weight, reads, key in signals:
                 hit = fired[name]
                 if hit is None:
                     continue
                 effect = weight * hit.strength
                 value += effect
-                # Validated construction: pydantic's core validator is faster than model_construct here.
-                evidence.append(Evidence(indicator=name, text=hit.text, effect=round(effect, 4)))
+                evidence.append(_evidence(name, hit, effect, tables.get(reads), key))
             value = clip(value)
             if metric in caps:
                 cause = next(flag for flag in flags if metric in self.rubric.disqualifiers[flag.name].caps
@@ -270,17 +270,21 @@ class HeuristicEvaluator:
 class ScoringPlan:
     """The rubric's scoring read once per evaluator, in the order it is scored: every signal
     it names (disqualifiers first, then each dimension's, each once), the disqualifiers with
-    their descriptions, and per dimension its base and weighted signals."""
+    their descriptions, and per dimension its base and its signals, each with its weight,
+    what it reads (`SIGNAL_READS`) and where its evidence is kept (`_evidence`)."""
 
     signals: tuple[str, ...]
     disqualifiers: tuple[tuple[str, str], ...]
-    dimensions: tuple[tuple[str, float, tuple[tuple[str, float], ...]], ...]
+    dimensions: tuple[tuple[str, float, tuple[tuple[str, float, str, str], ...]], ...]
 
     @classmethod
     def of(cls, rubric: Rubric) -> ScoringPlan:
-        dimensions = tuple((metric, rubric.dimensions[metric].base, tuple(rubric.dimensions[metric].signals.items()))
-                           for metric in METRIC_NAMES)
-        names = [*rubric.disqualifiers, *(name for _, _, signals in dimensions for name, _ in signals)]
+        dimensions = tuple(
+            (metric, rubric.dimensions[metric].base,
+             tuple((name, weight, SIGNAL_READS[name], f"evidence\0{metric}\0{name}")
+                   for name, weight in rubric.dimensions[metric].signals.items()))
+            for metric in METRIC_NAMES)
+        names = [*rubric.disqualifiers, *(name for _, _, signals in dimensions for name, *_ in signals)]
         return cls(tuple(dict.fromkeys(names)),
                    tuple((name, rule.description) for name, rule in rubric.disqualifiers.items()), dimensions)
 
@@ -302,6 +306,19 @@ def fewer_collections() -> Iterator[None]:
         yield
     finally:
         gc.set_threshold(*before)
+
+
+def _evidence(name: str, hit: Signal, effect: float, table: dict[str, object] | None, key: str) -> Evidence:
+    """The evidence of a fired signal. A signal read once per reply or exchange (`table` is
+    where it was kept) has the same evidence in every case that shares it: built once, kept
+    beside it. Evidence is frozen, so results may share it."""
+    if table is None:
+        # Validated construction: pydantic's core validator is faster than model_construct here.
+        return Evidence(indicator=name, text=hit.text, effect=round(effect, 4))
+    item = table.get(key)
+    if item is None:
+        item = table[key] = Evidence(indicator=name, text=hit.text, effect=round(effect, 4))
+    return item  # type: ignore[return-value]
 
 
 def _capped(value: float, cap: float, indicator: str, text: str, evidence: list[Evidence]) -> float:
