@@ -36,8 +36,8 @@ from evaluators.nlp import clip_for_parse, history_for_parse, load_pipeline
 from evaluators.offline import ensure_cmudict
 from evaluators.rubric import METRIC_NAMES, OVERALL, Rubric, RubricError, default_rubric
 from evaluators.safety import SafetyWords
-from evaluators.sentiment import SentimentAnalyzer
 from evaluators.safety.learned_harm import HarmModel, HarmModelMissing, load_harm_model, model_path
+from evaluators.sentiment import SentimentAnalyzer
 from evaluators.text_cache import TextCache
 
 EMPTY_HISTORY = HistoryView()

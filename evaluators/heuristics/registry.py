@@ -31,7 +31,8 @@ SIGNAL_READS: dict[str, str] = {}
 READS = ("reply", "exchange", "case")
 
 
-def signal(function: SignalFunction | None = None, *, reads: str = "case"):
+def signal(function: SignalFunction | None = None, *,
+           reads: str = "case") -> SignalFunction | Callable[[SignalFunction], SignalFunction]:
     """Register a signal under its function name (the name the rubric file uses).
 
     ``@signal(reads="reply")`` declares that the signal reads the reply alone, and
