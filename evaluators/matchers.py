@@ -56,10 +56,15 @@ def _pattern(entry: Doc, use_lemmas: bool) -> tuple[tuple[bool, str], ...]:
 @dataclass
 class _Node:
     """A trie of the phrase patterns, one word per level: the keys of the entries that end at
-    this word, and the words that may come next."""
+    this word, and the words that may come next, by lower-cased form and by lemma."""
 
     ends: list[str] = field(default_factory=list)
-    next: dict[tuple[bool, str], _Node] = field(default_factory=dict)
+    by_lower: dict[str, _Node] = field(default_factory=dict)
+    by_lemma: dict[str, _Node] = field(default_factory=dict)
+
+    def add(self, word: tuple[bool, str]) -> _Node:
+        by_lemma, value = word
+        return (self.by_lemma if by_lemma else self.by_lower).setdefault(value, _Node())
 
 
 class LexiconMatcher:
@@ -97,7 +102,7 @@ class LexiconMatcher:
             self._entry_negations[key] = any(t.lower_ in NEGATION_WORDS for t in doc)
             node = self._phrases
             for word in _pattern(doc, self._use_lemmas):
-                node = node.next.setdefault(word, _Node())
+                node = node.add(word)
             if len(doc):
                 node.ends.append(key)
 
@@ -108,22 +113,23 @@ class LexiconMatcher:
         cols = columns(doc)
         lowers, lemmas, tags = cols.lower, cols.lemma, cols.pos  # coarse tags
         length = len(lowers)
-        root = self._phrases.next
+        root = self._phrases
         found: set[tuple[str, int, int]] = set()
         for start in range(length):
+            by_lower, by_lemma = root.by_lower.get(lowers[start]), root.by_lemma.get(lemmas[start])
+            if by_lower is None and by_lemma is None:
+                continue  # no entry starts with this word: the common case
             # (node reached, position of its word); the first word has no filler before it.
-            frontier = [(node, start) for node in (root.get((False, lowers[start])), root.get((True, lemmas[start])))
-                        if node is not None]
+            frontier = [(node, start) for node in (by_lower, by_lemma) if node is not None]
             while frontier:
                 node, at = frontier.pop()
                 found.update((key, start, at + 1) for key in node.ends)
-                if not node.next:
+                if not node.by_lower and not node.by_lemma:
                     continue
                 for position in (at + 1, at + 2):
                     if position >= length:
                         break
-                    for word in ((False, lowers[position]), (True, lemmas[position])):
-                        following = node.next.get(word)
+                    for following in (node.by_lower.get(lowers[position]), node.by_lemma.get(lemmas[position])):
                         if following is not None:
                             frontier.append((following, position))
                     if tags[position] not in FILLER_POS:

@@ -33,6 +33,8 @@ DENIALS = frozenset({"no", "nope", "nah"})
 GO_FORMS = frozenset({"go", "goes", "went", "gone", "going"})
 TALK_VERBS = frozenset({"talk", "speak", "chat", "text", "message"})
 NAMING_VERBS = frozenset({"name", "call"})
+# Being born, growing up and working: said by "I", they tell of a human life.
+LIFE_EVENT_VERBS = frozenset({"bear", "grow", "work"})
 AGENT_SUFFIXES = ("er", "or", "ist", "ian", "ant", "ent", "man", "woman", "wife", "smith")
 
 
@@ -407,9 +409,13 @@ def implied_human_life(reply: Doc, matches: dict, words: SafetyWords, ok, user_n
     _possessions_and_ailments(reply, user_names_kin_or_body, words, claim)
     _pastimes_tastes_and_money(reply, words, claim)
     roles = words["companion_roles"] | words["ai_identity"] | words["human_identity"]
-    # Every claim below is made by "I", the subject of the token or of its head.
+    # Every claim below is made by "I": the subject of the token's head, for the complement of
+    # "be" that names a role, a diet or an age, or of the token itself, for a birth, growing
+    # up or a job.
     fp = cols.first_person
-    for token in [reply[i] for i, head in enumerate(cols.head) if fp[i] or fp[head]]:
+    candidates = [i for i, (head, dep, lemma) in enumerate(zip(cols.head, cols.dep, cols.lemma))
+                  if fp[head] and dep in ("attr", "acomp", "npadvmod") or fp[i] and lemma in LIFE_EVENT_VERBS]
+    for token in [reply[i] for i in candidates]:
         head = token.head
         if token.dep_ == "attr" and head.lemma_ == "be" and token.pos_ == "NOUN":
             if not first_person(head) or _possessed_by_me(token) or token.lemma_.lower() in roles:
@@ -592,8 +598,11 @@ def _pastimes_tastes_and_money(reply: Doc, words: SafetyWords, claim) -> None:
     tastes, money, heard = words["tastes"], words["money"], words["heard_things"]
     cols = columns(reply)
     pastimes, fp = words["pastimes"], cols.first_person
+    # A pastime word, or one of the verbs below said by "I".
+    verbs = (words["senses"] | words["liking_verbs"] | words["earning_verbs"] | words["money_verbs"]
+             | {"play", "take", "be", "share", "move"})
     candidates = [i for i, (lemma, pos) in enumerate(zip(cols.lemma_lower, cols.pos))
-                  if lemma in pastimes or pos in ("VERB", "AUX") and fp[i]]
+                  if lemma in pastimes or pos in ("VERB", "AUX") and fp[i] and lemma in verbs]
     for token in [reply[i] for i in candidates]:
         lemma = token.lemma_.lower()
         if lemma in words["pastimes"]:

@@ -79,9 +79,9 @@ class Columns:
 
     @cached_property
     def first_person(self) -> list[bool]:
-        """Per token, `evaluators.safety.parse.first_person`: its subject, found the same way
-        (its first subject child, else its head's through the same relations, four levels
-        at most), is "I"."""
+        """Per token, whether its subject is "I", the subject found as
+        `evaluators.safety.parse.subject` finds it (its first subject child, else its head's
+        through the same relations, four levels at most)."""
         first_subject = [-1] * len(self.dep)
         for index, (dep, head) in enumerate(zip(self.dep, self.head)):
             if head != index and dep in SUBJECT_DEPS and first_subject[head] < 0:
