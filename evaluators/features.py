@@ -88,8 +88,11 @@ class per_text(Generic[T]):  # noqa: N801  (a decorator, named like one)
         return value
 
 
-# Values kept on one reply's view (its own features, and per-exchange safety readings).
-MAX_EXCHANGES_PER_REPLY = 256
+# User messages whose exchange with one reply keeps its values on the reply's view (a table of
+# some 3 KB each: its signals, evidence and safety readings): a stock reply met by a long stream
+# of different messages must not grow its view without bound; 32 per reply, at most 2,048
+# kept views, is under 200 MB in the worst case.
+MAX_EXCHANGES_PER_REPLY = 32
 
 @dataclass
 class TextView:
@@ -99,6 +102,7 @@ class TextView:
     doc: Doc
     matches: dict[str, list[LexiconMatch]]
     _memo: dict[str, object] = field(default_factory=dict, repr=False, compare=False)
+    _exchanges: dict[str, dict[str, object]] = field(default_factory=dict, repr=False, compare=False)
 
     def has(self, lexicon: str) -> bool:
         return bool(self.matches.get(lexicon))
@@ -106,18 +110,26 @@ class TextView:
     def hits(self, lexicon: str) -> list[str]:
         return [match.text for match in self.matches.get(lexicon, ())]
 
-    def memo(self, name: str, compute: Callable[[], T], *, bound: int | None = None) -> T:
+    def memo(self, name: str, compute: Callable[[], T]) -> T:
         """A value derived from this text alone, computed once however many cases read it.
 
         The view is shared by content within a scoring stream (evaluators.text_cache), so
-        what is kept here must not depend on anything but the text and the evaluator. With a
-        `bound`, a new value is kept only while the view holds fewer than that many.
+        what is kept here must not depend on anything but the text and the evaluator.
         """
         if name not in self._memo:
-            if bound is not None and len(self._memo) >= bound:
-                return compute()
             self._memo[name] = compute()
         return self._memo[name]
+
+    def exchange(self, user_text: str) -> dict[str, object]:
+        """The table of values read from this reply and `user_text` alone, kept for at most
+        MAX_EXCHANGES_PER_REPLY user messages; past that, a new table each time, which the
+        caller keeps for its own case."""
+        table = self._exchanges.get(user_text)
+        if table is None:
+            table = {}
+            if len(self._exchanges) < MAX_EXCHANGES_PER_REPLY:
+                self._exchanges[user_text] = table
+        return table
 
     @cached_property
     def content_lemmas(self) -> set[str]:
@@ -452,13 +464,11 @@ class CaseFeatures:
     @cached_property
     def exchange_table(self) -> dict[str, object] | None:
         """Where values read from the reply and the user's message alone are kept
-        (`once_per_exchange`): a table on the reply's view per user's text, so only when
-        neither text was clipped, and for at most MAX_EXCHANGES_PER_REPLY user messages (past
-        that, a table for this case alone): a stock reply met by a long stream of different
-        messages must not grow its view without bound."""
+        (`once_per_exchange`): the reply's view's table for the user's text (`TextView.exchange`,
+        bounded), when neither text was clipped for the parse; None when one was."""
         if self.case.response != self.reply.text or self.case.user_message != self.user.text:
             return None
-        return self.reply.memo(f"\0{self.user.text}", dict, bound=MAX_EXCHANGES_PER_REPLY)
+        return self.reply.exchange(self.user.text)
 
     def once_per_exchange(self, name: str, compute: Callable[[], T]) -> T:
         """A value (a feature, or a signal that says so) read from the reply and the user's
