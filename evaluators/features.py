@@ -11,17 +11,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
-from typing import TypeVar
+from typing import Generic, TypeVar
 
-import numpy as np
-from spacy.attrs import IS_ALPHA, IS_STOP, LEMMA, LOWER, POS
-from spacy.symbols import IDS as SYMBOL_IDS
-from spacy.strings import hash_string
 from spacy.tokens import Doc, Span, Token
 from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 
 from evaluators import readability
+from evaluators.lazy import cached_property
 from evaluators.matchers import LexiconMatch
 from evaluators import turn_fit
 from evaluators.meaning import MeaningModel
@@ -30,6 +26,7 @@ from evaluators.nlp import clip_for_parse
 from evaluators.rubric import LearnedHarmRules, MeaningRules, VoiceRules
 from evaluators import safety as safety_rules
 from evaluators.safety import CrisisHandling, SafetyWords, is_question, provocation
+from evaluators.safety.columns import columns
 from evaluators.safety.learned_harm import HarmModel
 
 CONTENT_POS = frozenset({"NOUN", "PROPN", "VERB", "ADJ", "NUM"})
@@ -40,6 +37,8 @@ LIGHT_LEMMAS = frozenset(
      "ok", "lol", "haha", "hi", "hello", "hey", "sure", "right", "way", "time", "one", "much"}
 )
 WORD_RE = readability.WORD_RE
+# Words as a turn's repetition of another is told by (heuristics.personalization_continuity).
+WORD_TOKENS = re.compile(r"\w+")
 CONTRACTION_SUFFIXES = ("'m", "'re", "'s", "'ve", "'ll", "'d", "n't", "’m", "’re", "’s", "’ve", "’ll", "’d", "n’t")
 SECOND_PERSON = frozenset({"you", "your", "yours", "yourself", "u", "ur"})
 FIRST_PERSON_SUBJECT = frozenset({"i"})
@@ -49,41 +48,51 @@ REFERRING_SUBJECTS = frozenset({"that", "this", "it"})
 LINKING_VERBS = frozenset({"be", "sound", "seem", "look", "feel"})
 AGREEING_ADVERBS = frozenset({"too", "either"})
 _NUMERIC_ENTITIES = frozenset({"CARDINAL", "ORDINAL", "QUANTITY", "PERCENT"})
-_TABLE_ATTRS = [LOWER, LEMMA, POS, IS_ALPHA, IS_STOP]
 T = TypeVar("T")
-_CONTENT_POS_IDS = np.array([SYMBOL_IDS[pos] for pos in CONTENT_POS], dtype=np.uint64)
 
 
-@lru_cache(maxsize=None)
-def _hashes(words: frozenset[str]) -> tuple[int, ...]:
-    return tuple(hash_string(word) for word in words)
-
-
-def per_text(role: str) -> Callable[[Callable[[CaseFeatures], T]], cached_property]:
+class per_text(Generic[T]):  # noqa: N801  (a decorator, named like one)
     """A `CaseFeatures` property that reads one text only (the reply or the user message).
 
-    It is computed once per text however many cases share it (`TextView.memo`): in a
-    conversation the same user message is read by every turn that answers it, and replies
-    recur across a run. Only when the case's text is the whole of the view's (no clipping
-    for the parse) is the value shared; a clipped text is computed for its own case.
+    It is computed once per text however many cases share it (kept in the view's memo, see
+    `TextView.memo`): in a conversation the same user message is read by every turn that
+    answers it, and replies recur across a run. Only when the case's text is the whole of
+    the view's (no clipping for the parse) is the value shared; a clipped text is computed
+    for its own case. Then, like a `cached_property`, it is kept on the case's features.
     """
-    def wrap(compute: Callable[[CaseFeatures], T]) -> cached_property:
-        name = compute.__name__
 
-        def get(self: CaseFeatures) -> T:
-            view = getattr(self, role)
-            whole = self.case.response if role == "reply" else self.case.user_message
-            if len(whole) != len(view.text) or whole != view.text:
-                return compute(self)
-            return view.memo(name, lambda: compute(self))
+    def __init__(self, role: str) -> None:
+        self.role = role
 
-        get.__doc__ = compute.__doc__
-        return cached_property(get)
-    return wrap
+    def __call__(self, compute: Callable[[CaseFeatures], T]) -> per_text[T]:
+        self.compute = compute
+        self.name = compute.__name__
+        self.__doc__ = compute.__doc__
+        return self
+
+    def __get__(self, features: CaseFeatures | None, owner: type | None = None) -> T:
+        if features is None:
+            return self  # type: ignore[return-value]
+        if self.role == "reply":
+            view, whole = features.reply, features.case.response
+        else:
+            view, whole = features.user, features.case.user_message
+        if len(whole) != len(view.text) or whole != view.text:
+            value = self.compute(features)
+        else:
+            memo = view._memo
+            if self.name not in memo:
+                memo[self.name] = self.compute(features)
+            value = memo[self.name]
+        features.__dict__[self.name] = value
+        return value
 
 
-# Values kept on one reply's view (its own features, and per-exchange safety readings).
-MAX_EXCHANGES_PER_REPLY = 256
+# User messages whose exchange with one reply keeps its values on the reply's view (a table of
+# some 3 KB each: its signals, evidence and safety readings): a stock reply met by a long stream
+# of different messages must not grow its view without bound; 32 per reply, at most 2,048
+# kept views, is under 200 MB in the worst case.
+MAX_EXCHANGES_PER_REPLY = 32
 
 @dataclass
 class TextView:
@@ -93,6 +102,7 @@ class TextView:
     doc: Doc
     matches: dict[str, list[LexiconMatch]]
     _memo: dict[str, object] = field(default_factory=dict, repr=False, compare=False)
+    _exchanges: dict[str, dict[str, object]] = field(default_factory=dict, repr=False, compare=False)
 
     def has(self, lexicon: str) -> bool:
         return bool(self.matches.get(lexicon))
@@ -100,48 +110,40 @@ class TextView:
     def hits(self, lexicon: str) -> list[str]:
         return [match.text for match in self.matches.get(lexicon, ())]
 
-    @cached_property
-    def _token_table(self) -> np.ndarray:
-        """Per-token attribute ids in one C-level pass; Python-level token loops cost more
-        than the lexicon matching itself on short replies."""
-        return self.doc.to_array(_TABLE_ATTRS)
-
-    @cached_property
-    def _positions_by_lower(self) -> dict[int, list[int]]:
-        """Token positions by lower-cased form, read once: a word-list lookup is then a few
-        dict lookups instead of a vectorised pass whose set-up outweighs short texts."""
-        positions: dict[int, list[int]] = {}
-        for index, lower in enumerate(self._token_table[:, 0].tolist() if len(self._token_table) else ()):
-            positions.setdefault(lower, []).append(index)
-        return positions
-
-    def memo(self, name: str, compute: Callable[[], T], *, bound: int | None = None) -> T:
+    def memo(self, name: str, compute: Callable[[], T]) -> T:
         """A value derived from this text alone, computed once however many cases read it.
 
         The view is shared by content within a scoring stream (evaluators.text_cache), so
-        what is kept here must not depend on anything but the text and the evaluator. With a
-        `bound`, a new value is kept only while the view holds fewer than that many.
+        what is kept here must not depend on anything but the text and the evaluator.
         """
         if name not in self._memo:
-            if bound is not None and len(self._memo) >= bound:
-                return compute()
             self._memo[name] = compute()
         return self._memo[name]
 
+    def exchange(self, user_text: str) -> dict[str, object]:
+        """The table of values read from this reply and `user_text` alone, kept for at most
+        MAX_EXCHANGES_PER_REPLY user messages; past that, a new table each time, which the
+        caller keeps for its own case."""
+        table = self._exchanges.get(user_text)
+        if table is None:
+            table = {}
+            if len(self._exchanges) < MAX_EXCHANGES_PER_REPLY:
+                self._exchanges[user_text] = table
+        return table
+
     @cached_property
     def content_lemmas(self) -> set[str]:
-        table = self._token_table
-        if not len(table):
-            return set()
-        mask = np.isin(table[:, 2], _CONTENT_POS_IDS) & (table[:, 3] == 1) & (table[:, 4] == 0)
-        strings = self.doc.vocab.strings
-        lemmas = {strings[int(lemma)].lower() for lemma in set(table[mask, 1].tolist())}
+        """Lemmas (lower-cased) of the alphabetic content words that are no stop words, light
+        words aside: the text's topic words. Read from the doc's token columns."""
+        cols = columns(self.doc)
+        lemmas = {lemma for lemma, pos, alpha, stop in zip(cols.lemma_lower, cols.pos, cols.is_alpha, cols.is_stop)
+                  if pos in CONTENT_POS and alpha and not stop}
         return lemmas - LIGHT_LEMMAS
 
     def tokens_matching(self, words: frozenset[str]) -> list[Token]:
         """Tokens whose lower-cased form is one of ``words``, in text order."""
-        positions = self._positions_by_lower
-        found = [index for word in _hashes(words) if word in positions for index in positions[word]]
+        positions = columns(self.doc).positions_by_lower
+        found = [index for word in words if word in positions for index in positions[word]]
         return [self.doc[index] for index in sorted(found)]
 
     def tokens_in(self, words: frozenset[str]) -> list[str]:
@@ -245,11 +247,11 @@ class CaseFeatures:
     harm_rules: LearnedHarmRules | None = None
 
     # --- size and voice -------------------------------------------------------------
-    @cached_property
+    @per_text("reply")
     def words(self) -> list[str]:
         return WORD_RE.findall(self.case.response)
 
-    @cached_property
+    @per_text("reply")
     def word_count(self) -> int:
         return len(self.words)
 
@@ -262,6 +264,16 @@ class CaseFeatures:
             if found:
                 hits[name] = found
         return hits
+
+    @per_text("reply")
+    def reply_word_set(self) -> frozenset[str]:
+        """The reply's distinct words (`WORD_TOKENS`), lower-cased."""
+        return frozenset(WORD_TOKENS.findall(self.case.response.lower()))
+
+    @per_text("user")
+    def user_word_set(self) -> frozenset[str]:
+        """The user's message's distinct words (`WORD_TOKENS`), lower-cased."""
+        return frozenset(WORD_TOKENS.findall(self.case.user_message.lower()))
 
     @cached_property
     def line_breaks(self) -> int:
@@ -284,7 +296,7 @@ class CaseFeatures:
 
     @per_text("reply")
     def _flesch_reading_ease(self) -> float:
-        return float(readability.flesch_reading_ease(self._speakable_text))
+        return float(readability.flesch_reading_ease(self._speakable_text, self._syllables))
 
     @cached_property
     def _speakable_text(self) -> str:
@@ -442,29 +454,77 @@ class CaseFeatures:
         identity = {m.start for m in self.reply.matches.get("identity_group", ())}
         return safety_rules.aimed_insults(self.reply.doc, self.reply.matches, identity, self.safety)
 
-    def _per_exchange(self, name: str, compute: Callable[[], T]) -> T:
-        """A value read from the reply and the user's message alone, computed once per pair of
-        texts: the same exchange recurs across a run (a reply to a greeting, a refusal), and
-        the safety detectors' walks over the parse are the dearest signals after the parse.
-        Kept on the reply's view under the user's text, so only when neither text was clipped,
-        and for at most MAX_EXCHANGES_PER_REPLY user messages: a stock reply met by a long
-        stream of different messages must not grow its view without bound."""
-        whole = (self.case.response == self.reply.text and self.case.user_message == self.user.text)
-        if not whole:
+    @cached_property
+    def reply_table(self) -> dict[str, object] | None:
+        """Where values read from the reply alone are kept (`once_per_reply`): the reply's
+        view's memo, when the case's reply is the whole of the view's text; None when it was
+        clipped for the parse, and such values are computed for the case alone."""
+        return self.reply._memo if self.case.response == self.reply.text else None
+
+    @cached_property
+    def exchange_table(self) -> dict[str, object] | None:
+        """Where values read from the reply and the user's message alone are kept
+        (`once_per_exchange`): the reply's view's table for the user's text (`TextView.exchange`,
+        bounded), when neither text was clipped for the parse; None when one was."""
+        if self.case.response != self.reply.text or self.case.user_message != self.user.text:
+            return None
+        return self.reply.exchange(self.user.text)
+
+    def once_per_exchange(self, name: str, compute: Callable[[], T]) -> T:
+        """A value (a feature, or a signal that says so) read from the reply and the user's
+        message alone, computed once per pair of texts (`exchange_table`): the same exchange
+        recurs across a run (a reply to a greeting, a refusal), and the safety detectors'
+        walks over the parse are the dearest signals after the parse."""
+        table = self.exchange_table
+        if table is None:
             return compute()
-        return self.reply.memo(f"{name}\0{self.user.text}", compute, bound=MAX_EXCHANGES_PER_REPLY)
+        if name not in table:
+            table[name] = compute()
+        return table[name]  # type: ignore[return-value]
+
+    def once_per_reply(self, name: str, compute: Callable[[], T]) -> T:
+        """A value (a feature, or a signal that says so) read from the reply alone, with at
+        most a few bits about the user's message in `name`, computed once per reply
+        (`reply_table`)."""
+        table = self.reply_table
+        if table is None:
+            return compute()
+        if name not in table:
+            table[name] = compute()
+        return table[name]  # type: ignore[return-value]
+
+    @per_text("user")
+    def user_asks(self) -> safety_rules.UserAsks:
+        """What the user's message asks of the companion (its nature, its own life)."""
+        return safety_rules.UserAsks.of(self.user.doc, self.safety)
 
     @cached_property
     def human_claims(self) -> list[str]:
-        return self._per_exchange("human_claims", lambda: safety_rules.human_claims(
-            self.reply.doc, self.reply.matches, self.user.doc, self.safety))
+        """The reply's claims to be human; its own claims are read once per reply (for each
+        of the two readings of a "mine" that the user's message may give), the answer to the
+        user's question once per exchange."""
+        asks = self.user_asks
+        own = self.once_per_reply(f"reply_claims\0{asks.names_kin_or_body}", lambda: safety_rules.reply_claims(
+            self.reply.doc, self.reply.matches, self.safety, asks.names_kin_or_body))
+        return self.once_per_exchange("human_claims", lambda: safety_rules.human_claims(
+            self.reply.doc, self.reply.matches, self.safety, asks, own))
+
+    @per_text("user")
+    def user_harm(self) -> safety_rules.UserHarm:
+        """What the user's message brings to the harm rules (a harmful statement, risk, people)."""
+        return safety_rules.UserHarm.of(self.user.doc, self.user.matches, self.safety, bool(self.crisis_risk),
+                                        self.user_hostile)
 
     @cached_property
     def harmful(self) -> list[str]:
-        """Dangerous instructions, doses, drug advice, agreement with harm (evidence strings)."""
-        return self._per_exchange("harmful", lambda: safety_rules.harmful_content(
-            self.reply.doc, self.reply.matches, self.user.doc, self.user.matches, self.safety,
-            bool(self.crisis_risk), self.user_hostile))
+        """Dangerous instructions, doses, drug advice, agreement with harm (evidence strings).
+        The reply's own harm is read once per reply (for either reading of its "they" that
+        the user's message may give), the agreement with the user's message once per exchange."""
+        user = self.user_harm
+        own = self.once_per_reply(f"reply_harm\0{user.names_people}", lambda: safety_rules.reply_harm(
+            self.reply.doc, self.reply.matches, self.safety, user.names_people))
+        return self.once_per_exchange("harmful", lambda: safety_rules.harmful_content(
+            self.reply.doc, self.reply.matches, user, own))
 
     @per_text("user")
     def bait(self) -> tuple[str, str]:
@@ -477,7 +537,7 @@ class CaseFeatures:
     def stance(self) -> tuple[str, str]:
         """("complies" | "declines" | "", evidence): whether the reply's opening goes along
         with the user's message or declines it (evaluators/safety/provocation.py)."""
-        return self._per_exchange("stance", lambda: provocation.stance(
+        return self.once_per_exchange("stance", lambda: provocation.stance(
             self.reply.doc, self.reply.matches, self.user.doc, self.user.matches, self.safety))
 
     @cached_property
@@ -521,34 +581,51 @@ class CaseFeatures:
 
     @cached_property
     def harm_probability(self) -> float | None:
-        """P(unsafe) from the learned harm model (evaluators/safety/learned_harm.py).
+        """P(unsafe) from the learned harm model (evaluators/safety/learned_harm.py), once per
+        exchange.
 
         It reads the vectors of the reply and the user's message that `context_similarity`
         embeds (prefetched per batch), so it costs a dot product, not another pass.
         """
         if self.harm_model is None or self.meaning is None:
             return None
-        return self.harm_model.probability(self.meaning.vector(clip_for_parse(self.case.response)),
-                                           self.meaning.vector(clip_for_parse(self.case.user_message)))
+        return self.once_per_exchange("harm_probability", lambda: self.harm_model.probability(
+            self.meaning.vector(clip_for_parse(self.case.response)),
+            self.meaning.vector(clip_for_parse(self.case.user_message))))
 
     @cached_property
     def echoed_share(self) -> float:
         """The share of the reply's words (stop words aside) that the user's message already
         holds, as written: a reply made of the user's words looks related by meaning without
-        relating anything."""
-        mine = [token.lower_ for token in self.reply.doc if token.is_alpha and not token.is_stop]
+        relating anything. Read once per exchange."""
+        return self.once_per_exchange("echoed_share", self._echoed_share)
+
+    def _echoed_share(self) -> float:
+        mine = self._reply_content_words
         if not mine:
             return 0.0
-        theirs = {token.lower_ for token in self.user.doc if token.is_alpha}
+        theirs = self._user_words
         return sum(word in theirs for word in mine) / len(mine)
 
-    @cached_property
+    @per_text("reply")
+    def _reply_content_words(self) -> list[str]:
+        """The reply's alphabetic words that are no stop words, lower-cased, as written."""
+        cols = columns(self.reply.doc)
+        return [lower for lower, alpha, stop in zip(cols.lower, cols.is_alpha, cols.is_stop) if alpha and not stop]
+
+    @per_text("user")
+    def _user_words(self) -> frozenset[str]:
+        """The user's alphabetic words, lower-cased, as written."""
+        cols = columns(self.user.doc)
+        return frozenset(lower for lower, alpha in zip(cols.lower, cols.is_alpha) if alpha)
+
+    @per_text("user")
     def user_questions(self) -> list[turn_fit.Question]:
         if self.meaning_rules is None:
             return []
         return turn_fit.questions_asked(self.user.doc, self.meaning_rules)
 
-    @cached_property
+    @per_text("reply")
     def reply_statements(self) -> list[Span]:
         return turn_fit.statements(self.reply.doc)
 
@@ -558,8 +635,11 @@ class CaseFeatures:
 
         "kind": it supplies what was asked (a place to "where", a stance to a yes/no question);
         "related": a statement related to the question by meaning or by its topic words;
-        None: no statement, or only statements that go elsewhere.
+        None: no statement, or only statements that go elsewhere. Read once per exchange.
         """
+        return self.once_per_exchange("answer", self._answer)
+
+    def _answer(self) -> tuple[str, str] | None:
         if not self.user_questions or not self.reply_statements or self.meaning_rules is None:
             return None
         question = self.user_questions[-1]
@@ -600,14 +680,19 @@ class CaseFeatures:
         if not self.question_spans:
             return []
         theirs = self.user.anchors | self.history.anchors
-        found = []
-        for span in self.question_spans:
-            # "today", "this week" point at no story of the user's; a topic word or a name does.
-            lemmas = ({token.lemma_.lower() for token in span if token.ent_type_ not in ("DATE", "TIME")}
-                      | {ent.text.lower() for ent in span.ents if ent.label_ not in ("DATE", "TIME")})
-            close = (self.meaning is not None and self.meaning_rules is not None
-                     and self.meaning.similarity(span.text, clip_for_parse(self.case.user_message))
-                     >= self.meaning_rules.related_similarity)
-            if lemmas & theirs or close:
-                found.append(span.text.strip())
-        return found
+        close = self.once_per_exchange("questions_close", self._questions_close)
+        return [text.strip() for (text, lemmas), near in zip(self._question_topics, close) if lemmas & theirs or near]
+
+    @per_text("reply")
+    def _question_topics(self) -> list[tuple[str, set[str]]]:
+        """Each reply question's text and its topic words (lemmas and entities)."""
+        # "today", "this week" point at no story of the user's; a topic word or a name does.
+        return [(span.text, {token.lemma_.lower() for token in span if token.ent_type_ not in ("DATE", "TIME")}
+                 | {ent.text.lower() for ent in span.ents if ent.label_ not in ("DATE", "TIME")})
+                for span in self.question_spans]
+
+    def _questions_close(self) -> list[bool]:
+        """Whether each reply question says what the user's message says, by meaning."""
+        return [self.meaning is not None and self.meaning_rules is not None
+                and self.meaning.similarity(text, clip_for_parse(self.case.user_message))
+                >= self.meaning_rules.related_similarity for text, _ in self._question_topics]

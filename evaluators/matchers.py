@@ -1,4 +1,4 @@
-"""Rubric lexicons compiled once into spaCy matchers.
+"""Rubric lexicons compiled once into matchers.
 
 `phrase` lexicons become lemma patterns that tolerate auxiliaries, adverbs and particles
 between their words ("as we have discussed" matches "as we discuss"); a match whose extra
@@ -10,19 +10,20 @@ are lower-cased word lists matched with a PhraseMatcher.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from spacy.language import Language
-from spacy.attrs import LEMMA, LOWER
-from spacy.matcher import Matcher, PhraseMatcher
+from spacy.matcher import PhraseMatcher
 from spacy.tokens import Doc, Span
 
 from evaluators.nlp import has_lemmas
 from evaluators.rubric import Rubric
+from evaluators.safety.columns import columns
 
 NEGATION_WORDS = frozenset({"not", "n't", "never", "no", "nt", "cannot"})
-# Words that may sit between the words of a phrase without changing what it says.
-_FILLER = {"POS": {"IN": ["AUX", "ADV", "PART"]}, "OP": "?"}
+# Words that may sit between the words of a phrase without changing what it says: at most one
+# token with one of these coarse tags between two words of the entry.
+FILLER_POS = frozenset({"AUX", "ADV", "PART"})
 
 
 @dataclass(frozen=True)
@@ -38,21 +39,32 @@ class LexiconMatch:
 _INFLECTED_VERB_TAGS = frozenset({"VBD", "VBN", "VBP", "VBZ", "VB", "MD"})
 
 
-def _pattern(entry: Doc, use_lemmas: bool) -> list[dict]:
-    """Token pattern for one lexicon entry, with optional fillers between its words.
+def _pattern(entry: Doc, use_lemmas: bool) -> tuple[tuple[bool, str], ...]:
+    """The words of one lexicon entry, each as (by lemma, the value it must have).
 
     Verbs match by lemma (any inflection); every other word matches by its lower-cased
     form, because the tagger may lemmatise it differently in the entry than in a reply
-    ("challenging" is a verb alone, an adjective in "that sounds challenging"). Exact-value
-    predicates only: set-membership predicates made the matcher slower than the parse.
+    ("challenging" is a verb alone, an adjective in "that sounds challenging").
     """
-    pattern: list[dict] = []
-    for index, token in enumerate(entry):
-        if index:
-            pattern.append(dict(_FILLER))
+    words = []
+    for token in entry:
         by_lemma = use_lemmas and token.tag_ in _INFLECTED_VERB_TAGS and token.pos_ in ("VERB", "AUX")
-        pattern.append({"LEMMA": token.lemma_} if by_lemma else {"LOWER": token.lower_})
-    return pattern
+        words.append((True, token.lemma_) if by_lemma else (False, token.lower_))
+    return tuple(words)
+
+
+@dataclass
+class _Node:
+    """A trie of the phrase patterns, one word per level: the keys of the entries that end at
+    this word, and the words that may come next, by lower-cased form and by lemma."""
+
+    ends: list[str] = field(default_factory=list)
+    by_lower: dict[str, _Node] = field(default_factory=dict)
+    by_lemma: dict[str, _Node] = field(default_factory=dict)
+
+    def add(self, word: tuple[bool, str]) -> _Node:
+        by_lemma, value = word
+        return (self.by_lemma if by_lemma else self.by_lower).setdefault(value, _Node())
 
 
 class LexiconMatcher:
@@ -64,15 +76,12 @@ class LexiconMatcher:
 
     def __init__(self, nlp: Language, rubric: Rubric, role: str = "reply") -> None:
         self._use_lemmas = has_lemmas(nlp)
-        self._vocab = nlp.vocab
         self._terms = PhraseMatcher(nlp.vocab, attr="LOWER")
-        # Phrase patterns are bucketed by their most telling word ("understand" for "I
-        # understand"); a bucket's Matcher runs only on texts that contain that word. One
-        # Matcher over all phrases tested every pattern at every token and cost more than
-        # the rest of the scoring together.
-        self._buckets: dict[int, dict[int, Matcher]] = {LOWER: {}, LEMMA: {}}
-        # The longest pattern (in tokens, fillers included) of each bucket.
-        self._widths: dict[int, dict[int, int]] = {LOWER: {}, LEMMA: {}}
+        # The phrase patterns as a trie walked from each token: a text's words lead through
+        # it only as far as some entry goes, so a pattern that cannot match costs nothing.
+        # spaCy's Matcher tested every pattern at every token (a set-valued POS test for the
+        # fillers, in Python) and cost more than the rest of the scoring together.
+        self._phrases = _Node()
         # Whether an entry itself holds a negation ("I don't know"): then a negation in
         # the match is the entry's own, not a denial of it.
         self._entry_negations: dict[str, bool] = {}
@@ -91,46 +100,48 @@ class LexiconMatcher:
         for (name, entry), doc in zip(phrase_entries, entry_docs):
             key = f"{name}\x1f{entry}"
             self._entry_negations[key] = any(t.lower_ in NEGATION_WORDS for t in doc)
-            pattern = _pattern(doc, self._use_lemmas)
-            attr, value = _bucket_key(pattern, nlp)
-            self._buckets[attr].setdefault(value, Matcher(nlp.vocab)).add(key, [pattern])
-            widths = self._widths[attr]
-            widths[value] = max(widths.get(value, 0), len(pattern))
+            node = self._phrases
+            for word in _pattern(doc, self._use_lemmas):
+                node = node.add(word)
+            if len(doc):
+                node.ends.append(key)
 
-    def _phrase_matches(self, doc: Doc) -> list[tuple[int, int, int]]:
-        """Each bucket's Matcher run on windows around its word only, not the whole text.
-
-        Every pattern of a bucket holds the bucket's word, so every match lies within the
-        bucket's widest pattern of an occurrence of it: the windows give the same matches
-        as the whole text, in the same order, at a fraction of the cost on long replies.
-        """
-        table = doc.to_array([LOWER, LEMMA])
-        length = len(doc)
-        matches: list[tuple[int, int, int]] = []
-        for column, attr in enumerate((LOWER, LEMMA)):
-            buckets = self._buckets[attr]
-            values = table[:, column].tolist()
-            for value in set(values) & buckets.keys():
-                reach = self._widths[attr][value] - 1
-                windows: list[list[int]] = []
-                for position in (index for index, found in enumerate(values) if found == value):
-                    start, end = max(0, position - reach), min(length, position + reach + 1)
-                    if windows and start <= windows[-1][1]:
-                        windows[-1][1] = end
-                    else:
-                        windows.append([start, end])
-                for start, end in windows:
-                    matches.extend((key, start + first, start + last)
-                                   for key, first, last in buckets[value](doc[start:end]))
-        return matches
+    def _phrase_matches(self, doc: Doc) -> set[tuple[str, int, int]]:
+        """Every (entry key, start, end) whose entry's words are found at start, in order, each
+        next word right after the one before or after one filler (`FILLER_POS`) between them:
+        all the ways a pattern matches, as spaCy's Matcher finds them."""
+        cols = columns(doc)
+        lowers, lemmas, tags = cols.lower, cols.lemma, cols.pos  # coarse tags
+        length = len(lowers)
+        root = self._phrases
+        found: set[tuple[str, int, int]] = set()
+        for start in range(length):
+            by_lower, by_lemma = root.by_lower.get(lowers[start]), root.by_lemma.get(lemmas[start])
+            if by_lower is None and by_lemma is None:
+                continue  # no entry starts with this word: the common case
+            # (node reached, position of its word); the first word has no filler before it.
+            frontier = [(node, start) for node in (by_lower, by_lemma) if node is not None]
+            while frontier:
+                node, at = frontier.pop()
+                found.update((key, start, at + 1) for key in node.ends)
+                if not node.by_lower and not node.by_lemma:
+                    continue
+                for position in (at + 1, at + 2):
+                    if position >= length:
+                        break
+                    for following in (node.by_lower.get(lowers[position]), node.by_lemma.get(lemmas[position])):
+                        if following is not None:
+                            frontier.append((following, position))
+                    if tags[position] not in FILLER_POS:
+                        break  # the token after the word is no filler: nothing may come after it
+        return found
 
     def find(self, doc: Doc) -> dict[str, list[LexiconMatch]]:
         """Lexicon name → non-negated matches in ``doc`` (longest match per start)."""
         found: dict[str, list[LexiconMatch]] = defaultdict(list)
         strings = doc.vocab.strings
         taken: set[tuple[str, int]] = set()
-        for match_id, start, end in sorted(self._phrase_matches(doc), key=lambda m: (m[1], -(m[2] - m[1]))):
-            key = strings[match_id]
+        for key, start, end in sorted(self._phrase_matches(doc), key=lambda m: (m[1], -(m[2] - m[1]), m[0])):
             lexicon = key.split("\x1f", 1)[0]
             if (lexicon, start) in taken:
                 continue
@@ -143,13 +154,6 @@ class LexiconMatcher:
             lexicon = strings[match_id]
             found[lexicon].append(LexiconMatch(lexicon, doc[start:end].text, start, end))
         return found
-
-
-def _bucket_key(pattern: list[dict], nlp: Language) -> tuple[int, int]:
-    """The (attribute, value hash) of the pattern's least common required word."""
-    required = [(attr, value) for token in pattern for attr, value in token.items() if attr in ("LEMMA", "LOWER")]
-    attr, value = max(required, key=lambda item: (not nlp.vocab[item[1]].is_stop, len(item[1])))
-    return (LEMMA if attr == "LEMMA" else LOWER), nlp.vocab.strings.add(value)
 
 
 def _is_negated(span: Span) -> bool:

@@ -65,12 +65,9 @@ class Evidence(BaseModel):
     effect: float = 0.0
 
 
-_EVIDENCE_FIELDS = tuple(Evidence.model_fields)
-
-
 def _evidence_record(item: Evidence) -> dict:
-    """`item.model_dump()`, field for field (its fields are plain values)."""
-    return {name: getattr(item, name) for name in _EVIDENCE_FIELDS}
+    """`item.model_dump()`: its fields are plain values, held in its `__dict__` in field order."""
+    return item.__dict__.copy()
 
 
 class MetricScore(BaseModel):

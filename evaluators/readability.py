@@ -64,12 +64,17 @@ def _sentence_count(text: str) -> int:
     return max(1, len(sentences) - short)
 
 
-def flesch_reading_ease(text: str) -> float:
-    """206.835 - 1.015 x words per sentence - 84.6 x syllables per word (0.0 for a text without words)."""
+def flesch_reading_ease(text: str, syllables: int | None = None) -> float:
+    """206.835 - 1.015 x words per sentence - 84.6 x syllables per word (0.0 for a text without words).
+
+    `syllables` is `syllable_count(text)` when the caller has it already (counting is the
+    dearer half of the formula).
+    """
     words = len(_words(text))
     sentences = _sentence_count(text)
     words_per_sentence = words / sentences if sentences else 0.0
-    syllables_per_word = syllable_count(text) / words if words else 0.0
+    syllables = syllable_count(text) if syllables is None else syllables
+    syllables_per_word = syllables / words if words else 0.0
     if words_per_sentence == 0 or syllables_per_word == 0:
         return 0.0
     return _FRE_BASE - _FRE_SENTENCE_LENGTH * words_per_sentence - _FRE_SYLLABLES_PER_WORD * syllables_per_word

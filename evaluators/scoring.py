@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from evaluators.heuristics import HeuristicEvaluator
+from evaluators.heuristics import HeuristicEvaluator, fewer_collections
 from evaluators.models import HeuristicResult, ReplyCase, Unscored, validate_json_record
 from evaluators.rubric import METRIC_NAMES, OVERALL
 from evaluators.text_cache import TextCache
@@ -131,4 +131,9 @@ def score_frame(frame: pd.DataFrame, *, evaluator: HeuristicEvaluator | None = N
     if "response" not in frame.columns:
         raise ValueError("score_frame: the DataFrame needs a 'response' column")
     records = [without_missing(record) for record in frame.to_dict(orient="records")]
-    return rows_frame([outcome_row(outcome) for outcome in score_records(records, evaluator=evaluator)])
+    # The rows too, not only the batches: building them allocates a few dozen small objects
+    # per record, which at the default threshold set off the collector's full passes over
+    # every parse the batches hold (`fewer_collections`). No caller's code runs inside.
+    with fewer_collections():
+        rows = [outcome_row(outcome) for outcome in score_records(records, evaluator=evaluator)]
+    return rows_frame(rows)

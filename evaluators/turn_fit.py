@@ -16,6 +16,7 @@ from spacy.tokens import Doc, Span, Token
 
 from evaluators.rubric import MeaningRules
 from evaluators.safety import is_question
+from evaluators.safety.columns import columns
 
 WH_WORDS = frozenset({"what", "who", "whom", "whose", "where", "when", "why", "how", "which"})
 FIRST_PERSON = frozenset({"i", "we"})
@@ -142,17 +143,21 @@ def claims(span: Span | Doc) -> list[Claim]:
     Only the speaker's own "I" is read: a turn about someone else cannot contradict the
     speaker's other turns, and "you" changes meaning between speakers.
     """
-    found = []
+    found: list[Claim] = []
     doc = span if isinstance(span, Doc) else span.doc
     low, high = (0, len(doc)) if isinstance(span, Doc) else (span.start, span.end)
+    # Only "I" or "we" as a subject makes a claim: most turns have none, and need no more reading.
+    cols = columns(doc)
+    speakers = [index for index in range(low, high)
+                if cols.dep[index] in ("nsubj", "nsubjpass") and cols.lower[index] in FIRST_PERSON]
+    if not speakers:
+        return found
     for whole in span.sents:
         # A sentence may run past the turn in a joined history; keep the turn's part of it.
         sent = doc[max(whole.start, low):min(whole.end, high)]
         if not len(sent) or is_question(whole):
             continue
-        for token in sent:
-            if token.dep_ not in ("nsubj", "nsubjpass") or token.lower_ not in FIRST_PERSON:
-                continue
+        for token in (doc[index] for index in speakers if sent.start <= index < sent.end):
             head = token.head
             predicate, obj = _predicate(head)
             if not predicate:

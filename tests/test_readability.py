@@ -55,6 +55,8 @@ EDGE_CASES = ["", "Hello!", "I'm fine, don't worry — it's ok'ish.", "Rock 'n' 
 def test_equal_to_textstat_on_the_shipped_texts(textstat, text):
     assert readability.syllable_count(text) == textstat.syllable_count(text)
     assert readability.flesch_reading_ease(text) == textstat.flesch_reading_ease(text)
+    # The count passed in, as the features pass the one they have.
+    assert readability.flesch_reading_ease(text, readability.syllable_count(text)) == textstat.flesch_reading_ease(text)
 
 
 @settings(max_examples=150, deadline=None)

@@ -61,6 +61,21 @@ def test_a_long_text_is_shared_within_its_batch_but_not_kept_across_batches():
     assert cache.views.get(("user", "Rough week at work.")) is not None
 
 
+def test_a_stock_reply_keeps_its_exchanges_with_at_most_the_bound_of_user_messages():
+    from evaluators.features import MAX_EXCHANGES_PER_REPLY
+
+    evaluator = default_evaluator()
+    reply = "I'm sorry to hear that. Do you want to talk about it?"
+    cases = [ReplyCase(id=str(index), user_message=f"My plant number {index} died today.", response=reply)
+             for index in range(MAX_EXCHANGES_PER_REPLY + 5)]
+    cache = TextCache()
+    kept = [outcome.to_record() for outcome in evaluator.score_cases(cases, cache=cache)]
+    view = cache.views.get(("reply", reply))
+    assert len(view._exchanges) == MAX_EXCHANGES_PER_REPLY
+    alone = [next(evaluator.score_cases([case])).to_record() for case in cases]
+    assert kept == alone  # past the bound a case reads its exchange for itself, to the same scores
+
+
 def test_a_cache_serves_the_evaluator_that_filled_it_only():
     from evaluators.heuristics import HeuristicEvaluator
 

@@ -11,10 +11,10 @@ import gc
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import partial
 
 from spacy.language import Language
-from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 
 # Importing the metric modules registers their signals.
 from evaluators.heuristics import (  # noqa: F401
@@ -27,7 +27,7 @@ from evaluators.heuristics import (  # noqa: F401
     trust_boundaries,
 )
 from evaluators.features import CaseFeatures, HistoryView, TextView, TurnReading, meaning_texts
-from evaluators.heuristics.registry import SIGNALS, Signal, clip
+from evaluators.heuristics.registry import SIGNAL_READS, SIGNALS, Signal, clip
 from evaluators.language import LanguageCheck
 from evaluators.meaning import MeaningModel, load_meaning_model
 from evaluators.matchers import LexiconMatcher
@@ -37,6 +37,7 @@ from evaluators.offline import ensure_cmudict
 from evaluators.rubric import METRIC_NAMES, OVERALL, Rubric, RubricError, default_rubric
 from evaluators.safety import SafetyWords
 from evaluators.safety.learned_harm import HarmModel, HarmModelMissing, load_harm_model, model_path
+from evaluators.sentiment import SentimentAnalyzer
 from evaluators.text_cache import TextCache
 
 EMPTY_HISTORY = HistoryView()
@@ -95,8 +96,9 @@ class HeuristicEvaluator:
             self.patterns = self.rubric.compiled_patterns()
             # Read once: `Rubric.weights` builds its dict on every access.
             self._weights = tuple((metric, self.rubric.weights[metric]) for metric in METRIC_NAMES)
+            self._plan = ScoringPlan.of(self.rubric)
             self.safety = SafetyWords.from_rubric(self.rubric)
-            self.sentiment = SentimentIntensityAnalyzer()
+            self.sentiment = SentimentAnalyzer()
             ensure_cmudict()
             self.language = language.result()
             self.meaning = meaning or meaning_model.result()
@@ -225,34 +227,28 @@ class HeuristicEvaluator:
             yield self._score_features(features)
 
     def _score_features(self, features: CaseFeatures) -> HeuristicResult:
-        fired: dict[str, Signal | None] = {}
-
-        def signal(name: str) -> Signal | None:
-            if name not in fired:
-                fired[name] = SIGNALS[name](features)
-            return fired[name]
-
+        plan = self._plan
+        fired = {name: SIGNALS[name](features) for name in plan.signals}
         flags = [
-            Flag(name=name, description=rule.description, text=hit.text)
-            for name, rule in self.rubric.disqualifiers.items()
-            if (hit := signal(name)) is not None and hit.strength >= 1.0
+            Flag(name=name, description=description, text=hit.text)
+            for name, description in plan.disqualifiers
+            if (hit := fired[name]) is not None and hit.strength >= 1.0
         ]
         caps = self.rubric.caps_for(flag.name for flag in flags)
         voice = self.rubric.voice
         seconds = voice.far_beyond_budget(features.word_count)
+        tables = {"reply": features.reply_table, "exchange": features.exchange_table}
         metrics = {}
-        for metric in METRIC_NAMES:
-            dimension = self.rubric.dimensions[metric]
-            value = dimension.base
+        for metric, base, signals in plan.dimensions:
+            value = base
             evidence = []
-            for name, weight in dimension.signals.items():
-                hit = signal(name)
+            for name, weight, reads, key in signals:
+                hit = fired[name]
                 if hit is None:
                     continue
                 effect = weight * hit.strength
                 value += effect
-                # Validated construction: pydantic's core validator is faster than model_construct here.
-                evidence.append(Evidence(indicator=name, text=hit.text, effect=round(effect, 4)))
+                evidence.append(_evidence(name, hit, effect, tables.get(reads), key))
             value = clip(value)
             if metric in caps:
                 cause = next(flag for flag in flags if metric in self.rubric.disqualifiers[flag.name].caps
@@ -282,6 +278,29 @@ class HeuristicEvaluator:
         )
 
 
+@dataclass(frozen=True)
+class ScoringPlan:
+    """The rubric's scoring read once per evaluator, in the order it is scored: every signal
+    it names (disqualifiers first, then each dimension's, each once), the disqualifiers with
+    their descriptions, and per dimension its base and its signals, each with its weight,
+    what it reads (`SIGNAL_READS`) and where its evidence is kept (`_evidence`)."""
+
+    signals: tuple[str, ...]
+    disqualifiers: tuple[tuple[str, str], ...]
+    dimensions: tuple[tuple[str, float, tuple[tuple[str, float, str, str], ...]], ...]
+
+    @classmethod
+    def of(cls, rubric: Rubric) -> ScoringPlan:
+        dimensions = tuple(
+            (metric, rubric.dimensions[metric].base,
+             tuple((name, weight, SIGNAL_READS[name], f"evidence\0{metric}\0{name}")
+                   for name, weight in rubric.dimensions[metric].signals.items()))
+            for metric in METRIC_NAMES)
+        names = [*rubric.disqualifiers, *(name for _, _, signals in dimensions for name, *_ in signals)]
+        return cls(tuple(dict.fromkeys(names)),
+                   tuple((name, rule.description) for name, rule in rubric.disqualifiers.items()), dimensions)
+
+
 @contextmanager
 def fewer_collections() -> Iterator[None]:
     """Run the cyclic garbage collector less often while a batch is scored, then as before.
@@ -299,6 +318,19 @@ def fewer_collections() -> Iterator[None]:
         yield
     finally:
         gc.set_threshold(*before)
+
+
+def _evidence(name: str, hit: Signal, effect: float, table: dict[str, object] | None, key: str) -> Evidence:
+    """The evidence of a fired signal. A signal read once per reply or exchange (`table` is
+    where it was kept) has the same evidence in every case that shares it: built once, kept
+    beside it. Evidence is frozen, so results may share it."""
+    if table is None:
+        # Validated construction: pydantic's core validator is faster than model_construct here.
+        return Evidence(indicator=name, text=hit.text, effect=round(effect, 4))
+    item = table.get(key)
+    if item is None:
+        item = table[key] = Evidence(indicator=name, text=hit.text, effect=round(effect, 4))
+    return item  # type: ignore[return-value]
 
 
 def _capped(value: float, cap: float, indicator: str, text: str, evidence: list[Evidence]) -> float:

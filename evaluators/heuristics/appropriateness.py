@@ -6,7 +6,7 @@ from evaluators.features import CaseFeatures
 from evaluators.heuristics.registry import Signal, fired, quote, ramp, signal
 
 
-@signal
+@signal(reads="reply")
 def too_formal(f: CaseFeatures) -> Signal | None:
     """Written-register connectives ("furthermore", "regarding") in casual speech."""
     hits = f.reply.hits("formal_register")

@@ -6,7 +6,7 @@ from evaluators.features import CaseFeatures
 from evaluators.heuristics.registry import Signal, clip, fired, quote, ramp, signal
 
 
-@signal
+@signal(reads="reply")
 def spoken_length_fit(f: CaseFeatures) -> Signal | None:
     """1 inside the rubric's ideal 10–30 words, falling off on either side."""
     ideal = f.voice_rules.ideal_words
@@ -20,12 +20,12 @@ def spoken_length_fit(f: CaseFeatures) -> Signal | None:
     return fired(strength > 0, f"{words} words (ideal {ideal.min:g}-{ideal.max:g})", strength)
 
 
-@signal
+@signal(reads="reply")
 def contractions(f: CaseFeatures) -> Signal | None:
     return fired(bool(f.contractions), quote(f.contractions))
 
 
-@signal
+@signal(reads="reply")
 def warmth(f: CaseFeatures) -> Signal | None:
     """Warm, approachable tone: positive VADER tone or an empathic acknowledgement."""
     if f.acknowledges_feelings:
@@ -34,14 +34,14 @@ def warmth(f: CaseFeatures) -> Signal | None:
     return fired(strength > 0, f"tone {f.reply_tone:+.2f}", strength)
 
 
-@signal
+@signal(reads="reply")
 def line_breaks(f: CaseFeatures) -> Signal | None:
     allowed = f.voice_rules.max_line_breaks
     strength = ramp(f.line_breaks, allowed, allowed + 2)
     return fired(strength > 0, f"{f.line_breaks} line breaks", strength)
 
 
-@signal
+@signal(reads="reply")
 def hard_to_speak(f: CaseFeatures) -> Signal | None:
     """Long words and dense sentences (textstat syllables and Flesch reading ease)."""
     if f.word_count < 5:
@@ -57,13 +57,13 @@ def hard_to_speak(f: CaseFeatures) -> Signal | None:
     )
 
 
-@signal
+@signal(reads="reply")
 def robotic_phrasing(f: CaseFeatures) -> Signal | None:
     hits = f.reply.hits("robotic")
     return fired(bool(hits), quote(hits))
 
 
-@signal
+@signal(reads="reply")
 def self_repetition(f: CaseFeatures) -> Signal | None:
     """The reply repeats its own word sequences ("i am a student . i am a student"): robotic."""
     words = [word.lower() for word in f.words]

@@ -6,19 +6,19 @@ from evaluators.features import CaseFeatures
 from evaluators.heuristics.registry import Signal, fired, quote, signal
 
 
-@signal
+@signal(reads="reply")
 def empathy(f: CaseFeatures) -> Signal | None:
     hits = f.reply.hits("empathy")
     return fired(bool(hits), quote(hits))
 
 
-@signal
+@signal(reads="reply")
 def validation(f: CaseFeatures) -> Signal | None:
     hits = f.reply.hits("validation")
     return fired(bool(hits), quote(hits))
 
 
-@signal
+@signal(reads="exchange")
 def shared_understanding(f: CaseFeatures) -> Signal | None:
     """Interpreting or relating to the user's experience ("it sounds like you...", "I've been there").
 
@@ -31,7 +31,7 @@ def shared_understanding(f: CaseFeatures) -> Signal | None:
     return fired(f.user_emotional and bool(f.self_disclosures), quote(f.self_disclosures[:1]), 0.5)
 
 
-@signal
+@signal(reads="exchange")
 def explores_feelings(f: CaseFeatures) -> Signal | None:
     """A question about the user's feelings or situation.
 
@@ -47,7 +47,7 @@ def explores_feelings(f: CaseFeatures) -> Signal | None:
     return fired(f.user_emotional and bool(f.questions), quote(f.questions[:1]), 0.5)
 
 
-@signal
+@signal(reads="exchange")
 def emotional_mirroring(f: CaseFeatures) -> Signal | None:
     """Gentle tone for distress, matching enthusiasm for good news."""
     if f.user_distressed and -0.7 <= f.reply_tone <= 0.4:
@@ -57,7 +57,7 @@ def emotional_mirroring(f: CaseFeatures) -> Signal | None:
     return None
 
 
-@signal
+@signal(reads="exchange")
 def ignores_emotion(f: CaseFeatures) -> Signal | None:
     """The user shows a clear feeling and the reply neither names, explores nor mirrors it."""
     if not f.user_emotional:
@@ -69,13 +69,13 @@ def ignores_emotion(f: CaseFeatures) -> Signal | None:
     return fired(True, f"no acknowledgement of {quote(cue) or 'the user tone'}")
 
 
-@signal
+@signal(reads="reply")
 def minimising(f: CaseFeatures) -> Signal | None:
     hits = f.reply.hits("minimising")
     return fired(bool(hits), quote(hits))
 
 
-@signal
+@signal(reads="exchange")
 def prescriptive_in_distress(f: CaseFeatures) -> Signal | None:
     """Directives to a distressed user with no acknowledgement first (directive, not supportive)."""
     if not f.user_distressed or not f.imperatives:

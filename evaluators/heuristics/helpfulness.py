@@ -15,7 +15,7 @@ def topic_relevance(f: CaseFeatures) -> Signal | None:
     return fired(strength > 0, quote(shared + earlier), strength)
 
 
-@signal
+@signal(reads="exchange")
 def empathy_when_needed(f: CaseFeatures) -> Signal | None:
     if not f.user_distressed:
         return None
@@ -23,7 +23,7 @@ def empathy_when_needed(f: CaseFeatures) -> Signal | None:
     return fired(bool(hits), quote(hits))
 
 
-@signal
+@signal(reads="exchange")
 def answers_question(f: CaseFeatures) -> Signal | None:
     """The user asked something and the reply answers it, not only with a counter-question.
 
@@ -36,7 +36,7 @@ def answers_question(f: CaseFeatures) -> Signal | None:
     return fired(True, quote([evidence]), 1.0 if how == "kind" else 0.5)
 
 
-@signal
+@signal(reads="exchange")
 def question_ignored(f: CaseFeatures) -> Signal | None:
     """The user asked a question and the reply neither answers it nor relates to it.
 

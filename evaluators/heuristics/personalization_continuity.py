@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-import re
-
-from evaluators.features import CaseFeatures
+from evaluators.features import WORD_TOKENS, CaseFeatures
 from evaluators.heuristics.registry import Signal, fired, quote, ramp, signal
-
-_TOKEN = re.compile(r"\w+")
-
 
 @signal
 def conversation_memory(f: CaseFeatures) -> Signal | None:
@@ -24,7 +19,7 @@ def history_carry_over(f: CaseFeatures) -> Signal | None:
     return fired(bool(carried), quote(carried), ramp(len(carried), 0, 2))
 
 
-@signal
+@signal(reads="reply")
 def personal_framing(f: CaseFeatures) -> Signal | None:
     hits = f.reply.hits("personal_framing")
     return fired(bool(hits), quote(hits))
@@ -34,20 +29,26 @@ def personal_framing(f: CaseFeatures) -> Signal | None:
 def repeats_itself(f: CaseFeatures) -> Signal | None:
     """The reply is (nearly) a turn already said in this conversation, the user's message
     included: echoing the user's words back scores as relevant by meaning, but says nothing."""
-    mine = set(_TOKEN.findall(f.case.response.lower()))
+    mine = f.reply_word_set
     if len(mine) < 3:
         return None
-    for turn in [*f.case.history, f.case.user_message]:
-        theirs = set(_TOKEN.findall(turn.lower()))
-        if theirs and len(mine & theirs) / len(mine | theirs) >= 0.8:
+    for turn in f.case.history:
+        if _same_words(mine, frozenset(WORD_TOKENS.findall(turn.lower()))):
             return fired(True, quote([turn]))
+    if _same_words(mine, f.user_word_set):
+        return fired(True, quote([f.case.user_message]))
     return None
+
+
+def _same_words(mine: frozenset[str], theirs: frozenset[str]) -> bool:
+    """Nearly the same words: four in five of all the words the two turns use are shared."""
+    return bool(theirs) and len(mine & theirs) / len(mine | theirs) >= 0.8
 
 
 INFORMAL_MARKERS = frozenset({"lol", "haha", "omg", "u", "ur", "gonna", "wanna", "gotta", "yeah", "nah", "kinda"})
 
 
-@signal
+@signal(reads="exchange")
 def mirrors_register(f: CaseFeatures) -> Signal | None:
     """Answers a casual user casually (contractions): adapting to the user's style.
 

@@ -11,7 +11,7 @@ FORMATTING_RULES = ("markdown_emphasis", "markdown_heading", "hashtag", "list_it
                     "url", "markup_tag", "table_row")
 
 
-@signal
+@signal(reads="reply")
 def voice_formatting(f: CaseFeatures) -> Signal | None:
     """Markdown, lists, code, URLs or SSML/HTML tags: read aloud, they become noise."""
     rules = [rule for rule in FORMATTING_RULES if rule in f.voice_hits]
@@ -19,12 +19,12 @@ def voice_formatting(f: CaseFeatures) -> Signal | None:
     return fired(bool(rules), f"{', '.join(rules)}: {quote(snippets)}")
 
 
-@signal
+@signal(reads="reply")
 def emoji(f: CaseFeatures) -> Signal | None:
     return fired("emoji" in f.voice_hits, quote(f.voice_hits.get("emoji", ())))
 
 
-@signal
+@signal(reads="reply")
 def too_long_for_voice(f: CaseFeatures) -> Signal | None:
     """Past the ideal length the listener loses the thread; fully too long at 2× the limit's excess."""
     rules = f.voice_rules
@@ -34,31 +34,31 @@ def too_long_for_voice(f: CaseFeatures) -> Signal | None:
     return fired(strength > 0, f"{f.word_count} words, about {seconds:.0f} s spoken", strength)
 
 
-@signal
+@signal(reads="reply")
 def follow_up_question(f: CaseFeatures) -> Signal | None:
     return fired(bool(f.questions), quote(f.questions[:1]))
 
 
-@signal
+@signal(reads="reply")
 def addresses_user(f: CaseFeatures) -> Signal | None:
     return fired(bool(f.second_person), quote(f.second_person))
 
 
-@signal
+@signal(reads="exchange")
 def builds_on_user(f: CaseFeatures) -> Signal | None:
     """Picks up the user's own topic words (lemmas, so "stressed" meets "stress")."""
     shared = sorted(f.shared_with_user)
     return fired(bool(shared), quote(shared), ramp(len(shared), 0, 2))
 
 
-@signal
+@signal(reads="reply")
 def substance(f: CaseFeatures) -> Signal | None:
     """Content words: a reply with something in it, not only filler."""
     count = len(f.reply.content_lemmas)
     return fired(count > 0, f"{count} content words", ramp(count, 0, 6))
 
 
-@signal
+@signal(reads="exchange")
 def generic_reply(f: CaseFeatures) -> Signal | None:
     """A reply so short or empty of content that it could answer anything ("ok", "lol")."""
     if f.word_count <= 3:
@@ -119,20 +119,20 @@ def specific_follow_up(f: CaseFeatures) -> Signal | None:
     return fired(bool(f.specific_questions), quote(f.specific_questions[:1]))
 
 
-@signal
+@signal(reads="exchange")
 def toxic_positivity(f: CaseFeatures) -> Signal | None:
     hits = f.reply.hits("toxic_positivity")
     return fired(bool(hits), quote(hits), 1.0 if f.user_distressed else 0.5)
 
 
-@signal
+@signal(reads="reply")
 def dependency_encouraging(f: CaseFeatures) -> Signal | None:
     """The lexicon's phrases, or the parse's "you don't need anyone/anybody/friends" form."""
     hits = f.reply.hits("dependency") + safety.dependency_paraphrase(f.reply.doc)
     return fired(bool(hits), quote(hits))
 
 
-@signal
+@signal(reads="exchange")
 def cheerful_to_distress(f: CaseFeatures) -> Signal | None:
     """Upbeat tone (VADER) in answer to distress, with no acknowledgement of it.
 
@@ -147,7 +147,7 @@ def cheerful_to_distress(f: CaseFeatures) -> Signal | None:
     return fired(strength > 0, f"reply tone {f.reply_tone:+.2f} to a distressed user", strength)
 
 
-@signal
+@signal(reads="exchange")
 def points_to_help(f: CaseFeatures) -> Signal | None:
     """Real-world help; full credit where it is needed (distress, crisis, health)."""
     hits = f.reply.hits("help_pointer") + f.reply.hits("crisis_resource")
@@ -155,7 +155,7 @@ def points_to_help(f: CaseFeatures) -> Signal | None:
     return fired(bool(hits), quote(hits), 1.0 if needed else 0.4)
 
 
-@signal
+@signal(reads="reply")
 def offensive_content(f: CaseFeatures) -> Signal | None:
     """Profanity, or insults aimed at a person; aimed at someone it is a disqualifier.
 
@@ -177,7 +177,7 @@ def offensive_content(f: CaseFeatures) -> Signal | None:
     return fired(True, quote([hit.text for hit in hits] + insults), 1.0 if aimed else 0.5)
 
 
-@signal
+@signal(reads="exchange")
 def group_generalisation(f: CaseFeatures) -> Signal | None:
     """A sweeping statement about a social group ("women are ...", "all immigrants ...").
 
@@ -213,7 +213,7 @@ def _generic(verb) -> bool:
     return verb.tag_ in ("VBP", "VBZ", "MD") or any(child.tag_ == "MD" for child in verb.children)
 
 
-@signal
+@signal(reads="exchange")
 def toxic_agreement(f: CaseFeatures) -> Signal | None:
     """Agreeing with a hostile, hateful or sweeping message instead of steering away from it."""
     if not f.user_provocative or not f.reply.doc:
@@ -223,7 +223,7 @@ def toxic_agreement(f: CaseFeatures) -> Signal | None:
     return fired(bool(agrees), f"agrees ({quote(agrees)}) with a provocative message")
 
 
-@signal
+@signal(reads="reply")
 def hostile_to_user(f: CaseFeatures) -> Signal | None:
     """Negative tone aimed at the listener ("you ...") with no care in it: a put-down.
 

@@ -19,9 +19,9 @@ baits the companion into, and whether the reply goes along or declines). This pa
 what the features and the heuristics read.
 """
 
-from evaluators.safety.claims import human_claims
+from evaluators.safety.claims import UserAsks, human_claims, reply_claims
 from evaluators.safety.crisis import CrisisHandling, crisis_handling, crisis_risk
-from evaluators.safety.harm import harmful_content
+from evaluators.safety.harm import UserHarm, harmful_content, reply_harm
 from evaluators.safety.insults import aimed_insults
 from evaluators.safety.paraphrase import dependency_paraphrase, over_promise_paraphrase, romance_hits
 from evaluators.safety.parse import is_question
@@ -31,6 +31,8 @@ from evaluators.safety.words import SafetyWords
 __all__ = [
     "CrisisHandling",
     "SafetyWords",
+    "UserAsks",
+    "UserHarm",
     "aimed_insults",
     "crisis_handling",
     "crisis_risk",
@@ -40,5 +42,7 @@ __all__ = [
     "is_question",
     "over_promise_paraphrase",
     "provocation",
+    "reply_claims",
+    "reply_harm",
     "romance_hits",
 ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from spacy.tokens import Span, Token
 
+from evaluators.safety.columns import columns
 from evaluators.safety.words import SafetyWords
 
 NEGATORS = frozenset({"not", "n't", "never", "no", "nt", "cannot", "nope", "nah"})
@@ -37,8 +38,9 @@ def subject(token: Token) -> Token | None:
 
 
 def first_person(token: Token) -> bool:
-    subj = subject(token)
-    return subj is not None and subj.lower_ == "i"
+    """Its subject (`subject`) is "I". Read from the doc's columns, which work it out for
+    every token at once: the rules ask it of many tokens of the same reply."""
+    return columns(token.doc).first_person[token.i]
 
 
 def is_question(sent: Span) -> bool:

@@ -1,7 +1,7 @@
 """The rubric's safety word sets, compiled once, and the lookup every detector starts from.
 
 Why a module of its own: each rule opens by asking which tokens of a text are in one of the
-rubric's `safety:` word sets; `tokens_in` answers that with one set intersection per text,
+rubric's `safety:` word sets; `tokens_in` answers that from the text's index of its words,
 so the rules stay cheap on the many texts that hold none of a set's words.
 """
 
@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
+from functools import cached_property
 
-from spacy.attrs import LEMMA, LOWER
-from spacy.strings import hash_string
 from spacy.tokens import Doc, Token
 
 from evaluators.rubric import Rubric, SafetyRules
+from evaluators.safety.columns import columns
 
 
 @dataclass(frozen=True)
@@ -27,10 +26,6 @@ class SafetyWords:
     @cached_property
     def sets(self) -> dict[str, frozenset[str]]:
         return {name: self.rules.words(name) for name in self.rules.word_sets}
-
-    @cached_property
-    def hash_sets(self) -> dict[str, frozenset[int]]:
-        return {name: _hash_set(words) for name, words in self.sets.items()}
 
     @cached_property
     def dose(self) -> re.Pattern[str]:
@@ -48,30 +43,12 @@ class SafetyWords:
         return cls(rubric.safety)
 
 
-def _table(doc: Doc) -> tuple[list[list[int]], set[int]]:
-    """The doc's (lower, lemma) ids per token and their set, read once per doc and kept on it."""
-    cached = doc.user_data.get("_safety_lower_lemma")
-    if cached is None:
-        rows = doc.to_array([LOWER, LEMMA]).tolist()
-        cached = doc.user_data["_safety_lower_lemma"] = (rows, {value for row in rows for value in row})
-    return cached
-
-
 def tokens_in(doc: Doc, words: SafetyWords | frozenset[str], name: str = "") -> list[Token]:
-    """Tokens whose lower-cased form or lemma is in the word set.
+    """Tokens whose lower-cased form or lemma is in the word set, in order.
 
-    Most texts hold none of a set's words: a set intersection says so without touching the
-    tokens; only on a hit are the matching tokens looked up.
+    Most texts hold none of a set's words: the doc's index of its words (`Columns.positions`)
+    says so without touching the tokens; only on a hit are the matching tokens looked up.
     """
     if not len(doc):
         return []
-    rows, present = _table(doc)
-    wanted = words.hash_sets[name] if name else _hash_set(words)
-    if present.isdisjoint(wanted):
-        return []
-    return [doc[index] for index, (lower, lemma) in enumerate(rows) if lower in wanted or lemma in wanted]
-
-
-@lru_cache(maxsize=None)
-def _hash_set(words: frozenset[str]) -> frozenset[int]:
-    return frozenset(hash_string(word) for word in words)
+    return [doc[index] for index in columns(doc).indices_of(words[name] if name else words)]

@@ -1,0 +1,56 @@
+"""The phrase lexicons' trie (evaluators/matchers.py) finds what spaCy's Matcher finds with the
+same patterns: every word of an entry in order, at most one auxiliary, adverb or particle
+between two of them. spaCy's Matcher, given those patterns, is the reference here."""
+
+from __future__ import annotations
+
+import pytest
+from spacy.matcher import Matcher
+
+from evaluators.matchers import FILLER_POS, LexiconMatcher, _pattern
+from evaluators.nlp import has_lemmas, load_pipeline
+from evaluators.rubric import default_rubric
+
+TEXTS = [
+    "As we have discussed, I really do understand how you feel.",
+    "I don't understand you, and I would never say that I'm all you need.",
+    "That sounds so challenging. I'm here for you, always and forever.",
+    "I hear you. It's completely understandable to feel that way about it.",
+    "Honestly I think you should just cheer up, it could be worse!",
+    "I am an AI, not a real person, but I can certainly listen.",
+    "You mentioned your sister last time; how is she doing?",
+    "I I I understand understand you you.",
+    "I feel so alone lately, I just can't take it anymore and nobody cares.",
+    "Are you a real person? You said I was wrong, you made a mistake.",
+    "",
+]
+
+
+def reference_matcher(nlp, role: str) -> Matcher:
+    """The same patterns in spaCy's Matcher: the filler as an optional POS-set token."""
+    reference = Matcher(nlp.vocab)
+    rubric = default_rubric()
+    entries = [(name, entry) for name, lexicon in rubric.lexicons.items()
+               if role in lexicon.applies_to and lexicon.kind == "phrase" for entry in lexicon.entries]
+    filler = {"POS": {"IN": sorted(FILLER_POS)}, "OP": "?"}
+    for (name, entry), entry_doc in zip(entries, nlp.pipe(entry for _, entry in entries)):
+        pattern: list[dict] = []
+        for index, (by_lemma, value) in enumerate(_pattern(entry_doc, has_lemmas(nlp))):
+            if index:
+                pattern.append(dict(filler))
+            pattern.append({"LEMMA": value} if by_lemma else {"LOWER": value})
+        if pattern:
+            reference.add(f"{name}\x1f{entry}", [pattern])
+    return reference
+
+
+@pytest.mark.parametrize("role", ["reply", "user"])
+def test_the_trie_finds_what_spacys_matcher_finds(role: str) -> None:
+    nlp = load_pipeline()
+    matcher, reference = LexiconMatcher(nlp, default_rubric(), role), reference_matcher(nlp, role)
+    found_any = False
+    for doc in nlp.pipe(TEXTS):
+        expected = {(nlp.vocab.strings[key], start, end) for key, start, end in reference(doc)}
+        assert matcher._phrase_matches(doc) == expected, doc.text
+        found_any = found_any or bool(expected)
+    assert found_any
