@@ -262,12 +262,13 @@ def bare_parse(nlp, texts: Iterable[str]) -> None:
 
 
 def meaning_pass(texts: Iterable[str]) -> Callable[[], None]:
-    """Each distinct text embedded once by the meaning model, its cache bypassed: the model's
-    own share of the floor."""
+    """Each distinct text embedded once by the meaning model, in the batches of similar length
+    it runs best in, its cache bypassed: the model's own share of the floor."""
     from evaluators.meaning import load_meaning_model
 
     model = load_meaning_model()
-    return lambda: deque((model.embed(text) for text in texts), maxlen=0)
+    texts = list(texts)
+    return lambda: model.embed_many(texts)
 
 
 def traced_peak_mb(work: Callable[[], object]) -> float:
@@ -333,8 +334,10 @@ def print_ratio(bare: Timing, evaluator: Timing, meaning: Timing | None = None) 
     """
     for clock, ratio in (("CPU", evaluator.cpu_rate / bare.cpu_rate),
                          ("wall", evaluator.wall_rate / bare.wall_rate)):
-        print(f"  evaluator / bare parse ({clock:<4}) = {ratio:.2f}"
-              f"   (target >= {TARGET_RATIO:.2f})  {verdict(ratio >= TARGET_RATIO)}")
+        # With an added model the floor is the parse plus that model's pass (below).
+        target = ("   (info: the floor adds the model)" if meaning is not None else
+                  f"   (target >= {TARGET_RATIO:.2f})  {verdict(ratio >= TARGET_RATIO)}")
+        print(f"  evaluator / bare parse ({clock:<4}) = {ratio:.2f}{target}")
     if meaning is not None:
         share = meaning.cpu / bare.cpu
         print(f"  added model, {MEANING}: {meaning.cpu:.2f} CPU s, {share:.1%} of the parse")

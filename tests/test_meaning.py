@@ -45,6 +45,10 @@ def test_a_vector_is_the_same_alone_or_in_a_batch_of_other_lengths():
     batched.prefetch(reversed(texts))
     for text, vector in zip(texts, alone):
         assert np.array_equal(batched.vector(text), vector)
+    many = batched.embed_many([*texts, "  "])
+    for vector, expected in zip(many, alone):
+        assert np.array_equal(vector, expected)
+    assert not many[-1].any()  # a text with no words relates to nothing
 
 
 def test_the_encoder_reads_words_in_their_sentence():
