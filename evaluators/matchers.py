@@ -9,14 +9,19 @@ are lower-cased word lists matched with a PhraseMatcher.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections import defaultdict
 from dataclasses import dataclass, field
+from pathlib import Path
 
+import spacy
 from spacy.language import Language
 from spacy.matcher import PhraseMatcher
 from spacy.tokens import Doc, Span
 
 from evaluators.nlp import has_lemmas
+from evaluators.offline import cache_dir, write_json
 from evaluators.rubric import Rubric
 from evaluators.safety.columns import columns
 
@@ -51,6 +56,51 @@ def _pattern(entry: Doc, use_lemmas: bool) -> tuple[tuple[bool, str], ...]:
         by_lemma = use_lemmas and token.tag_ in _INFLECTED_VERB_TAGS and token.pos_ in ("VERB", "AUX")
         words.append((True, token.lemma_) if by_lemma else (False, token.lower_))
     return tuple(words)
+
+
+Reading = tuple[tuple[tuple[bool, str], ...], bool]  # an entry's pattern, and its own negation
+
+# Bumped when `_pattern` or the negation test changes what a stored reading holds.
+READINGS_FORMAT = 1
+
+
+def _read_entries(nlp: Language, entries: list[str], use_lemmas: bool) -> list[Reading]:
+    """Tag and lemmatise the entries: an entry's pattern reads its tags and lemmas only, so
+    the parser and the entity recogniser are skipped."""
+    unused = [name for name in ("parser", "ner") if name in nlp.pipe_names]
+    return [(_pattern(doc, use_lemmas), any(t.lower_ in NEGATION_WORDS for t in doc))
+            for doc in nlp.pipe(entries, disable=unused)]
+
+
+def _readings_path(nlp: Language, entries: list[str], use_lemmas: bool) -> Path:
+    """Named by everything a reading depends on: the entries, the pipeline and its version,
+    spaCy's version, whether lemmas are read, and the format."""
+    key = json.dumps([READINGS_FORMAT, spacy.__version__, nlp.meta.get("lang"), nlp.meta.get("name"),
+                      nlp.meta.get("version"), nlp.pipe_names, use_lemmas, entries])
+    return cache_dir() / "lexicon-patterns" / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.json"
+
+
+def entry_readings(nlp: Language, entries: list[str], use_lemmas: bool) -> list[Reading]:
+    """Each phrase entry's pattern and whether it holds a negation, read once per rubric and
+    pipeline and kept in the cache directory: tagging the rubric's ~800 entries took half a
+    second of every start-up, the larger part of a first score card beyond the model loads.
+    A damaged or unwritable store is read afresh; a stored reading equals a fresh one, since
+    its name holds all it depends on."""
+    path = _readings_path(nlp, entries, use_lemmas)
+    try:
+        stored = json.loads(path.read_text(encoding="utf-8"))
+        readings = [(tuple((bool(by_lemma), str(value)) for by_lemma, value in pattern), bool(negated))
+                    for pattern, negated in stored]
+        if len(readings) == len(entries):
+            return readings
+    except (OSError, ValueError, TypeError):
+        pass  # absent or damaged: read the entries afresh
+    readings = _read_entries(nlp, entries, use_lemmas)
+    try:
+        write_json(path, readings)
+    except OSError:
+        pass  # a read-only cache directory costs the next start-up the same half second
+    return readings
 
 
 @dataclass
@@ -93,17 +143,14 @@ class LexiconMatcher:
                 self._terms.add(name, list(nlp.tokenizer.pipe(lexicon.entries)))
             else:
                 phrase_entries.extend((name, entry) for entry in lexicon.entries)
-        # An entry's pattern reads its tags and lemmas only: the parser and the entity
-        # recogniser are skipped, which took most of the time to build the matchers.
-        unused = [name for name in ("parser", "ner") if name in nlp.pipe_names]
-        entry_docs = nlp.pipe((entry for _, entry in phrase_entries), disable=unused)
-        for (name, entry), doc in zip(phrase_entries, entry_docs):
+        readings = entry_readings(nlp, [entry for _, entry in phrase_entries], self._use_lemmas)
+        for (name, entry), (pattern, negated) in zip(phrase_entries, readings, strict=True):
             key = f"{name}\x1f{entry}"
-            self._entry_negations[key] = any(t.lower_ in NEGATION_WORDS for t in doc)
+            self._entry_negations[key] = negated
             node = self._phrases
-            for word in _pattern(doc, self._use_lemmas):
+            for word in pattern:
                 node = node.add(word)
-            if len(doc):
+            if pattern:
                 node.ends.append(key)
 
     def _phrase_matches(self, doc: Doc) -> set[tuple[str, int, int]]:

