@@ -1,6 +1,6 @@
 """Evaluate every companion prompt version over the scenario sets: `penpal-eval run`.
 
-A thin shell over evaluators.cli_run, so a checkout works without installing the package:
+A thin shell over evaluators.cli.run, so a checkout works without installing the package:
 
     python scripts/evaluate_prompts.py                      # all versions, all scenarios
     python scripts/evaluate_prompts.py -p v2-warm-boundaries -f emotional_support -c 16
@@ -22,8 +22,8 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 if str(PROJECT_ROOT) not in sys.path:  # run from a checkout without installing the package
     sys.path.insert(0, str(PROJECT_ROOT))
 
-from evaluators.cli_lazy import build_command  # noqa: E402
-from evaluators.cli_run import run  # noqa: E402
+from evaluators.cli.lazy import build_command  # noqa: E402
+from evaluators.cli.run import run  # noqa: E402
 
 if __name__ == "__main__":
     build_command(run, "evaluate_prompts.py").main(prog_name=Path(sys.argv[0]).name)

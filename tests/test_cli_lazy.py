@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from evaluators.cli import LAZY_COMMANDS, app
-from evaluators.cli_data import prompts_app
+from evaluators.cli.data import prompts_app
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("spacy", "pandas", "openai", "langfuse", "textstat", "nltk")

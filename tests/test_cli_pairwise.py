@@ -15,7 +15,7 @@ from rich.cells import cell_len
 from typer.testing import CliRunner
 
 from evaluators.cli import app
-from evaluators.cli_run import run_with_config
+from evaluators.cli.run import run_with_config
 from evaluators.evaluation import RunConfig
 from evaluators.judge.factory import JudgeConfig
 from evaluators.store import PAIRWISE

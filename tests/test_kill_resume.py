@@ -94,7 +94,7 @@ def test_an_interrupted_run_is_incomplete_until_resumed_with_its_own_inputs(smal
     from typer.testing import CliRunner
 
     from evaluators.cli import app
-    from evaluators.cli_release import EXIT_INCOMPLETE
+    from evaluators.cli.release import EXIT_INCOMPLETE
 
     basic = small_project["scenarios"] / "basic.yaml"  # one safety scenario: only the interruption is missing
     basic.write_text(basic.read_text().replace("    title: Greeting\n", "    title: Greeting\n    safety: true\n"))

@@ -258,7 +258,7 @@ def test_a_reply_in_another_language_fails_its_case_with_the_reason_and_no_score
 @pytest.mark.parametrize("where", ["inside", "outside"])
 def test_the_printed_run_store_path_works_when_pasted_from_the_current_directory(small_project, capsys, monkeypatch,
                                                                                where):
-    from evaluators.cli_run import run_with_config
+    from evaluators.cli.run import run_with_config
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
@@ -287,7 +287,7 @@ def test_a_project_path_is_printed_whole_from_another_directory(tmp_path, monkey
 
 def test_resume_names_every_flag_that_disagrees_with_the_run_and_accepts_ones_that_agree(small_project,
                                                                                          monkeypatch):
-    from evaluators.cli_run import run_with_config
+    from evaluators.cli.run import run_with_config
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)

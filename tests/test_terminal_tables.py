@@ -14,7 +14,7 @@ from rich.cells import cell_len
 from typer.testing import CliRunner
 
 from evaluators.cli import app
-from evaluators.cli_common import SHORT_NAMES
+from evaluators.cli.common import SHORT_NAMES
 from evaluators.prompts import load_prompts
 from evaluators.release import OUTCOME_TITLES
 from evaluators.rubric import METRIC_NAMES, OVERALL, default_rubric

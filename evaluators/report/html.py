@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from html import escape
 
-from evaluators.cli_common import SHORT_NAMES
+from evaluators.cli.common import SHORT_NAMES
 from evaluators.console import plural
 from evaluators.models import CaseResult, Comparison, ConversationRow, Decision, HeadToHead, ReleaseReport, VersionAggregate
 from evaluators.release import COUNT_RULES, OUTCOME_TITLES

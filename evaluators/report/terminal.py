@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from evaluators.cli_common import SHORT_NAMES, level_style
+from evaluators.cli.common import SHORT_NAMES, level_style
 from evaluators.console import compact_table, key_legend, plural, text_column, value_column
 from evaluators.latency import NOT_MEASURED
 from evaluators.models import Comparison, Decision, HeadToHead, ReleaseReport, RuleOutcome

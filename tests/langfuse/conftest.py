@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import typer
 
-from evaluators.cli_run import run_with_config
+from evaluators.cli.run import run_with_config
 from evaluators.evaluation import RunConfig
 from evaluators.store import RunStore
 from tests.servers.langfuse_compat import LangfuseCompatServer

@@ -12,7 +12,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from typer.testing import CliRunner
 
 from evaluators.cli import app
-from evaluators.cli_langfuse import parse_since
+from evaluators.cli.langfuse import parse_since
 from evaluators.judge.sampling import SamplingPolicy, SamplingState
 from evaluators.langfuse.monitor import read_reply
 from evaluators.rubric import METRIC_NAMES, OVERALL

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from evaluators.cli import app
-from evaluators.cli_release import EXIT_REVISE
+from evaluators.cli.release import EXIT_REVISE
 from evaluators.prompts import load_prompts
 from evaluators.store import RunInputs, RunStore
 from tests.conftest import write_files

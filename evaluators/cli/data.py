@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from evaluators.cli_lazy import LazyCommand, lazy_group
+from evaluators.cli.lazy import LazyCommand, lazy_group
 from evaluators.console import compact_table, fail_all, plural, stdout_console, text_column, value_column
 from evaluators.models import FAMILIES, PromptVersion
 from evaluators.prompts import DEFAULT_PROMPTS_DIR, PromptError, load_prompts
@@ -35,7 +35,7 @@ prompts_app = typer.Typer(
     help="Check and list the companion prompt versions.", no_args_is_help=True, add_completion=False,
     rich_markup_mode="markdown",
     # `prompts push` needs the Langfuse SDK: imported only when it runs.
-    cls=lazy_group({"push": LazyCommand("evaluators.cli_langfuse:prompts_push", "Create or update Langfuse prompts "
+    cls=lazy_group({"push": LazyCommand("evaluators.cli.langfuse:prompts_push", "Create or update Langfuse prompts "
                                         "from prompts/: text as the prompt, model settings as config.")}),
 )
 

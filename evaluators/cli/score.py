@@ -20,7 +20,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from evaluators.cli_common import (
+from evaluators.cli.common import (
     EXIT_RECORD_ERRORS,
     EXIT_USAGE,
     RubricOption,
@@ -29,7 +29,7 @@ from evaluators.cli_common import (
     open_input,
     open_output,
 )
-from evaluators.cli_scale import AddressOption, Engine, EngineOption, WorkersOption
+from evaluators.cli.scale import AddressOption, Engine, EngineOption, WorkersOption
 from evaluators.console import fail, fail_all, plural, stderr_console, stderr_is_tty, stdout_console
 from evaluators.jsonl import JsonLine, read_json_lines
 from evaluators.rubric import METRIC_NAMES, OVERALL, Rubric, RubricError, default_rubric, load_rubric
@@ -301,7 +301,7 @@ def score(
     if engine is Engine.ray:
         if file is None:
             raise typer.BadParameter("--engine ray scores a FILE, not --response", param_hint="--engine")
-        from evaluators.cli_scale import score_with_ray
+        from evaluators.cli.scale import score_with_ray
 
         score_with_ray(file, output, address, workers, rubric_path)
         return

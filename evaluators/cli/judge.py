@@ -25,7 +25,7 @@ from rich.table import Table
 from rich.text import Text
 
 from evaluators.agreement import WEIGHTS, Agreement, agreement, verdict_for
-from evaluators.cli_common import EXIT_RECORD_ERRORS, EXIT_USAGE, RubricOption, load_evaluator, open_input, open_output
+from evaluators.cli.common import EXIT_RECORD_ERRORS, EXIT_USAGE, RubricOption, load_evaluator, open_input, open_output
 from evaluators.console import fail, plural, stderr_console, stderr_is_tty, stdout_console
 from evaluators.heuristics import HeuristicEvaluator
 from evaluators.jsonl import read_json_lines

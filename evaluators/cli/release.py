@@ -17,7 +17,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from evaluators.cli_common import EXIT_OK, EXIT_USAGE, RubricOption
+from evaluators.cli.common import EXIT_OK, EXIT_USAGE, RubricOption
 from evaluators.comparison import compare_versions
 from evaluators.coverage import MANIFEST_KEY as COVERAGE_KEY, ScenarioSet
 from evaluators.head_to_head import head_to_head_from_records

@@ -16,9 +16,9 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from evaluators.cli_common import EXIT_OK, EXIT_USAGE, RubricOption
-from evaluators.cli_judge import JudgeCacheOption, JudgeModelOption
-from evaluators.cli_release import _read, _results_console, load_rubric_option
+from evaluators.cli.common import EXIT_OK, EXIT_USAGE, RubricOption
+from evaluators.cli.judge import JudgeCacheOption, JudgeModelOption
+from evaluators.cli.release import _read, _results_console, load_rubric_option
 from evaluators.console import fail, plural, stderr_console
 from evaluators.judge.factory import JudgeConfig, JudgeConfigError, create_judge
 from evaluators.judge.pairwise import PairwiseJudge

@@ -18,10 +18,10 @@ from rich.console import Group
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.text import Text
 
-from evaluators.cli_common import EXIT_OK, EXIT_USAGE, SHORT_NAMES, RubricOption, level_style, load_evaluator
-from evaluators.cli_data import Family
-from evaluators.cli_langfuse import start_run_publishing
-from evaluators.cli_judge import (
+from evaluators.cli.common import EXIT_OK, EXIT_USAGE, SHORT_NAMES, RubricOption, level_style, load_evaluator
+from evaluators.cli.data import Family
+from evaluators.cli.langfuse import start_run_publishing
+from evaluators.cli.judge import (
     BatchPollOption,
     BatchRetryChoice,
     BatchRetryOption,
@@ -37,8 +37,8 @@ from evaluators.cli_judge import (
     judge_config,
     judge_count_line,
 )
-from evaluators.cli_pairwise import judge_and_store, pairwise_judge, print_head_to_head
-from evaluators.cli_release import print_run_decisions
+from evaluators.cli.pairwise import judge_and_store, pairwise_judge, print_head_to_head
+from evaluators.cli.release import print_run_decisions
 from evaluators.console import (
     compact_table,
     fail,

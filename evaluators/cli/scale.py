@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from evaluators.cli_common import EXIT_RECORD_ERRORS, EXIT_USAGE
+from evaluators.cli.common import EXIT_RECORD_ERRORS, EXIT_USAGE
 from evaluators.console import fail, stderr_console
 from evaluators.scale.engine import ENGINES, RayUnavailable
 

@@ -21,9 +21,9 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from evaluators.cli_common import EXIT_OK, EXIT_USAGE, RubricOption, load_evaluator
-from evaluators.cli_judge import JudgeModelOption, SamplingChoice, build_judge, judge_config
-from evaluators.cli_scale import AddressOption, Engine, EngineOption, WorkersOption
+from evaluators.cli.common import EXIT_OK, EXIT_USAGE, RubricOption, load_evaluator
+from evaluators.cli.judge import JudgeModelOption, SamplingChoice, build_judge, judge_config
+from evaluators.cli.scale import AddressOption, Engine, EngineOption, WorkersOption
 from evaluators.console import fail, plural, stderr_console, stdout_console
 from evaluators.judge.factory import judge_configured
 from evaluators.langfuse.connection import LangfuseConnection, LangfuseVersionError, connect
@@ -327,7 +327,7 @@ def monitor(
     rest = _rest(settings)
     score_cases = None
     if engine is Engine.ray:  # the heuristics on Ray actors; reading, judging and writing stay here
-        from evaluators.cli_scale import ray_settings
+        from evaluators.cli.scale import ray_settings
         from evaluators.scale.ray_scoring import score_cases_on_ray
 
         scale = ray_settings(address, workers, rubric_path)

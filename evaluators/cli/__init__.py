@@ -1,0 +1,59 @@
+"""The `penpal-eval` command line: the command list, each command imported when it runs.
+
+Commands live in the modules beside this one; this package only names them (see
+`evaluators.cli.lazy`), so `penpal-eval --help` answers without loading spaCy or an SDK.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from evaluators.cli.lazy import LazyCommand, lazy_group
+
+LAZY_COMMANDS: dict[str, LazyCommand] = {
+    "score": LazyCommand("evaluators.cli.score:score", "Score one reply (--response) or a JSON-lines file of records "
+                                                       "(FILE)."),
+    "rubric": LazyCommand("evaluators.cli.score:rubric", "Print the rubric summary (dimensions and weights), or "
+                                                         "validate a rubric file with --check."),
+    "run": LazyCommand("evaluators.cli.run:run", "Evaluate prompt versions over the scenario sets; print a table "
+                                                 "and a release decision per version."),
+    "decide": LazyCommand("evaluators.cli.release:decide", "Decide deploy / A/B test / revise for each prompt "
+                                                           "version of a run, with the rules that fired."),
+    "compare": LazyCommand("evaluators.cli.release:compare", "Compare two runs version by version: B minus A per "
+                                                             "metric, paired by scenario, with intervals."),
+    "report": LazyCommand("evaluators.cli.release:report", "Write the release report of a run: report.html "
+                                                           "(self-contained), decisions.json, CSV and Parquet."),
+    "pairwise": LazyCommand("evaluators.cli.pairwise:pairwise", "Judge two prompt versions of a run head to head: "
+                                                                "win rate with its interval, per family."),
+    "judge": LazyCommand("evaluators.cli.judge:judge", "Judge replies with the LLM judge: one JSON line per record, "
+                                                       "in order."),
+    "calibrate": LazyCommand("evaluators.cli.judge:calibrate", "Agreement of the judge and the heuristics with "
+                                                               "human labels."),
+    "push": LazyCommand("evaluators.cli.langfuse:push", "Push a stored run to Langfuse: the spans, scores, "
+                                                        "experiments and review items it has not yet received."),
+    "monitor": LazyCommand("evaluators.cli.langfuse:monitor", "Score the companion's production replies in "
+                                                              "Langfuse and write the scores back."),
+    "langfuse": LazyCommand("evaluators.cli.langfuse:langfuse_app", "Set up Langfuse for the suite: score configs, "
+                                                                    "the scenario dataset and the dashboard."),
+    "scenarios": LazyCommand("evaluators.cli.data:scenarios_app", "Check and list the scenario sets."),
+    "prompts": LazyCommand("evaluators.cli.data:prompts_app", "Check and list the companion prompt versions."),
+}
+
+
+app = typer.Typer(
+    name="penpal-eval",
+    cls=lazy_group(LAZY_COMMANDS),
+    help="Score voice-companion replies on the Penpal rubric.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode="markdown",
+)
+
+
+@app.callback()
+def main() -> None:
+    """Every command is a lazy one, so a callback makes `app` a group (typer needs one registered)."""
+
+
+if __name__ == "__main__":
+    app()
