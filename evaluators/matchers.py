@@ -62,6 +62,8 @@ Reading = tuple[tuple[tuple[bool, str], ...], bool]  # an entry's pattern, and i
 
 # Bumped when `_pattern` or the negation test changes what a stored reading holds.
 READINGS_FORMAT = 1
+# Stores kept in the cache directory, newest first (about 40 KB each, one per set of entries).
+KEPT_READINGS = 16
 
 
 def _read_entries(nlp: Language, entries: list[str], use_lemmas: bool) -> list[Reading]:
@@ -98,9 +100,17 @@ def entry_readings(nlp: Language, entries: list[str], use_lemmas: bool) -> list[
     readings = _read_entries(nlp, entries, use_lemmas)
     try:
         write_json(path, readings)
+        _forget_oldest(path.parent)
     except OSError:
         pass  # a read-only cache directory costs the next start-up the same half second
     return readings
+
+
+def _forget_oldest(folder: Path) -> None:
+    """Keep the `KEPT_READINGS` newest stores: every edit of a rubric's lexicons writes one."""
+    stores = sorted(folder.glob("*.json"), key=lambda store: store.stat().st_mtime, reverse=True)
+    for store in stores[KEPT_READINGS:]:
+        store.unlink(missing_ok=True)
 
 
 @dataclass

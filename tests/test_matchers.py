@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 from spacy.matcher import Matcher
 
-from evaluators.matchers import FILLER_POS, LexiconMatcher, _pattern, _read_entries, entry_readings
+from evaluators import matchers
+from evaluators.matchers import FILLER_POS, LexiconMatcher, _pattern, _read_entries, _readings_path, entry_readings
 from evaluators.nlp import has_lemmas, load_pipeline
 from evaluators.rubric import default_rubric
 
@@ -74,3 +75,7 @@ def test_stored_entry_readings_equal_fresh_ones_and_a_damaged_store_is_read_afre
     assert entry_readings(nlp, entries, has_lemmas(nlp)) == fresh
     assert entry_readings(nlp, entries[:-1], has_lemmas(nlp)) == fresh[:-1]  # other entries, other file
     assert len(list((tmp_path / "lexicon-patterns").glob("*.json"))) == 2
+    monkeypatch.setattr(matchers, "KEPT_READINGS", 2)  # the store of stores is bounded
+    assert entry_readings(nlp, entries[:-2], has_lemmas(nlp)) == fresh[:-2]
+    kept = list((tmp_path / "lexicon-patterns").glob("*.json"))
+    assert len(kept) == 2 and _readings_path(nlp, entries[:-2], has_lemmas(nlp)) in kept
