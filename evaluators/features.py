@@ -94,6 +94,16 @@ class per_text(Generic[T]):  # noqa: N801  (a decorator, named like one)
 # kept views, is under 200 MB in the worst case.
 MAX_EXCHANGES_PER_REPLY = 32
 
+
+def _kept(table: dict[str, object] | None, name: str, compute: Callable[[], T]) -> T:
+    """`table[name]`, computed on first need; computed afresh each time without a table."""
+    if table is None:
+        return compute()
+    if name not in table:
+        table[name] = compute()
+    return table[name]  # type: ignore[return-value]
+
+
 @dataclass
 class TextView:
     """One parsed text and the rubric lexicons found in it."""
@@ -475,23 +485,13 @@ class CaseFeatures:
         message alone, computed once per pair of texts (`exchange_table`): the same exchange
         recurs across a run (a reply to a greeting, a refusal), and the safety detectors'
         walks over the parse are the dearest signals after the parse."""
-        table = self.exchange_table
-        if table is None:
-            return compute()
-        if name not in table:
-            table[name] = compute()
-        return table[name]  # type: ignore[return-value]
+        return _kept(self.exchange_table, name, compute)
 
     def once_per_reply(self, name: str, compute: Callable[[], T]) -> T:
         """A value (a feature, or a signal that says so) read from the reply alone, with at
         most a few bits about the user's message in `name`, computed once per reply
         (`reply_table`)."""
-        table = self.reply_table
-        if table is None:
-            return compute()
-        if name not in table:
-            table[name] = compute()
-        return table[name]  # type: ignore[return-value]
+        return _kept(self.reply_table, name, compute)
 
     @per_text("user")
     def user_asks(self) -> safety_rules.UserAsks:
