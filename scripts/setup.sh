@@ -33,6 +33,12 @@ if [ "$covered" != yes ]; then
     extras="${installed#* },$extras"  # keep what is there, add what was asked for
   fi
   .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+  # llama.cpp (extra "llm") builds for the build host's CPU by default, and such a build dies
+  # with SIGILL on a host without that CPU's AVX-512/AMX; pip's cache may carry the wheel to
+  # any machine, so it is built for a portable x86-64 baseline (AVX2, FMA, F16C) instead.
+  case ",$extras," in
+    *,llm,*) export CMAKE_ARGS="${PENPAL_LLAMA_CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF}" ;;
+  esac
   .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[$extras]"
   echo "${wanted%% *} $extras" > "$stamp"
 fi
