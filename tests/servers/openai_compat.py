@@ -37,10 +37,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 class Fault:
     """What the server does with one call: answer normally or fail in a given way."""
 
-    kind: str = "ok"  # ok | status | hang | malformed_json | malformed_shape | broken_stream
+    # ok | status | hang | malformed_json | malformed_shape | broken_stream | truncated_stream | length
+    # | stream_error | disconnect
+    kind: str = "ok"
     status: int = 200
     retry_after: str | None = None  # Retry-After header value, with 429
     hang_s: float = 0.0
+    message: str | None = None  # the error message of a status or stream_error fault
 
 
 OK = Fault()
@@ -50,8 +53,8 @@ def rate_limited(retry_after: str = "1") -> Fault:
     return Fault("status", 429, retry_after=retry_after)
 
 
-def server_error(status: int = 500) -> Fault:
-    return Fault("status", status)
+def server_error(status: int = 500, message: str | None = None) -> Fault:
+    return Fault("status", status, message=message)
 
 
 def hang(seconds: float) -> Fault:
@@ -62,6 +65,19 @@ MALFORMED_JSON = Fault("malformed_json")
 MALFORMED_SHAPE = Fault("malformed_shape")
 # A streamed answer whose connection drops after the first word (a plain answer is unaffected).
 BROKEN_STREAM = Fault("broken_stream")
+# A streamed answer that ends cleanly after three words: no finish_reason, no [DONE] (a proxy or
+# server that gives up mid-answer and still closes the body properly).
+TRUNCATED_STREAM = Fault("truncated_stream")
+# A streamed answer that stops because it reached max_tokens: finish_reason "length".
+LENGTH_CUT = Fault("length")
+# The server crashes mid-request: the connection closes before any answer.
+DISCONNECT = Fault("disconnect")
+
+
+def stream_error(message: str = "injected error in the stream") -> Fault:
+    """A 200 stream whose first event is an error object (`data: {"error": ...}`), as OpenAI sends
+    when a request fails after the headers went out."""
+    return Fault("stream_error", message=message)
 
 
 @dataclass(frozen=True)
@@ -74,6 +90,8 @@ class Call:
     messages: list[dict]
     body: dict
     started: float
+    number: int = 0  # the call's place among all calls of the server, from 0
+    received: float = 0.0  # time.monotonic() when the request line arrived
 
 
 # A fault plan decides per call; it sees the call (key, attempt, messages).
@@ -139,6 +157,9 @@ class OpenAICompatServer:
         self.files: dict[str, tuple[str, bytes]] = {}  # id -> (purpose, content)
         self.batches: dict[str, BatchJob] = {}
         self.attempts: Counter[str] = Counter()
+        # time.monotonic() when each streamed call's first word was written, by call number: with
+        # Call.received, the server's own share of a time to first token.
+        self.first_token_sent: dict[int, float] = {}
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -146,7 +167,7 @@ class OpenAICompatServer:
     # --- lifecycle ----------------------------------------------------------------------------
     def start(self) -> OpenAICompatServer:
         handler = _handler_for(self)
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server = _Listener(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
@@ -170,14 +191,22 @@ class OpenAICompatServer:
         return f"http://{host}:{port}/v1"
 
     # --- bookkeeping ------------------------------------------------------------------------------
-    def register(self, body: dict) -> Call:
+    def register(self, body: dict, received: float | None = None) -> Call:
         messages = body.get("messages") or []
         key = conversation_key(messages)
+        now = time.monotonic()
         with self._lock:
             self.attempts[key] += 1
-            call = Call(key, self.attempts[key], str(body.get("model", "")), messages, body, time.monotonic())
+            call = Call(key, self.attempts[key], str(body.get("model", "")), messages, body, now,
+                        len(self.calls), received if received is not None else now)
             self.calls.append(call)
         return call
+
+    def server_first_token_s(self) -> list[float]:
+        """Per streamed call that sent a word: the seconds from its request to its first word, as the
+        server saw them (its latency, its own pacing and any time it lost to its threads)."""
+        return [self.first_token_sent[call.number] - call.received for call in list(self.calls)
+                if call.number in self.first_token_sent]
 
     def batch_requests(self) -> list[dict]:
         """Every request line of every batch created, in order of creation."""
@@ -248,6 +277,13 @@ class OpenAICompatServer:
                 if [m for m in c.messages if m.get("role") == "user"][-1:] == [{"role": "user", "content": text}]]
 
 
+class _Listener(ThreadingHTTPServer):
+    # socketserver's default backlog of 5 drops the SYNs of a client that opens dozens of
+    # connections at once; the kernel retries them a second later, which a client then measures
+    # as a second of latency that no real API would add.
+    request_queue_size = 256
+
+
 def _handler_for(server: OpenAICompatServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive, like the real API
@@ -270,7 +306,9 @@ def _handler_for(server: OpenAICompatServer) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:  # noqa: N802 - http.server naming
             path = self.path.split("?")[0].rstrip("/")
-            if path.endswith("/models"):
+            if path == "/_test/first-tokens":  # for a client in another process: the server's own share
+                self._send(200, json.dumps(server.server_first_token_s()).encode())
+            elif path.endswith("/models"):
                 self._send(200, json.dumps({"object": "list", "data": [
                     {"id": server.model_name or "test-model", "object": "model", "owned_by": "tests"}]}).encode())
             elif match := re.search(r"/files/([^/]+)/content$", path):
@@ -296,6 +334,7 @@ def _handler_for(server: OpenAICompatServer) -> type[BaseHTTPRequestHandler]:
                 self._send(404, b'{"error": {"message": "not found"}}')
 
         def do_POST(self) -> None:  # noqa: N802
+            received = time.monotonic()
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length)
             path = self.path.split("?")[0].rstrip("/")
@@ -318,15 +357,20 @@ def _handler_for(server: OpenAICompatServer) -> type[BaseHTTPRequestHandler]:
                 status, batch = server.create_batch(body)
                 self._send(status, json.dumps(batch).encode())
                 return
-            call = server.register(body)
+            call = server.register(body, received)
             fault = server.faults(call)
             if server.latency_s:
                 time.sleep(server.latency_s)
             if fault.kind == "hang":
                 time.sleep(fault.hang_s)
+            if fault.kind == "disconnect":  # a crash: the connection closes with no answer at all
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
+                return
             if fault.kind == "status":
                 headers = {"Retry-After": fault.retry_after} if fault.retry_after else {}
-                error = {"error": {"message": f"injected HTTP {fault.status}", "type": "test", "code": None}}
+                message = fault.message or f"injected HTTP {fault.status}"
+                error = {"error": {"message": message, "type": "test", "code": None}}
                 self._send(fault.status, json.dumps(error).encode(), headers)
                 return
             if fault.kind == "malformed_json":
@@ -341,26 +385,36 @@ def _handler_for(server: OpenAICompatServer) -> type[BaseHTTPRequestHandler]:
                 return
             status, response = _completion(server, body, call)
             if status == 200 and body.get("stream"):
-                self._stream(response, include_usage=bool((body.get("stream_options") or {}).get("include_usage")),
-                             broken=fault.kind == "broken_stream")
+                if fault.kind == "length":
+                    response["choices"][0]["finish_reason"] = "length"
+                self._stream(response, call, include_usage=bool((body.get("stream_options") or {}).get("include_usage")),
+                             fault=fault)
             else:
                 self._send(status, json.dumps(response).encode())
 
-        def _stream(self, response: dict, *, include_usage: bool, broken: bool) -> None:
+        def _stream(self, response: dict, call: Call, *, include_usage: bool, fault: Fault) -> None:
             """The completion as server-sent events, paced like a model generating it."""
             try:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Transfer-Encoding", "chunked")
                 self.end_headers()
-                for number, (event, wait) in enumerate(_stream_events(server, response, include_usage=include_usage)):
+                events = _stream_events(server, response, include_usage=include_usage)
+                if fault.kind == "stream_error":  # the role chunk, then an error object, then the end
+                    error = {"error": {"message": fault.message, "type": "server_error", "code": None}}
+                    events = [events[0], (json.dumps(error), 0.0)]
+                for number, (event, wait) in enumerate(events):
                     if wait:
                         time.sleep(wait)
                     self._chunk(f"data: {event}\n\n".encode())
-                    if broken and number == 1:  # the role chunk, then the first word, then nothing
+                    if number == 1 and fault.kind != "stream_error":
+                        server.first_token_sent.setdefault(call.number, time.monotonic())
+                    if fault.kind == "broken_stream" and number == 1:  # the role chunk, the first word, nothing
                         self.close_connection = True
                         self.connection.shutdown(socket.SHUT_RDWR)
                         return
+                    if fault.kind == "truncated_stream" and number == 3:  # three words, then a clean end
+                        break
                 self._chunk(b"")
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up (timeout); nothing to do
@@ -451,3 +505,31 @@ def _multipart_upload(content_type: str, raw: bytes) -> tuple[str | None, bytes 
         elif b'name="file"' in head:
             content = data
     return purpose, content
+
+
+def serve_in_process(argv: list[str] | None = None) -> None:
+    """`python -m tests.servers.openai_compat --latency 0.2`: the server in a process of its own,
+    so that a client under test shares no interpreter lock with it. It prints its base URL, serves
+    on 127.0.0.1, and stops by itself when its standard input closes (the parent ended or closed
+    the pipe) or after `--lifetime` seconds. GET /_test/first-tokens answers the seconds from each
+    streamed request to its first word, as the server saw them."""
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(description=serve_in_process.__doc__.split("\n")[0])
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds before each answer")
+    parser.add_argument("--first-token", type=float, default=0.0, help="seconds before the first word")
+    parser.add_argument("--token-interval", type=float, default=0.0, help="seconds between words")
+    parser.add_argument("--lifetime", type=float, default=900.0, help="stop after this many seconds at most")
+    args = parser.parse_args(argv)
+    server = OpenAICompatServer(latency_s=args.latency, first_token_s=args.first_token,
+                                token_interval_s=args.token_interval).start()
+    print(server.base_url, flush=True)
+    stdin_closed = threading.Event()
+    threading.Thread(target=lambda: (sys.stdin.read(), stdin_closed.set()), daemon=True).start()
+    stdin_closed.wait(args.lifetime)
+    server.stop()
+
+
+if __name__ == "__main__":
+    serve_in_process()
