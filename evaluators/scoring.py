@@ -11,9 +11,10 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from evaluators.heuristics import HeuristicEvaluator, fewer_collections
-from evaluators.models import HeuristicResult, ReplyCase, Unscored, validate_json_record
+from evaluators.models import HeuristicResult, Notice, ReplyCase, Unscored, validate_json_record
 from evaluators.rubric import METRIC_NAMES, OVERALL
 from evaluators.text_cache import TextCache
+from evaluators.text_safety import invalid_unicode_notice, valid_text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -51,10 +52,54 @@ def score_reply(
 
 def validate_record(record: object, fallback_id: str) -> ReplyCase:
     """A scoring record, or ValueError saying which field is wrong."""
+    return validate_record_noting(record, fallback_id)[0]
+
+
+def validate_record_noting(record: object, fallback_id: str) -> tuple[ReplyCase, Notice | None]:
+    """A scoring record with any text UTF-8 cannot hold replaced (text_safety), and the notice
+    that says so; ValueError saying which field is wrong."""
     case = validate_json_record(ReplyCase, record)
+    case, notice = _valid_unicode(case)
     if not case.response.strip():
         raise ValueError("response: empty or whitespace only, nothing to score")
-    return case if case.id else case.model_copy(update={"id": fallback_id})
+    return (case if case.id else case.model_copy(update={"id": fallback_id})), notice
+
+
+def _valid_unicode(case: ReplyCase) -> tuple[ReplyCase, Notice | None]:
+    id_, in_id = valid_text(case.id)
+    user, in_user = valid_text(case.user_message)
+    response, in_response = valid_text(case.response)
+    history = [valid_text(turn) for turn in case.history]
+    notice = invalid_unicode_notice([("id", in_id), ("user_message", in_user), ("response", in_response),
+                                     ("history", sum(count for _, count in history))])
+    if notice is None:
+        return case, None
+    return case.model_copy(update={"id": id_, "user_message": user, "response": response,
+                                   "history": [turn for turn, _ in history]}), notice
+
+
+def _with_notice(outcome: ScoreOutcome, notice: Notice | None) -> ScoreOutcome:
+    if notice is None:
+        return outcome
+    if isinstance(outcome, Unscored):
+        return Unscored(outcome.id, outcome.error, (notice, *outcome.notices))
+    return outcome.model_copy(update={"notices": [notice, *outcome.notices]})
+
+
+def _score_isolated(evaluator: HeuristicEvaluator, cases: list[ReplyCase], cache: TextCache) -> list[ScoreOutcome]:
+    """Score `cases` together; when that raises, one at a time, so a record the evaluator cannot
+    score costs that record alone, with the reason, and never the valid records of its batch."""
+    try:
+        return list(evaluator.score_cases(cases, cache=cache))
+    except Exception:  # noqa: BLE001 - isolate the culprit below
+        pass
+    outcomes: list[ScoreOutcome] = []
+    for case in cases:
+        try:
+            outcomes.extend(evaluator.score_cases([case], cache=cache))
+        except Exception as error:  # noqa: BLE001 - recorded on the record, the others go on
+            outcomes.append(Unscored(case.id, f"scoring failed: {type(error).__name__}: {error}"))
+    return outcomes
 
 
 def score_records(
@@ -68,22 +113,22 @@ def score_records(
     """
     evaluator = evaluator or default_evaluator()
     cache = TextCache()
-    pending: list[ReplyCase | Unscored] = []
+    pending: list[tuple[ReplyCase, Notice | None] | Unscored] = []
 
     def flush() -> Iterator[ScoreOutcome]:
-        cases = [item for item in pending if isinstance(item, ReplyCase)]
-        scored = iter(evaluator.score_cases(cases, cache=cache))
+        cases = [item[0] for item in pending if isinstance(item, tuple)]
+        scored = iter(_score_isolated(evaluator, cases, cache))
         for item in pending:
-            yield next(scored) if isinstance(item, ReplyCase) else item
+            yield _with_notice(next(scored), item[1]) if isinstance(item, tuple) else item
         pending.clear()
 
     for index, record in enumerate(records):
         fallback_id = str(index)
         try:
-            pending.append(validate_record(record, fallback_id))
+            pending.append(validate_record_noting(record, fallback_id))
         except ValueError as error:
             record_id = str(record.get("id", fallback_id)) if isinstance(record, dict) else fallback_id
-            pending.append(Unscored(record_id, str(error)))
+            pending.append(Unscored(valid_text(record_id)[0], str(error)))
         if len(pending) >= SCORING_CHUNK:
             yield from flush()
     yield from flush()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import subprocess
 from collections.abc import Iterable
@@ -28,12 +29,26 @@ from evaluators.locations import PROJECT_ROOT, write_text_atomic
 from pydantic import BaseModel
 
 from evaluators.models import CaseResult, PromptVersion, Scenario
+from evaluators.text_safety import spreadsheet_safe
 
 MANIFEST = "manifest.json"
 CASES = "cases.jsonl"
 SUMMARY = "summary.json"
 INPUTS = "inputs.json"
 PAIRWISE = "pairwise.json"
+
+
+# A run id names a directory inside --output: the pattern of prompt version names (a letter or
+# digit, then letters, digits, ".", "_", "-"), so no id can climb out ("../x") or go elsewhere ("/x").
+RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def run_id_problem(run_id: str) -> str | None:
+    """Why `run_id` cannot name a run directory, or None."""
+    if RUN_ID_PATTERN.fullmatch(run_id):
+        return None
+    return (f"--run-id {run_id!r}: a run id is a plain name, like a version name: a letter or digit, then "
+            "letters, digits, '.', '_' or '-' (no '/', no leading '.'), so the run stays inside --output")
 
 
 class StoreError(ValueError):
@@ -191,13 +206,20 @@ class RunStore:
         written = []
         for name, frame in (("cases", cases_frame(cases)), ("turns", turns_frame(cases))):
             csv_path, parquet_path = self.directory / f"{name}.csv", self.directory / f"{name}.parquet"
-            frame.to_csv(csv_path, index=False)
+            spreadsheet_frame(frame).to_csv(csv_path, index=False)
             _parquet_safe(frame).to_parquet(parquet_path, index=False)
             written += [csv_path, parquet_path]
         return written
 
     def _write_json(self, name: str, data: dict) -> None:
         write_text_atomic(self.directory / name, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+def spreadsheet_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """The frame for a CSV file: a text cell a spreadsheet would run as a formula (a reply that
+    starts with "=HYPERLINK(", "+", "-", "@") is written with a leading apostrophe, so opening
+    turns.csv never runs what a model wrote. Parquet keeps the text as it is."""
+    return frame.map(spreadsheet_safe)
 
 
 def _parquet_safe(frame: pd.DataFrame) -> pd.DataFrame:

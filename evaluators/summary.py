@@ -101,6 +101,7 @@ def turns_frame(cases: Iterable[CaseResult]) -> pd.DataFrame:
                 "judge_reasoning": judge.get("reasoning"),
                 "cached": turn.cached,
                 "attempts": turn.attempts,
+                "truncated": turn.truncated,
                 "prompt_tokens": turn.usage.prompt_tokens,
                 "completion_tokens": turn.usage.completion_tokens,
                 # Not measured (a replayed reply) is NaN, like any missing number, never 0.
@@ -110,7 +111,7 @@ def turns_frame(cases: Iterable[CaseResult]) -> pd.DataFrame:
     columns = ["case_id", "prompt_version", "scenario_id", "family", "demographic_group", "turn", "user",
                "reply", "model", *SCORE_COLUMNS, "quality_level", "flags", "failed_expectations", "judge_overall",
                "judge_verdict", "judge_failure_mode", "judge_parse_status", "judge_reasoning", "cached",
-               "attempts", "prompt_tokens", "completion_tokens", *TURN_TIMINGS]
+               "attempts", "truncated", "prompt_tokens", "completion_tokens", *TURN_TIMINGS]
     return pd.DataFrame(rows, columns=columns)
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import yaml
 
+from evaluators.text_safety import valid_text, valid_tree
+
 
 _SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -30,8 +32,15 @@ class _UniqueKeyLoader(_SafeLoader):  # type: ignore[misc, valid-type]
 
 
 def parse_yaml(text: str) -> object:
-    """Parse YAML text; raises yaml.YAMLError (with line and column) on bad input."""
-    return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+    """Parse YAML text; raises yaml.YAMLError (with line and column) on bad input.
+
+    A file read as UTF-8 cannot hold a lone surrogate, and libyaml refuses one written as an
+    escape ("\\ud800") with the line and column; text from elsewhere (a prompt fetched from
+    Langfuse) or the pure-Python parser could still carry one, so both the text and what it
+    parses to are made valid (text_safety) before anything encodes them.
+    """
+    data = yaml.load(valid_text(text)[0], Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+    return valid_tree(data)[0]
 
 
 def describe_yaml_error(error: yaml.YAMLError, line_offset: int = 0) -> str:

@@ -13,7 +13,7 @@ import os
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import Annotated
@@ -45,8 +45,9 @@ from evaluators.judge.reliability import with_disagreement
 from evaluators.judge.result import JudgeResult
 from evaluators.judge.sampling import SamplingState
 from evaluators.judge.stage import sampling_triggers
-from evaluators.models import HeuristicResult, Unscored
+from evaluators.models import HeuristicResult, Notice, Unscored
 from evaluators.rubric import Rubric
+from evaluators.text_safety import invalid_unicode_notice, valid_tree
 
 SamplingChoice = Enum("SamplingChoice", {name: name for name in SAMPLING_CHOICES}, type=str)
 BatchRetryChoice = Enum("BatchRetryChoice", {name: name for name in RETRY_CHOICES}, type=str)
@@ -111,6 +112,7 @@ class RecordLine:
     line: int
     record: JudgeRecord | None = None
     error: str | None = None
+    notices: list[Notice] = field(default_factory=list)  # what was changed in the record (text_safety)
     heuristics: HeuristicResult | None = None
     heuristics_error: str | None = None  # why the heuristics left the record unscored (another language)
     judgement: JudgeResult | None = None
@@ -125,15 +127,17 @@ def read_records(path: Path, require_human: bool = False) -> list[RecordLine]:
             if item.error is not None:
                 lines.append(RecordLine(item.number, error=item.error))
                 continue
+            data, replaced = valid_tree(item.record)
+            notice = invalid_unicode_notice([("the record", replaced)])
             try:
-                record = parse_record(item.record, str(item.number))
+                record = parse_record(data, str(item.number))
             except ValueError as error:
                 lines.append(RecordLine(item.number, error=str(error)))
                 continue
             if require_human and record.human_score is None:
                 lines.append(RecordLine(item.number, error="human_score: required for calibrate (0.0-1.0)"))
                 continue
-            lines.append(RecordLine(item.number, record=record))
+            lines.append(RecordLine(item.number, record=record, notices=[notice] if notice else []))
     return lines
 
 
@@ -210,6 +214,8 @@ def output_record(line: RecordLine) -> dict:
         record["heuristics_error"] = line.heuristics_error
     if line.sampling is not None:
         record["sampling"] = line.sampling
+    if line.notices:
+        record["record_notices"] = [notice.model_dump() for notice in line.notices]
     return record
 
 

@@ -115,6 +115,8 @@ def _write_jsonl(stream: BinaryIO, out: IO[str], evaluator: HeuristicEvaluator) 
         for outcome in score_jsonl(stream, evaluator):
             if outcome.error is None:
                 scored += 1
+                for notice in outcome.record.get("notices", []):  # scored, but not quite as written: say so
+                    errors.print(Text(f"line {outcome.line}: {notice['text']}", style="yellow"))
             else:
                 failed += 1
                 errors.print(Text(f"line {outcome.line}: {outcome.error}"))

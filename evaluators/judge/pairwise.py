@@ -40,6 +40,7 @@ from evaluators.locations import short_hash
 from evaluators.models import CaseResult, PairwiseComparison, Scenario, Usage
 from evaluators.retry import CallFailed
 from evaluators.rubric import METRIC_NAMES, Rubric
+from evaluators.text_safety import valid_text
 
 SCHEMA_NAME = "companion_reply_comparison"
 PAIRWISE_FINGERPRINT = short_hash(PAIRWISE_TEXTS)
@@ -177,10 +178,10 @@ class PairwiseJudge:
         settings = self.judge.settings
         payload = json.dumps({
             "kind": "pairwise", "rubric": self.rubric.content_hash, "prompt": PAIRWISE_FINGERPRINT,
-            "endpoint": self.judge.endpoint, "model": settings.model, "parameters": settings.parameters(0),
+            "deployment": self.judge.deployment, "model": settings.model, "parameters": settings.parameters(0),
             "input": item.model_dump(mode="json", exclude={"id"}),
         }, sort_keys=True, ensure_ascii=False)
-        return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+        return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
 
     async def judge_order(self, item: PairwiseInput) -> OrderJudgement:
         """The verdict in one order: from the cache, else asked (usable answers are cached)."""
@@ -215,6 +216,7 @@ class PairwiseJudge:
             break
         self.judge.modes.set(self.judge.endpoint, self.model, mode)
         attempts += tries
+        text = valid_text(text)[0]  # nothing UTF-8 cannot hold reaches the parser, the cache or the store
         try:
             parsed, status = parse_preference(text), None
         except PairwiseParseError as problem:
@@ -224,6 +226,7 @@ class PairwiseJudge:
                                                           mode, 0, _ANSWER)
                 attempts += tries
                 usage += more
+                text = valid_text(text)[0]
                 parsed, status = parse_preference(text), "repaired"
             except CallFailed as failure:
                 return self._result(started, parse_status="fallback", mode=mode, attempts=attempts + failure.attempts,

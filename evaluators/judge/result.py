@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from evaluators.models import Usage
+from evaluators.models import Notice, Usage
 
 ParseStatus = Literal["json", "text", "repaired", "fallback"]
 RESPONSE_MODES: tuple[str, ...] = ("json_schema", "json_object_schema", "json_object", "text")
@@ -78,6 +78,7 @@ class JudgeResult(BaseModel):
     error: str | None = None
     raw: str | None = None  # the unreadable answer, kept when the verdict fell back
     review: list[str] = Field(default_factory=list)  # reasons a human should look at this reply
+    notices: list[Notice] = Field(default_factory=list)  # e.g. invalid characters replaced in the answer
 
     @property
     def usable(self) -> bool:

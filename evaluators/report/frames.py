@@ -14,6 +14,7 @@ import pandas as pd
 
 from evaluators.locations import write_text_atomic
 from evaluators.models import GroupMeans, ReleaseReport
+from evaluators.store import spreadsheet_frame
 from evaluators.summary import SCORE_COLUMNS
 
 DECISIONS_FILE = "decisions.json"
@@ -98,7 +99,7 @@ def write_release_files(report: ReleaseReport, directory: Path, html: str | None
         frames.append(("conversations", conversations))
     for name, frame in frames:
         csv_path, parquet_path = directory / f"release_{name}.csv", directory / f"release_{name}.parquet"
-        frame.to_csv(csv_path, index=False)
+        spreadsheet_frame(frame).to_csv(csv_path, index=False)
         frame.to_parquet(parquet_path, index=False)
         written += [csv_path, parquet_path]
     if html is not None:
