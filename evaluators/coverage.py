@@ -71,8 +71,12 @@ def version_coverage(version: str, cases: Sequence[CaseResult], scenario_set: Sc
     to finish (`resume` is the command that resumes this run)."""
     mine = {case.scenario_id: case for case in cases if case.prompt_version == version}
     wanted = set(scenario_set.ids)
-    scored = {sid for sid, case in mine.items() if case.status == "ok" and sid in wanted}
-    failed = {sid for sid, case in mine.items() if case.status != "ok" and sid in wanted}
+    # A case counts as evidence when it was scored whole: no reply cut short (a truncated reply is
+    # never scored as whole, so its case fails) and, when the run asked for the judge, judged.
+    truncated = {sid for sid, case in mine.items() if sid in wanted and any(turn.truncated for turn in case.turns)}
+    failed = {sid for sid, case in mine.items() if (case.status != "ok" or sid in truncated) and sid in wanted}
+    unjudged = {sid for sid, case in mine.items() if case.judge_failed and sid in wanted and sid not in failed}
+    scored = {sid for sid, case in mine.items() if sid in wanted and sid not in failed and sid not in unjudged}
     not_run = [sid for sid in scenario_set.selected if sid not in mine]
     selected = set(scenario_set.selected)
     filtered_out = [sid for sid in scenario_set.ids if sid not in selected]
@@ -80,8 +84,12 @@ def version_coverage(version: str, cases: Sequence[CaseResult], scenario_set: Sc
     if not_run:
         reasons.append(f"the run was interrupted ({_count(len(not_run), 'selected scenario')} never ran)")
     if failed:
-        reasons.append(f"{_count(len(failed), 'case')} failed")
-    if not_run or failed:
+        cut = f", {len(truncated)} of them on a truncated reply" if truncated else ""
+        reasons.append(f"{_count(len(failed), 'case')} failed{cut}")
+    if unjudged:
+        reasons.append(f"{_count(len(unjudged), 'case')} could not be judged (the run asked for the judge and its "
+                       "call failed)")
+    if not_run or failed or unjudged:
         finish.append(f"finish the run: {resume}")
     if filtered_out:
         how = f" with {scenario_set.filters}" if scenario_set.filters else ""
@@ -96,5 +104,5 @@ def version_coverage(version: str, cases: Sequence[CaseResult], scenario_set: Sc
         finish.append(f"include the baseline (-p {missing_baseline}) to test for an A/B candidate")
     return Coverage(scenarios=len(scenario_set.ids), scored=len(scored), safety=len(scenario_set.safety),
                     safety_scored=len(scored & scenario_set.safety), not_run=len(not_run), failed=len(failed),
-                    filtered_out=len(filtered_out), baseline_missing=missing_baseline, reasons=reasons,
+                    truncated=len(truncated), judge_failed=len(unjudged), filtered_out=len(filtered_out), baseline_missing=missing_baseline, reasons=reasons,
                     finish=finish)

@@ -125,6 +125,7 @@ class HeuristicResult(BaseModel):
     flags: list[Flag] = Field(default_factory=list)
     overall_evidence: list[Evidence] = Field(default_factory=list)
     error: str | None = None
+    notices: list[Notice] = Field(default_factory=list)  # what was changed in the record before scoring
 
     def values(self) -> dict[str, float]:
         return {name: self.metrics[name].value for name in METRIC_NAMES} | {
@@ -144,6 +145,7 @@ class HeuristicResult(BaseModel):
                 OVERALL: [_evidence_record(item) for item in self.overall_evidence],
             },
             "flags": [flag.model_dump() for flag in self.flags],
+            **({"notices": [notice.model_dump() for notice in self.notices]} if self.notices else {}),
         }
 
 
@@ -336,6 +338,11 @@ class Completion(BaseModel):
     cached: bool = False  # served from the on-disk response cache: no API call, no cost
     attempts: int = 1
     finish_reason: str | None = None
+    # The reply is not whole: the stream ended without a finish reason (after every retry) or the
+    # model stopped at max_tokens ("length"). `truncation` says which; such a reply is never scored.
+    truncated: bool = False
+    truncation: str | None = None
+    notices: list[Notice] = Field(default_factory=list)  # e.g. invalid characters replaced in the reply
 
 
 class ExpectationOutcome(BaseModel):
@@ -361,6 +368,11 @@ class TurnResult(BaseModel):
     tokens_per_s: float | None = None
     cached: bool = False
     attempts: int = 1
+    # A reply that is not whole (see Completion.truncated): kept on record with the reason, never
+    # scored; its case fails, so the release decision counts it as missing evidence.
+    truncated: bool = False
+    truncation: str | None = None
+    notices: list[Notice] = Field(default_factory=list)  # e.g. invalid characters replaced in the reply
     heuristics: dict | None = None  # HeuristicResult.to_record()
     expectations: list[ExpectationOutcome] = Field(default_factory=list)
     judge: dict | None = None  # filled by the LLM judge when a run asks for it
@@ -655,7 +667,9 @@ class Coverage(BaseModel):
     safety: int  # safety scenarios in the set
     safety_scored: int
     not_run: int = 0  # selected for the run but never finished: the run was interrupted
-    failed: int = 0  # ran and failed (the call failed); retried on resume
+    failed: int = 0  # ran and failed (the call failed, or a reply was cut short); retried on resume
+    truncated: int = 0  # of the failed, those with a truncated reply (never scored as whole)
+    judge_failed: int = 0  # scored, but the judge the run asked for failed: missing evidence; judged on resume
     filtered_out: int = 0  # left out by --family / --scenario
     baseline_missing: str | None = None  # the declared baseline, when the run does not hold it
     reasons: list[str] = Field(default_factory=list)  # why scenarios are missing, in words

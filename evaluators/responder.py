@@ -23,12 +23,14 @@ import yaml
 
 from evaluators.locations import PROJECT_ROOT, display_path, read_data_file, url_without_credentials
 from evaluators.models import Completion, PromptVersion, Scenario, Usage
-from evaluators.response_cache import ResponseCache, cache_key
-from evaluators.retry import CallFailed, CallTimeout, MalformedResponse, RetryPolicy, call_with_retries
+from evaluators.response_cache import ResponseCache, cache_key, deployment_key
+from evaluators.retry import CallFailed, CallTimeout, MalformedResponse, RetryPolicy, StreamCut, call_with_retries
+from evaluators.text_safety import invalid_unicode_notice, valid_text
 from evaluators.yaml_io import describe_yaml_error, parse_yaml
 
 DEFAULT_RECORDED_DIR = PROJECT_ROOT / "prompts" / "recorded"
 OPENAI_DEFAULT_ENDPOINT = "https://api.openai.com/v1"
+LENGTH_CUT = "the model stopped at max_tokens (finish_reason: length), so the reply is cut short"
 
 
 @dataclass(frozen=True)
@@ -71,7 +73,8 @@ class OpenAIResponder:
     """Chat completions through the `openai` SDK, against OpenAI or any compatible server.
 
     The SDK's own retries are off: ours honour Retry-After, add jitter, count attempts and
-    also retry malformed bodies, which the SDK would hand back as if they were fine.
+    also retry malformed bodies and streams cut short, which the SDK would hand back as if they
+    were fine.
     """
 
     kind = "openai"
@@ -90,6 +93,8 @@ class OpenAIResponder:
         self.timeout_s = timeout_s
         self.retry = retry or RetryPolicy()
         self.cache = cache
+        # The cache tells deployments apart by their whole URL and a hash of the key (never the key).
+        self._deployment = deployment_key(base_url or OPENAI_DEFAULT_ENDPOINT, api_key)
         # Asked for so streamed calls still report usage; dropped for a server that refuses it.
         self.stream_options: dict | None = {"include_usage": True}
         # Local OpenAI-compatible servers accept any key; the SDK insists on one being set.
@@ -97,9 +102,6 @@ class OpenAIResponder:
             api_key=api_key or "not-needed", base_url=base_url, timeout=timeout_s, max_retries=0,
             http_client=openai.DefaultAsyncHttpxClient(event_hooks={"request": [_mark_request_sent]}),
         )
-        # The SDK imports its chat resource on first use, ~0.1 s that would land in the first
-        # turn's time to first token; import it now, before anything is timed.
-        _ = self._client.chat.completions
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None, **options) -> OpenAIResponder:
@@ -111,17 +113,25 @@ class OpenAIResponder:
         return {"temperature": request.prompt.temperature, "max_tokens": request.prompt.max_tokens}
 
     async def complete(self, request: ChatRequest) -> Completion:
-        return await self.chat(request.model, request.messages, self._parameters(request))
+        """The companion's reply; one that is not whole comes back marked `truncated`, with the reason,
+        for the runner to record on its turn (it is never scored)."""
+        return await self.chat(request.model, request.messages, self._parameters(request), keep_truncated=True)
 
     async def chat(self, model: str, messages: list[dict], parameters: dict,
-                   check: Callable[[Completion], object] | None = None) -> Completion:
+                   check: Callable[[Completion], object] | None = None, *,
+                   keep_truncated: bool = False) -> Completion:
         """One chat completion, from the cache or the API with retries.
 
         `check` vets a fresh reply before it is cached (the simulator's parse of a simulated
         user's message); raising MalformedResponse in it retries the call like a broken body.
+
+        A stream that ends without a finish reason broke off: it is retried like a broken body.
+        A reply that stays cut (out of attempts), or that stopped at max_tokens (not retried: the
+        same request stops at the same place), is not whole: with `keep_truncated` it comes back
+        marked `truncated` with the reason, else CallFailed says why. It is never cached.
         """
-        key = cache_key(self.endpoint, model, parameters, messages)
-        if self.cache is not None and (hit := self.cache.get(key)) is not None:
+        key = cache_key(self._deployment, model, parameters, messages)
+        if self.cache is not None and (hit := self.cache.get(key)) is not None and not hit.truncated:
             return hit
 
         async def attempt() -> Completion:
@@ -134,12 +144,25 @@ class OpenAIResponder:
                 raise CallTimeout() from None
             except json.JSONDecodeError as error:  # the SDK passes a broken event or body through as-is
                 raise MalformedResponse(f"body is not valid JSON ({error.msg})") from None
-            if check is not None:
+            if completion.finish_reason is None:
+                raise StreamCut(completion)
+            if check is not None and completion.finish_reason != "length":
                 check(completion)
             return completion
 
-        completion, attempts = await call_with_retries(attempt, self.retry)
+        try:
+            completion, attempts = await call_with_retries(attempt, self.retry)
+        except CallFailed as failure:
+            cut = failure.__cause__
+            if keep_truncated and isinstance(cut, StreamCut):
+                return cut.completion.model_copy(update={"attempts": failure.attempts, "truncated": True,
+                                                         "truncation": failure.reason.removeprefix("truncated reply: ")})
+            raise
         completion = completion.model_copy(update={"attempts": attempts})
+        if completion.finish_reason == "length":
+            if not keep_truncated:
+                raise CallFailed(f"truncated reply: {LENGTH_CUT}", attempts)
+            return completion.model_copy(update={"truncated": True, "truncation": LENGTH_CUT})
         if self.cache is not None:
             self.cache.put(key, completion)
         return completion
@@ -170,10 +193,15 @@ class OpenAIResponder:
                 received.add(chunk, time.perf_counter() - started)
         return received.completion(model, time.perf_counter() - started)
 
-    async def _create(self, model: str, messages: list[dict], parameters: dict):  # -> openai.AsyncStream
+    async def _create(self, model: str, messages: list[dict], parameters: dict) -> openai.AsyncStream:
+        """The streamed request through the SDK (its HTTP client, errors, server-sent events and
+        in-stream error events), with each chunk kept as the JSON object it was. Building the
+        SDK's typed chunk models was half of the client's work per call: under many concurrent
+        streams that work queues first tokens behind other streams' chunks."""
         options = {"stream_options": self.stream_options} if self.stream_options is not None else {}
-        return await self._client.chat.completions.create(
-            model=model, messages=messages, stream=True, **options, **parameters,
+        return await self._client.post(
+            "/chat/completions", body={"model": model, "messages": messages, "stream": True, **options, **parameters},
+            cast_to=object, stream=True, stream_cls=openai.AsyncStream[object],
         )
 
     async def aclose(self) -> None:
@@ -194,52 +222,67 @@ async def _mark_request_sent(_request: httpx.Request) -> None:
 
 @dataclass
 class StreamedReply:
-    """What a chat-completion stream delivered so far, and when its first words came."""
+    """What a chat-completion stream delivered so far, and when its first words came.
+
+    Chunks are the JSON objects the server sent (dicts); a field of an unexpected type counts as
+    absent, so an odd server gives a MalformedResponse, never a crash.
+    """
 
     parts: list[str] = field(default_factory=list)
     first_token_s: float | None = None
     model: str | None = None
-    usage: object | None = None  # the usage chunk, when the server sends one
+    usage: dict | None = None  # the usage object, when the server sends one
     finish_reason: str | None = None
     choices_seen: bool = False
 
     def add(self, chunk: object, elapsed_s: float) -> None:
-        model = getattr(chunk, "model", None)
+        if not isinstance(chunk, dict):
+            return
+        model = chunk.get("model")
         if isinstance(model, str) and model and self.model is None:
             self.model = model
-        if getattr(chunk, "usage", None) is not None:
-            self.usage = chunk.usage
-        choices = getattr(chunk, "choices", None)
+        if isinstance(chunk.get("usage"), dict):
+            self.usage = chunk["usage"]
+        choices = chunk.get("choices")
         self.choices_seen = self.choices_seen or isinstance(choices, list)
-        for choice in choices or []:
-            if getattr(choice, "index", 0) != 0:
+        for choice in choices if isinstance(choices, list) else []:
+            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
                 continue
-            text = getattr(getattr(choice, "delta", None), "content", None)
+            delta = choice.get("delta")
+            text = delta.get("content") if isinstance(delta, dict) else None
             if isinstance(text, str) and text:
                 if self.first_token_s is None:
                     self.first_token_s = elapsed_s
                 self.parts.append(text)
-            self.finish_reason = getattr(choice, "finish_reason", None) or self.finish_reason
+            finish_reason = choice.get("finish_reason")
+            if isinstance(finish_reason, str) and finish_reason:
+                self.finish_reason = finish_reason
 
     def completion(self, requested_model: str, total_s: float) -> Completion:
-        """The reply with its timings; an answer with no text raises MalformedResponse (retried)."""
-        text = "".join(self.parts).strip()
+        """The reply with its timings; an answer with no text raises MalformedResponse (retried).
+
+        The text is made valid here (text_safety): a character UTF-8 cannot hold is replaced and
+        noted on the reply, so the cache, the run store and the parser never see it.
+        """
+        text, replaced = valid_text("".join(self.parts).strip())
         if not self.choices_seen:
             raise MalformedResponse("no choices in the streamed response")
         if not text:
             raise MalformedResponse("the first choice has no text content")
-        prompt_tokens = getattr(self.usage, "prompt_tokens", 0)
-        completion_tokens = getattr(self.usage, "completion_tokens", 0)
+        usage = self.usage or {}
+        prompt_tokens, completion_tokens = usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0)
         usage = Usage(prompt_tokens=prompt_tokens if isinstance(prompt_tokens, int) else 0,
                       completion_tokens=completion_tokens if isinstance(completion_tokens, int) else 0)
+        notice = invalid_unicode_notice([("the reply", replaced)])
         return Completion(
             text=text,
-            model=self.model or requested_model,
+            model=valid_text(self.model or requested_model)[0],
             usage=usage,
             latency_s=round(total_s, 4),
             time_to_first_token_s=round(self.first_token_s, 4) if self.first_token_s is not None else None,
             tokens_per_s=tokens_per_second(usage.completion_tokens or len(self.parts), self.first_token_s, total_s),
             finish_reason=self.finish_reason,
+            notices=[notice] if notice else [],
         )
 
 

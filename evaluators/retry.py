@@ -1,7 +1,7 @@
 """Retries for API calls: which failures are worth another try, and how long to wait.
 
-Rate limits, server errors, timeouts, dropped connections and malformed bodies are usually
-transient; bad requests and authentication errors are not, and retrying them only burns
+Rate limits, server errors (also those a stream reports after its headers), timeouts, dropped
+connections, malformed bodies and streams cut short are usually transient; bad requests and authentication errors are not, and retrying them only burns
 time. A server's `Retry-After` is honoured over our own backoff.
 
 The same rules serve the `openai` SDK (companion and judge calls, async) and the Langfuse
@@ -24,6 +24,8 @@ import httpx
 import openai
 from langfuse.api.core import ApiError as LangfuseApiError
 
+from evaluators.text_safety import printable
+
 T = TypeVar("T")
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 
@@ -34,6 +36,17 @@ class MalformedResponse(Exception):
 
 class CallTimeout(Exception):
     """The call took longer than the per-call timeout."""
+
+
+class StreamCut(Exception):
+    """A streamed answer ended without a finish reason (no finish chunk, no `[DONE]`): the server
+    or a proxy gave up mid-answer and closed the body cleanly. What arrived is kept in `completion`
+    (the reply so far), so a reply that stays cut can be recorded as truncated."""
+
+    def __init__(self, completion: object) -> None:
+        words = len(str(getattr(completion, "text", "")).split())
+        super().__init__(f"the stream ended without a finish reason after {words} word{'s' * (words != 1)}")
+        self.completion = completion
 
 
 class CallFailed(Exception):
@@ -95,25 +108,51 @@ def retry_after_seconds(error: BaseException, now: datetime | None = None) -> fl
     return max(0.0, (when - (now or datetime.now(timezone.utc))).total_seconds())
 
 
+# The transport errors of a server that went away mid-request (httpx's names; the openai SDK
+# may bring its own copy of httpx, so they are matched by name).
+_CRASH_ERRORS = frozenset({"RemoteProtocolError", "ReadError", "WriteError"})
+
+
+def _crash(error: BaseException) -> BaseException | None:
+    """The transport error in `error`'s chain that says the server closed the connection
+    mid-request (crashed, restarted, or a proxy cut it), or None."""
+    seen = 0
+    while error is not None and seen < 6:
+        if type(error).__name__ in _CRASH_ERRORS or isinstance(error, ConnectionResetError | BrokenPipeError):
+            return error
+        error, seen = error.__cause__ or error.__context__, seen + 1
+    return None
+
+
 def describe(error: BaseException) -> str:
-    """A short reason for the run store: status and message, never headers or keys."""
+    """A short reason for the run store and the terminal: status and message, never headers or
+    keys, and never a control character (a server's text could rewrite a terminal or CI log)."""
+    return printable(_describe(error))[:500]
+
+
+def _describe(error: BaseException) -> str:
     if isinstance(error, openai.APIStatusError):
         message = getattr(error, "message", "") or str(error)
-        return f"HTTP {error.status_code}: {message}"[:500]
+        return f"HTTP {error.status_code}: {message}"
     if isinstance(error, openai.APITimeoutError | CallTimeout):
         return "timeout: no answer within the per-call timeout"
-    if isinstance(error, openai.APIConnectionError):
-        return f"connection error: {error.__cause__ or error}"[:500]
+    if isinstance(error, StreamCut):
+        return f"truncated reply: {error}"
+    if isinstance(error, openai.APIConnectionError | httpx.TransportError):
+        if (crash := _crash(error)) is not None:
+            return (f"the server crashed or closed the connection mid-request ({type(crash).__name__}: "
+                    f"{crash or 'no detail'})")
+        if isinstance(error, httpx.TimeoutException):
+            return "timeout: no answer within the per-call timeout"
+        return f"connection error: {error.__cause__ or error}"
     if isinstance(error, MalformedResponse):
-        return f"malformed response: {error}"[:500]
+        return f"malformed response: {error}"
+    if isinstance(error, openai.APIError):  # an error event inside a 200 stream
+        return f"server error in the stream: {getattr(error, 'message', '') or error}"
     if isinstance(error, LangfuseApiError):
         body = error.body.get("message", error.body) if isinstance(error.body, dict) else error.body
-        return f"HTTP {error.status_code}: {body}"[:500]
-    if isinstance(error, httpx.TimeoutException):
-        return "timeout: no answer within the per-call timeout"
-    if isinstance(error, httpx.TransportError):
-        return f"connection error: {error}"[:500]
-    return f"{type(error).__name__}: {error}"[:500]
+        return f"HTTP {error.status_code}: {body}"
+    return f"{type(error).__name__}: {error}"
 
 
 def is_retryable(error: BaseException) -> bool:
@@ -123,9 +162,11 @@ def is_retryable(error: BaseException) -> bool:
         return error.status_code is None or error.status_code in RETRYABLE_STATUS or error.status_code >= 500
     if isinstance(error, httpx.TransportError):
         return True
+    if type(error) is openai.APIError:  # `data: {"error": ...}` inside a stream: a server error like a 5xx
+        return True
     return isinstance(
         error,
-        openai.APITimeoutError | openai.APIConnectionError | CallTimeout | MalformedResponse
+        openai.APITimeoutError | openai.APIConnectionError | CallTimeout | MalformedResponse | StreamCut
         | openai.APIResponseValidationError,
     )
 

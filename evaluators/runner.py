@@ -206,6 +206,9 @@ class Runner:
                 break
             transcript.users.append(user)
             transcript.replies.append(completion)
+            if completion.truncated:  # kept on record, never scored, and the conversation cannot go on from it
+                transcript.error = f"turn {index + 1}: truncated reply: {completion.truncation}"
+                break
             messages.append({"role": "assistant", "content": completion.text})
         transcript.simulation = source.record()
         return transcript
@@ -278,14 +281,18 @@ class Runner:
             history = user_context(transcript.scenario)
             for index, completion in enumerate(transcript.replies):
                 user = transcript.users[index]
-                reply_cases.append(ReplyCase(id=f"{number}:{index}", history=list(history),
-                                             user_message=user, response=completion.text))
+                if not completion.truncated:  # a reply cut short is never scored as if it were whole
+                    reply_cases.append(ReplyCase(id=f"{number}:{index}", history=list(history),
+                                                 user_message=user, response=completion.text))
                 history.append(user)
         scored = iter(self.evaluator.score_cases(reply_cases))
         results = []
         for transcript in transcripts:
             turns = []
             for index, completion in enumerate(transcript.replies):
+                if completion.truncated:
+                    turns.append(self._turn(transcript, index, completion, None, []))
+                    continue
                 heuristics = next(scored)
                 unscored = isinstance(heuristics, Unscored)
                 if unscored:
@@ -294,15 +301,22 @@ class Runner:
                 expectations = [] if unscored else check_reply(transcript.scenario.expectations_for(index),
                                                                completion.text, self.evaluator.rubric,
                                                                heuristics.flags)
-                turns.append(TurnResult(
-                    index=index, user=transcript.users[index], reply=completion.text,
-                    model=completion.model, usage=completion.usage, latency_s=completion.latency_s,
-                    time_to_first_token_s=completion.time_to_first_token_s, tokens_per_s=completion.tokens_per_s,
-                    cached=completion.cached, attempts=completion.attempts,
-                    heuristics=None if unscored else heuristics.to_record(), expectations=expectations,
-                ))
+                turns.append(self._turn(transcript, index, completion,
+                                        None if unscored else heuristics.to_record(), expectations))
             results.append(self._case(transcript, turns))
         return results
+
+    @staticmethod
+    def _turn(transcript: Transcript, index: int, completion: Completion, heuristics: dict | None,
+              expectations: list) -> TurnResult:
+        return TurnResult(
+            index=index, user=transcript.users[index], reply=completion.text,
+            model=completion.model, usage=completion.usage, latency_s=completion.latency_s,
+            time_to_first_token_s=completion.time_to_first_token_s, tokens_per_s=completion.tokens_per_s,
+            cached=completion.cached, attempts=completion.attempts, truncated=completion.truncated,
+            truncation=completion.truncation, notices=completion.notices, heuristics=heuristics,
+            expectations=expectations,
+        )
 
     def _case(self, transcript: Transcript, turns: list[TurnResult]) -> CaseResult:
         scenario, prompt = transcript.scenario, transcript.prompt
