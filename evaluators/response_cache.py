@@ -1,8 +1,9 @@
 """On-disk caches of API answers (companion replies, judgements), so a re-run costs nothing.
 
-The key is everything that determines a reply: endpoint, model, sampling parameters and the
-full message list. Entries are written atomically (temp file + rename), so a run killed
-mid-write never leaves a half entry that a later run would trust.
+The key is everything that determines a reply: the deployment (the full base URL and a hash of
+the API key), model, sampling parameters and the full message list. Entries are written
+atomically (temp file + rename), so a run killed mid-write never leaves a half entry that a
+later run would trust.
 """
 
 from __future__ import annotations
@@ -20,12 +21,25 @@ def default_cache_dir() -> Path:
     return cache_dir() / "responses"
 
 
-def cache_key(endpoint: str, model: str, parameters: dict, messages: list[dict]) -> str:
+def deployment_key(base_url: str | None, api_key: str | None) -> dict:
+    """What identifies the deployment a call reaches, for cache keys: the whole base URL (its query
+    string too: an Azure `api-version`, a proxy's routing parameter) and a hash of the API key,
+    since one URL can serve several deployments or accounts by key. The key itself is never part
+    of anything kept: only its SHA-256 enters the (hashed) cache key."""
+    return {"base_url": base_url or "", "api_key_sha256": hashlib.sha256((api_key or "").encode()).hexdigest()}
+
+
+def cache_key(deployment: dict, model: str, parameters: dict, messages: list[dict]) -> str:
+    """The key of one reply: the deployment (`deployment_key`), model, parameters and messages.
+
+    Encoded with `surrogatepass`, so a key can always be made even from text that slipped past
+    the boundary's checks (text_safety); such a key simply matches nothing else.
+    """
     payload = json.dumps(
-        {"endpoint": endpoint, "model": model, "parameters": parameters, "messages": messages},
+        {"deployment": deployment, "model": model, "parameters": parameters, "messages": messages},
         sort_keys=True, ensure_ascii=False, separators=(",", ":"),
     )
-    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+    return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class JsonFileCache:

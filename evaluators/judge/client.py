@@ -33,12 +33,13 @@ from evaluators.judge.prompt import (
 from evaluators.judge.result import RESPONSE_MODES, JudgeInput, JudgeResult
 from evaluators.judge.verdict import SCHEMA_NAME, ParsedVerdict, VerdictParseError, parse_verdict, verdict_schema
 from evaluators.locations import short_hash, write_text_atomic
-from evaluators.models import Usage
+from evaluators.models import Notice, Usage
 from evaluators.offline import cache_dir
-from evaluators.responder import safe_endpoint
-from evaluators.response_cache import JsonFileCache
+from evaluators.responder import OPENAI_DEFAULT_ENDPOINT, safe_endpoint
+from evaluators.response_cache import JsonFileCache, deployment_key
 from evaluators.retry import CallFailed, CallTimeout, MalformedResponse, RetryPolicy, call_with_retries
 from evaluators.rubric import METRIC_NAMES, Rubric
+from evaluators.text_safety import invalid_unicode_notice, valid_text
 
 DEFAULT_JUDGE_MODEL = "gpt-4.1"
 # Bumped with the instructions written in code, so cached judgements follow them like the rubric.
@@ -165,6 +166,8 @@ class LLMJudge:
         self.rubric = rubric
         self.settings = settings or JudgeSettings()
         self.endpoint = safe_endpoint(base_url)
+        # Judgements are cached per deployment: the whole base URL and a hash of the key (response_cache).
+        self.deployment = deployment_key(base_url or OPENAI_DEFAULT_ENDPOINT, api_key)
         self.retry = retry or RetryPolicy()
         self.cache = cache
         self.modes = modes or ModeMemory(None)
@@ -202,7 +205,7 @@ class LLMJudge:
 
     def cache_key(self, item: JudgeInput, sample: int) -> str:
         key = {
-            "rubric": self.rubric.content_hash, "prompt": PROMPT_FINGERPRINT, "endpoint": self.endpoint,
+            "rubric": self.rubric.content_hash, "prompt": PROMPT_FINGERPRINT, "deployment": self.deployment,
             "model": self.settings.model, "parameters": self.settings.parameters(sample), "sample": sample,
             # A reply's key leaves out its (default) scope: reply keys are made as before scopes existed.
             "input": item.model_dump(mode="json", exclude={"id"} | ({"scope"} if item.scope == "reply" else set())),
@@ -210,7 +213,7 @@ class LLMJudge:
         if item.scope == "conversation":
             key["conversation_prompt"] = CONVERSATION_FINGERPRINT
         payload = json.dumps(key, sort_keys=True, ensure_ascii=False)
-        return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+        return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
 
     def cached_sample(self, key: str) -> JudgeResult | None:
         if self.cache is None or (hit := self.cache.get_json(key)) is None:
@@ -260,9 +263,15 @@ class LLMJudge:
 
     async def read_answer(self, messages: list[dict], text: str, mode: str, sample: int, *, attempts: int,
                           usage: Usage, started: float) -> JudgeResult:
-        """The verdict in a first answer, live or from a batch: read, else one repair request, else the fallback."""
+        """The verdict in a first answer, live or from a batch: read, else one repair request, else the fallback.
+
+        The answer's text is made valid first (text_safety): a parser, the cache and the run
+        store never see a character UTF-8 cannot hold, and the judgement notes the change.
+        """
+        text, replaced = valid_text(text)
+        notice = invalid_unicode_notice([("the judge's answer", replaced)])
         try:
-            return self._parsed(parse_verdict(text, self.rubric), None, mode, attempts, usage, started)
+            return self._parsed(parse_verdict(text, self.rubric), None, mode, attempts, usage, started, notice)
         except VerdictParseError as problem:
             first_problem, first_text = str(problem), text
         try:
@@ -270,7 +279,9 @@ class LLMJudge:
                                                       mode, sample)
             attempts += tries
             usage += call_usage
-            return self._parsed(parse_verdict(text, self.rubric), "repaired", mode, attempts, usage, started)
+            text, replaced = valid_text(text)
+            notice = notice or invalid_unicode_notice([("the judge's answer", replaced)])
+            return self._parsed(parse_verdict(text, self.rubric), "repaired", mode, attempts, usage, started, notice)
         except CallFailed as failure:
             attempts += failure.attempts
             problem = f"{first_problem}; the repair request failed: {failure.reason}"
@@ -279,7 +290,8 @@ class LLMJudge:
         return self._result(status="ok", parse_status="fallback", mode=mode, attempts=attempts, usage=usage,
                             started=started, overall=self.rubric.judge.fallback_score,
                             error=f"verdict not readable: {problem}", raw=first_text[:2000],
-                            review=["judge verdict not readable (fallback score)"])
+                            review=["judge verdict not readable (fallback score)"],
+                            notices=[notice] if notice else [])
 
     def request_body(self, messages: list[dict], mode: str, sample: int, answer: AnswerSchema | None = None) -> dict:
         """The chat request for one judgement: sent live, or written as a line of a batch file.
@@ -326,12 +338,13 @@ class LLMJudge:
         return text, usage, attempts
 
     def _parsed(self, parsed: ParsedVerdict, status: str | None, mode: str, attempts: int, usage: Usage,
-                started: float) -> JudgeResult:
+                started: float, notice: Notice | None = None) -> JudgeResult:
         """A read verdict; `status` "repaired" overrides how it was written (json or text)."""
         parse_status = status or parsed.form
         return self._result(status="ok", parse_status=parse_status, mode=mode, attempts=attempts, usage=usage,
                             started=started, overall=parsed.overall, reasoning=parsed.reasoning,
-                            dimensions=parsed.dimensions, verdict=parsed.verdict, failure_mode=parsed.failure_mode)
+                            dimensions=parsed.dimensions, verdict=parsed.verdict, failure_mode=parsed.failure_mode,
+                            notices=[notice] if notice else [])
 
     def _result(self, *, started: float, **fields: object) -> JudgeResult:
         return JudgeResult(model=self.settings.model, latency_s=round(time.perf_counter() - started, 4), **fields)
