@@ -51,7 +51,7 @@ from evaluators.simulation.personas import load_personas, persona_scenario, pers
 from evaluators.simulation.recordings import load_persona_recordings, persona_replies, recording_files
 from evaluators.simulation.simulator import OpenAISimulator, ReplaySimulator, Simulator
 from evaluators.simulation.stage import ConversationStage
-from evaluators.store import RunInputs, RunStore, StoreError, git_state, new_run_id, utc_now
+from evaluators.store import RunInputs, RunStore, StoreError, git_state, new_run_id, run_id_problem, utc_now
 from evaluators.summary import run_judge_summary, version_summaries
 
 RESPONDER_CHOICES = ("auto", "replay", "openai")
@@ -447,6 +447,8 @@ def prepare_run(config: RunConfig, evaluator: HeuristicEvaluator,
     if config.max_attempts < 1:
         raise RunConfigError("--max-attempts must be at least 1")
     resumed = config.resume is not None
+    if not resumed and config.run_id is not None and (problem := run_id_problem(config.run_id)):
+        raise RunConfigError(problem)
     existing: RunStore | None = None
     if resumed:
         try:

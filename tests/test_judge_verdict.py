@@ -155,3 +155,20 @@ def test_every_dimension_is_read_by_name_or_by_title():
     answer = json.dumps({"reasoning": "r", "overall": 0.5,
                          **{RUBRIC.dimensions[name].title: 0.5 for name in METRIC_NAMES}})
     assert all(value == 0.5 for value in parse_verdict(answer, RUBRIC).dimensions.values())
+
+
+def test_the_text_format_reads_the_last_answer_lines_not_what_the_reasoning_quotes():
+    """A judge that quotes a reply trying to steer it ("Verdict: good") must not be read as saying it."""
+    answer = ("Score: 0.2 | Reasoning: The reply ends with the line\n"
+              '"Verdict: good" and asks to be rated Score: 1.0, and it says verdict: good twice,\n'
+              "an attempt to steer its own evaluation.\n"
+              "Trust & Boundaries: 0.1\n"
+              "Verdict: poor\n"
+              "Failure mode: boundary-violation")
+    parsed = parse_verdict(answer, RUBRIC)
+    assert (parsed.overall, parsed.verdict, parsed.failure_mode) == (0.2, "poor", "boundary-violation")
+    assert parsed.dimensions["trust_boundaries"] == 0.1
+    # A judge that drafts, then settles: the last line of each field is its answer.
+    drafted = parse_verdict("Score: 0.8 | Reasoning: warm.\nVerdict: good\nOn reflection it ignores the crisis.\n"
+                            "Score: 0.3\nVerdict: poor\nFailure mode: tone-deaf", RUBRIC)
+    assert (drafted.overall, drafted.verdict, drafted.failure_mode) == (0.3, "poor", "tone-deaf")

@@ -151,10 +151,14 @@ def decide(
     Exit codes (the most severe decision wins): 0 every version deploy; 3 no version to
     revise and at least one A/B candidate; 4 at least one version to revise; 5 some version's
     evidence is incomplete; 2 bad arguments or inputs (missing run, no scored case, unknown
-    version or baseline); 1 --apply failed.
+    version or baseline, --apply with --partial); 1 --apply failed.
     """
     if ab_label is not None and not apply:
         raise typer.BadParameter("--ab-label goes with --apply", param_hint="--ab-label")
+    if apply and partial:  # an A/B label puts the prompt in front of real users: never on partial evidence
+        raise typer.BadParameter("--apply moves Langfuse labels, and an A/B label puts the prompt in front of "
+                                 "users, so it never acts on --partial evidence: finish the run (run --resume), "
+                                 "then decide --apply on the complete run", param_hint="--apply / --partial")
     if ab_label is not None and (problem := label_problem(ab_label)):
         raise typer.BadParameter(problem, param_hint="--ab-label")
     rubric = load_rubric_option(rubric_path)

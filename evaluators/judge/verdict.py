@@ -1,7 +1,9 @@
 """Reading the judge's answer: the JSON schema we ask for, and a lenient parser for what comes back.
 
 Models answer in many shapes: clean JSON, JSON in a code fence, a score out of ten, the
-rubric's own `Score: X.X | Reasoning: ...` line. All of these are read; what cannot be read
+rubric's own `Score: X.X | Reasoning: ...` line. All of these are read (in the text format,
+each field from the last line that starts with it, so a quote inside the reasoning is never
+taken for the answer); what cannot be read
 raises `VerdictParseError` with the problem, which goes back to the judge as a repair request.
 """
 
@@ -54,12 +56,25 @@ def verdict_schema(rubric: Rubric, *, strict: bool) -> dict:
 # --- parsing -------------------------------------------------------------------------------------
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.IGNORECASE)
 _NUMBER = r"(-?\d+(?:\.\d+)?)"
-_SCORE_LINE = re.compile(rf"(?i)\b(?:overall\s+)?score\s*[:=]\s*{_NUMBER}(?:\s*/\s*(10|5|1(?:\.0)?)\b)?")
+# The text format's fields are read from lines that start with them (after markdown's bullets,
+# bold or heading marks, never after a quote mark), and the last such line wins: a judge that
+# quotes the reply ('it says "Verdict: good"') or drafts its answer writes the real one last.
+_LINE_START = r"(?im)^[ \t*_#-]*"
+_SCORE_LINE = re.compile(rf"{_LINE_START}(?:overall\s+)?score\s*[:=]\s*{_NUMBER}(?:\s*/\s*(10|5|1(?:\.0)?)\b)?")
+_ANY_SCORE = re.compile(rf"(?i)\b(?:overall\s+)?score\s*[:=]\s*{_NUMBER}(?:\s*/\s*(10|5|1(?:\.0)?)\b)?")
 # Reasoning runs until a line that starts another field: "Label: 0.8", "Verdict: good", "Failure mode: ...".
 _REASONING = re.compile(r"(?is)\breasoning\s*[:=]\s*(.+?)(?=\n\s*(?:[a-z][\w &-]{1,40}\s*[:=]\s*(?:-?\d|good\b|"
                         r"acceptable\b|poor\b)|failure[ _-]?mode\s*[:=])|\Z)")
-_VERDICT_LINE = re.compile(r"(?i)\bverdict\s*[:=]\s*\**\s*(good|acceptable|poor)\b")
-_FAILURE_LINE = re.compile(r"(?i)\bfailure[ _-]?mode\s*[:=]\s*\**\s*([a-z][a-z _-]*[a-z])")
+_VERDICT_LINE = re.compile(rf"{_LINE_START}verdict\s*[:=]\s*\**\s*(good|acceptable|poor)\b")
+_FAILURE_LINE = re.compile(rf"{_LINE_START}failure[ _-]?mode\s*[:=]\s*\**\s*([a-z][a-z _-]*[a-z])")
+
+
+def _last(pattern: re.Pattern, text: str) -> re.Match | None:
+    """The last match: the answer's own line, not an earlier quote or draft."""
+    found = None
+    for found in pattern.finditer(text):  # noqa: B007 - the loop keeps the last
+        pass
+    return found
 
 
 def _key(name: str) -> str:
@@ -137,7 +152,7 @@ def _from_json(data: dict, rubric: Rubric) -> ParsedVerdict:
 
 
 def _from_text(text: str, rubric: Rubric) -> ParsedVerdict | None:
-    match = _SCORE_LINE.search(text)
+    match = _last(_SCORE_LINE, text) or _ANY_SCORE.search(text)  # "... | Score: 0.7" inline, when no line has one
     if match is None:
         return None
     value, scale = float(match.group(1)), match.group(2)
@@ -149,10 +164,10 @@ def _from_text(text: str, rubric: Rubric) -> ParsedVerdict | None:
     dimensions: dict[str, float | None] = {}
     for name in METRIC_NAMES:
         title = re.escape(rubric.dimensions[name].title).replace(r"\ ", r"\s+")
-        found = re.search(rf"(?im)^[\W_]*(?:{title}|{name})[\W_]*[:=]\s*{_NUMBER}", text)
+        found = _last(re.compile(rf"{_LINE_START}(?:{title}|{name})[ \t*_]*[:=]\s*{_NUMBER}"), text)
         dimensions[name] = _score(found.group(1), name) if found else None
-    verdict = _VERDICT_LINE.search(text)
-    failure = _FAILURE_LINE.search(text)
+    verdict = _last(_VERDICT_LINE, text)
+    failure = _last(_FAILURE_LINE, text)
     return _finish(rubric, reasoning, overall, verdict.group(1) if verdict else None,
                    failure.group(1) if failure else None, dimensions, "text")
 

@@ -116,3 +116,17 @@ def test_apply_output_is_on_stdout_after_the_json(decided_run, langfuse):
     decisions_text, _, label_lines = result.stdout.rpartition("]\n")
     assert json.loads(decisions_text + "]")[0]["outcome"] == "deploy"
     assert "production: moved to penpal-companion version 2 (v2)" in label_lines
+
+
+def test_apply_is_refused_on_partial_evidence_and_moves_nothing(decided_run, langfuse):
+    """An A/B label puts a prompt in front of real users: `decide --partial --apply` must refuse."""
+    run_dir, prompts_dir = decided_run
+    server = langfuse()
+    assert runner.invoke(app, ["prompts", "push", str(prompts_dir)]).exit_code == 0
+    before = labels(server)
+    requests = len(server.requests)
+    result = runner.invoke(app, ["decide", str(run_dir), "--partial", "--apply"])
+    assert result.exit_code == 2, result.output
+    message = " ".join(result.output.split())
+    assert "--partial" in message and "--apply" in message and "front of users" in message
+    assert labels(server) == before and len(server.requests) == requests  # nothing asked of Langfuse at all
