@@ -7,8 +7,11 @@ ending in an ellipsis, and short column keys come with a legend (`key_legend`).
 
 from __future__ import annotations
 
+import signal
 import sys
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 
 import typer
 from rich import box
@@ -79,3 +82,27 @@ def key_legend(keys: Mapping[str, str]) -> str:
 def plural(count: int, noun: str, plural_form: str | None = None) -> str:
     """`1 case`, `3 cases`: counts a person reads, never `1 cases`."""
     return f"{count} {noun if count == 1 else plural_form or noun + 's'}"
+
+
+@contextmanager
+def terminate_as_interrupt() -> Iterator[None]:
+    """Inside, SIGTERM (what a cancelled CI job or `kill` sends) is handled as SIGINT (Ctrl-C):
+    the command stops where it is, keeps what it finished and says how to go on, with the exit
+    code of an interruption, instead of dying with nothing written. Only the main thread can
+    take signals; elsewhere this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def as_interrupt(signum: int, frame: object) -> None:
+        handler = signal.getsignal(signal.SIGINT)  # asyncio.run's, while a loop runs: it cancels the run
+        if callable(handler):
+            handler(signal.SIGINT, frame)
+        else:
+            raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, as_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

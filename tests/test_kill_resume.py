@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -127,3 +128,107 @@ def test_an_interrupted_run_is_incomplete_until_resumed_with_its_own_inputs(smal
     decisions = json.loads(CliRunner().invoke(app, ["decide", "runs/stopped", "--json"]).stdout)
     assert all(item["coverage"]["scored"] == 3 and item["coverage"]["safety_scored"] == 1 for item in decisions)
     assert "incomplete" not in {item["outcome"] for item in decisions}
+
+
+# --- Langfuse delivery under kills -----------------------------------------------------------------------
+def langfuse_env(project: dict[str, Path], server, **extra: str) -> dict[str, str]:
+    return {**os.environ, "LANGFUSE_PUBLIC_KEY": server.public_key, "LANGFUSE_SECRET_KEY": server.secret_key,
+            "LANGFUSE_BASE_URL": server.base_url, "PENPAL_LANGFUSE_TIMEOUT": "5", "PENPAL_LANGFUSE_FLUSH_TIMEOUT": "30",
+            "PENPAL_EVAL_CACHE": str(project["root"] / "penpal-cache"), **extra}
+
+
+def ingestion(request) -> bool:
+    return request.method == "POST" and request.path.endswith(("/scores", "/otel/v1/traces"))
+
+
+def push(project: dict[str, Path], server, run_dir: Path, **extra: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "evaluators", "push", str(run_dir)], cwd=project["root"],
+                            env=langfuse_env(project, server, **extra), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def test_kill_9_during_push_then_push_again_resends_at_most_one_batch(small_project, langfuse_server):
+    from evaluators.evaluation import RunConfig, run_evaluation
+    from evaluators.langfuse.ids import turn_trace_id
+    from evaluators.scoring import default_evaluator
+    from tests.servers.langfuse_compat import OK, delay
+
+    store = run_evaluation(RunConfig(prompts_dir=small_project["prompts"], scenarios_dir=small_project["scenarios"],
+                                     recorded_dir=small_project["recorded"], output_dir=small_project["runs"],
+                                     run_id="pushed", responder="replay", use_cache=False),
+                           default_evaluator()).store
+    server = langfuse_server(secret_key="sk-lf-kill-test")
+    server.faults = lambda request: delay(0.3) if ingestion(request) else OK
+    # Spans go in batches of 4 (LANGFUSE_FLUSH_AT), so the push is many batches long; kill it in the middle.
+    first = push(small_project, server, store.directory, LANGFUSE_FLUSH_AT="4")
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and first.poll() is None and len(server.received_batches) < 5:
+        time.sleep(0.02)
+    assert first.poll() is None, "the push ended before it could be killed: " + first.stderr.read()
+    first.send_signal(signal.SIGKILL)
+    first.wait(timeout=30)
+    before = server.received_batches
+    received = {item for _, ids in before for item in ids}
+    assert len(before) >= 5 and received
+
+    server.faults = lambda request: OK
+    second = push(small_project, server, store.directory, LANGFUSE_FLUSH_AT="4")
+    _, stderr = second.communicate(timeout=300)
+    assert second.returncode == 0, stderr
+    resent = [(kind, ids) for kind, ids in server.received_batches[len(before):] if set(ids) & received]
+    assert len(resent) <= 1, f"{len(resent)} batches sent again: {resent}"
+    # And nothing is missing: every turn's trace and scores arrived.
+    run_id = store.manifest["run_id"]
+    traces = {turn_trace_id(run_id, case.prompt_version, case.scenario_id, turn.index)
+              for case in store.read_cases() for turn in case.turns}
+    assert set(server.traces) == traces
+    assert {score["traceId"] for score in server.scores.values() if score.get("traceId")} == traces
+
+
+def test_sigterm_during_a_run_is_an_interruption_and_the_resume_delivers_every_score(small_project, openai_server,
+                                                                                   langfuse_server):
+    from evaluators.langfuse.ids import turn_trace_id
+
+    server = openai_server(latency_s=0.4)
+    langfuse = langfuse_server(secret_key="sk-lf-term-test")
+    run_dir = small_project["runs"] / "terminated"
+    env = {**langfuse_env(small_project, langfuse), "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "test-key"}
+    command = [sys.executable, str(SCRIPT), "--prompts-dir", str(small_project["prompts"]), "--scenarios-dir",
+               str(small_project["scenarios"]), "--no-cache", "--concurrency", "1", "--output",
+               str(small_project["runs"]), "--run-id", "terminated"]
+    process = subprocess.Popen(command, cwd=small_project["root"], env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    cases_file = run_dir / "cases.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and process.poll() is None:
+        if cases_file.exists() and len(cases_file.read_text().splitlines()) >= 2:
+            break
+        time.sleep(0.05)
+    assert process.poll() is None, "the run finished before it could be stopped: " + process.stderr.read()
+    process.send_signal(signal.SIGTERM)  # what a cancelled CI job sends
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 130, stderr  # an interruption, as with Ctrl-C
+    said = " ".join(stderr.split())
+    assert "interrupted: finished cases are kept" in said and "--resume" in said
+    assert re.search(r"langfuse \S+: \d+ of \d+ spans? \(\d+ traces?\) and \d+ of \d+ scores? delivered", said), said
+    ledger = json.loads((run_dir / "langfuse.json").read_text())
+    finished = RunStore.open(run_dir).finished_ids()
+    assert ledger["scores"] and 2 <= len(finished) < 6
+
+    resumed = subprocess.run([sys.executable, str(SCRIPT), "--resume", str(run_dir)], cwd=small_project["root"],
+                             env=env, capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    said = " ".join(resumed.stderr.split())
+    delivered = re.search(r"and (\d+) of (\d+) scores? delivered", said)
+    assert delivered and delivered.group(1) == delivered.group(2), said
+    assert "NOT DELIVERED" not in said
+    store = RunStore.open(run_dir)
+    traces = {turn_trace_id("terminated", case.prompt_version, case.scenario_id, turn.index)
+              for case in store.read_cases() for turn in case.turns}
+    assert set(langfuse.traces) == traces
+    assert {score["traceId"] for score in langfuse.scores.values() if score.get("traceId")} == traces
+    # Nothing waits for a push.
+    again = subprocess.run([sys.executable, "-m", "evaluators", "push", str(run_dir)], cwd=small_project["root"],
+                           env=env, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert re.search(r"0 of 0 spans \(0 traces\) and 0 of 0 scores delivered", " ".join(again.stderr.split()))

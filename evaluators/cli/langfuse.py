@@ -24,7 +24,7 @@ from rich.text import Text
 from evaluators.cli.common import EXIT_OK, EXIT_USAGE, RubricOption, load_evaluator
 from evaluators.cli.judge import JudgeModelOption, SamplingChoice, build_judge, judge_config
 from evaluators.cli.scale import AddressOption, Engine, EngineOption, WorkersOption
-from evaluators.console import fail, plural, stderr_console, stdout_console
+from evaluators.console import fail, plural, stderr_console, stdout_console, terminate_as_interrupt
 from evaluators.judge.factory import judge_configured
 from evaluators.langfuse.connection import LangfuseConnection, LangfuseVersionError, connect
 from evaluators.langfuse.dashboards import DashboardsUnavailable, recipe_lines, sync_dashboard
@@ -43,8 +43,10 @@ from evaluators.prompts import DEFAULT_PROMPTS_DIR, PromptError, load_prompts
 from evaluators.rubric import Rubric
 from evaluators.scenarios import DEFAULT_SCENARIOS_DIR, ScenarioError, load_scenarios
 from evaluators.store import RunStore, StoreError
+from evaluators.text_safety import printable
 
 EXIT_UNDELIVERED = 1
+EXIT_INTERRUPTED = 130  # SIGINT or SIGTERM (a cancelled CI job)
 
 langfuse_app = typer.Typer(help="Set up Langfuse for the suite: score configs, the scenario dataset and the "
                                 "dashboard.", no_args_is_help=True, add_completion=False,
@@ -82,7 +84,7 @@ def print_delivery(report: DeliveryReport) -> None:
     errors = stderr_console()
     for line in report.lines():
         style = "yellow" if line.startswith(("NOT DELIVERED", "problem", "sdk")) else ""
-        errors.print(Text(line, style=style))
+        errors.print(Text(printable(line), style=style))  # problems quote the server: no escape sequences
 
 
 # --- hooks for `penpal-eval run` --------------------------------------------------------------------------
@@ -148,6 +150,9 @@ def start_run_publishing(store: RunStore, rubric: Rubric, enabled: bool | None,
         return RunPublishing(None, f"Langfuse at {settings.endpoint} is too old for the SDK")
     stderr_console().print(Text(f"langfuse: publishing to {settings.endpoint} (dataset {settings.dataset})"))
     publisher.prepare()
+    # A resumed run also delivers what its finished cases still owe Langfuse: an interrupted or
+    # killed run may not have got to its delivery. The ledger keeps this to what never arrived.
+    publisher.add_stored_cases(store.read_cases())
     return RunPublishing(publisher)
 
 
@@ -190,10 +195,19 @@ def push(
     if not cases:
         raise fail(f"error: {display_path(run_dir)} holds no cases", EXIT_USAGE)
     stderr_console().print(Text(f"pushing {display_path(run_dir)} ({plural(len(cases), 'case')}) to {settings.endpoint}"))
-    publisher.prepare()
-    for case in cases:
-        publisher.add_case(case)
-    report = finish_publishing(publisher, cases)
+    try:
+        with terminate_as_interrupt():
+            publisher.prepare()
+            for case in cases:
+                publisher.add_case(case)
+            report = finish_publishing(publisher, cases)
+    except KeyboardInterrupt:
+        spans, scores = publisher.waiting()
+        stderr_console().print(Text(
+            f"interrupted: {plural(spans, 'span')} and {plural(scores, 'score')} wait for push (what Langfuse "
+            f"confirmed is recorded in {display_path(publisher.ledger.path)}); send them with: penpal-eval push "
+            f"{display_path(run_dir)}", style="yellow"))
+        raise typer.Exit(code=EXIT_INTERRUPTED) from None
     raise typer.Exit(code=EXIT_OK if report.complete else EXIT_UNDELIVERED)
 
 

@@ -42,6 +42,7 @@ from evaluators.cli.release import print_run_decisions
 from evaluators.console import (
     compact_table,
     fail,
+    terminate_as_interrupt,
     key_legend,
     plural,
     stderr_console,
@@ -72,6 +73,7 @@ from evaluators.rubric import Rubric
 from evaluators.scenarios import DEFAULT_SCENARIOS_DIR, ScenarioError
 from evaluators.simulation.personas import PersonaError
 from evaluators.summary import SCORE_COLUMNS
+from evaluators.text_safety import printable
 
 EXIT_CASES_FAILED = 1
 SAMPLING_STATE_FILE = "judge-sampling.json"  # in the runs directory: the policy's state outlives each run
@@ -221,15 +223,15 @@ def _print_failures(report: RunReport, limit: int = 10) -> None:
         stderr_console().print(Text(f"{plural(len(judge_failed), 'case')} could not be judged (the judge call failed); they "
                                     "are judged again when the run resumes:", style="yellow"))
         for case in judge_failed[:limit]:
-            stderr_console().print(Text(f"  {case.case_id}: {case.judge.get('error')}", style="yellow"))
+            stderr_console().print(Text(printable(f"  {case.case_id}: {case.judge.get('error')}"), style="yellow"))
     failed = [case for case in report.outcome.cases if case.status != "ok"]
     if not failed:
         return
     errors = stderr_console()
     errors.print(Text(f"{plural(len(failed), 'case')} failed; they are in the run store with their reason and are "
                       "retried when the run resumes:", style="yellow"))
-    for case in failed[:limit]:
-        errors.print(Text(f"  {case.case_id}: {case.error}", style="yellow"))
+    for case in failed[:limit]:  # a reason may quote a server: never its escape sequences
+        errors.print(Text(printable(f"  {case.case_id}: {case.error}"), style="yellow"))
     if len(failed) > limit:
         errors.print(Text(f"  ... and {len(failed) - limit} more (see cases.jsonl)", style="yellow"))
 
@@ -398,12 +400,17 @@ def run_with_config(config: RunConfig, rubric_path: Path | None = None, pairwise
     publishing = start_run_publishing(prepared.store, evaluator.rubric, config.langfuse)
     pending = len(prepared.plan.cases()) - len(prepared.finished)
     try:
-        with _progress(pending, enabled=stderr_is_tty()) as on_case:
+        with terminate_as_interrupt(), _progress(pending, enabled=stderr_is_tty()) as on_case:
             report = asyncio.run(execute(prepared, evaluator, on_case=on_case, sinks=publishing.sinks))
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM from a cancelled CI job
         errors.print(Text(f"interrupted: finished cases are kept in {display_path(prepared.store.directory)}; "
                           f"resume with --resume {display_path(prepared.store.directory)}", style="yellow"))
-        publishing.finish(prepared.store.read_cases())
+        with terminate_as_interrupt():  # a second signal stops the delivery; the ledger keeps what arrived
+            try:
+                publishing.finish(prepared.store.read_cases())
+            except KeyboardInterrupt:
+                errors.print(Text("interrupted again: Langfuse delivery stopped; `penpal-eval push` sends the rest",
+                                  style="yellow"))
         return EXIT_INTERRUPTED
     head_to_head = _judge_head_to_head(head_to_head_judge, report, prepared) if head_to_head_judge is not None else []
     _finish(report, evaluator.rubric, head_to_head)

@@ -30,7 +30,7 @@ import logging
 import random
 import threading
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -158,6 +158,10 @@ class RecordingSpanExporter(SpanExporter):
         self._lock = threading.Lock()
         self._delivered: set[int] = set()  # span ids Langfuse has
         self._resend: set[int] = set()  # span ids to send once more although delivered (asked for)
+        # Told of each batch Langfuse took, as (span id, start time in ns) pairs, from the export
+        # thread: the publisher records them in the run's ledger at once, so a process killed
+        # mid-push has its delivered spans on record and sends again at most the batch in flight.
+        self.on_delivered: Callable[[list[tuple[int, int]]], None] | None = None
 
     def know(self, span_ids: Iterable[int]) -> None:
         """These spans are in Langfuse already (the ledger says so): they are not exported again."""
@@ -185,6 +189,11 @@ class RecordingSpanExporter(SpanExporter):
             with self._lock:
                 self._delivered |= ids
                 self._resend -= ids
+            if (listener := self.on_delivered) is not None:
+                try:
+                    listener([(span.context.span_id, span.start_time) for span in fresh])
+                except Exception:  # noqa: BLE001 - a ledger that cannot be written is reported at the end
+                    logging.getLogger(__name__).exception("recording delivered spans failed")
         return result
 
     def delivered(self, span_ids: Iterable[int]) -> set[int]:

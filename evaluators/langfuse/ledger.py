@@ -4,13 +4,15 @@ The run store stays the record; this file only remembers what Langfuse confirmed
 (observation) with its start time, each score with a fingerprint of what was sent, and the
 review items. Langfuse keeps observations as append-only events, so a delivered span is
 never sent again; scores upsert on their id and timestamp, so a changed score (a resumed
-case, a config now known) is sent again. It is rewritten atomically, so a killed push leaves
-the previous state, never a torn file.
+case, a config now known) is sent again. It is rewritten atomically after every batch Langfuse
+takes (spans or scores), so a push or run killed at any moment leaves a whole file that holds
+everything but the batch in flight: the next push re-sends at most that batch.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,6 +35,8 @@ class DeliveryLedger:
     scores: dict[str, str] = field(default_factory=dict)  # score id -> fingerprint
     review_items: dict[str, str] = field(default_factory=dict)  # trace id -> annotation queue id
     pushes: list[dict] = field(default_factory=list)  # one summary per push, newest last
+    # Saves come from the span exporter's thread and the main thread; one at a time.
+    lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
 
     @classmethod
     def load(cls, run_dir: Path) -> DeliveryLedger:
@@ -50,8 +54,10 @@ class DeliveryLedger:
                               "again") from None
 
     def save(self) -> None:
-        write_text_atomic(self.path, json.dumps({
-            "format": FORMAT, "endpoint": self.endpoint, "traces": self.traces, "spans": self.spans,
-            "scores": self.scores,
-            "review_items": self.review_items, "pushes": self.pushes[-20:],
-        }, indent=1, sort_keys=True) + "\n")
+        with self.lock:
+            text = json.dumps({
+                "format": FORMAT, "endpoint": self.endpoint, "traces": self.traces, "spans": self.spans,
+                "scores": self.scores,
+                "review_items": self.review_items, "pushes": self.pushes[-20:],
+            }, indent=1, sort_keys=True) + "\n"
+            write_text_atomic(self.path, text)

@@ -113,6 +113,9 @@ class LangfusePublisher:
         if self.ledger.endpoint != connection.settings.endpoint:  # another server: nothing of ours is there yet
             self.ledger = DeliveryLedger(self.ledger.path, connection.settings.endpoint, pushes=self.ledger.pushes)
         connection.exporter.know(int(span_id, 16) for span_id in self.ledger.spans)
+        # Spans are recorded in the ledger as Langfuse takes each batch (from the export thread).
+        self._span_traces: dict[str, TurnTrace] = {}  # span id -> the trace it belongs to, for spans sent now
+        connection.exporter.on_delivered = self._spans_delivered
         self.report = DeliveryReport(connection.settings.endpoint)
         self.config_ids: dict[str, str] = {}
         self.configs_by_id: dict[str, object] = {}  # what each score is checked against before it is sent
@@ -211,6 +214,8 @@ class LangfusePublisher:
                                   prompt=self.prompts.get(case.prompt_version),
                                   scenario=self.scenarios.get(case.scenario_id), start_ns=start, item_id=item_id,
                                   experiment=experiment)
+                with self.ledger.lock:
+                    self._span_traces.update((span_id, trace) for span_id in to_send)
                 self._traces.append(_PendingTrace(trace, tuple(to_send)))
             else:
                 self.report.traces_unchanged += 1
@@ -234,22 +239,59 @@ class LangfusePublisher:
             else:
                 self.report.scores_unchanged += 1
 
+    def add_stored_cases(self, cases: Iterable[CaseResult]) -> int:
+        """Queue what finished cases of the run store still owe Langfuse (a resumed run: the
+        interrupted one may have been killed before its delivery); a case the ledger shows
+        delivered costs nothing. Cases that will run again are left to the run. Returns how many
+        cases were queued."""
+        finished = [case for case in cases if case.finished]
+        for case in finished:
+            self.add_case(case)
+        return len(finished)
+
+    def waiting(self) -> tuple[int, int]:
+        """(spans, scores) queued and not yet confirmed by Langfuse: what a later push must send."""
+        with self.ledger.lock:
+            spans = sum(span_id not in self.ledger.spans for pending in self._traces for span_id in pending.to_send)
+            scores = sum(self.ledger.scores.get(score_id) != body_fingerprint(body)
+                         for score_id, body in self._scores.items())
+        return spans, scores
+
+    def _spans_delivered(self, spans: list[tuple[int, int]]) -> None:
+        """The export thread's news: Langfuse took these spans. Record them now (an atomic rewrite
+        of the ledger per batch), so a kill after this moment never sends them again."""
+        with self.ledger.lock:
+            recorded = False
+            for span_id, start_ns in spans:
+                key = format(span_id, "016x")
+                trace = self._span_traces.get(key)
+                if trace is None:  # not one of this publisher's spans
+                    continue
+                self.ledger.spans[key] = trace.spans.get(key, start_ns)
+                if all(known in self.ledger.spans for known in trace.spans):
+                    self.ledger.traces[trace.trace_id] = "delivered"
+                recorded = True
+            if recorded:
+                self.ledger.save()
+
     # --- the end ---------------------------------------------------------------------------------------
     def deliver(self) -> DeliveryReport:
         """Flush spans (bounded), send scores and review items, record what arrived."""
         report = self.report
         if not self.connection.flush():
             report.problems.append(f"Langfuse did not take the spans within {self.connection.settings.flush_timeout_s:g} s")
-        for pending in self._traces:
-            delivered = self.connection.exporter.delivered(int(span_id, 16) for span_id in pending.to_send)
-            report.traces_sent += 1
-            report.spans_sent += len(pending.to_send)
-            report.spans_undelivered += len(pending.to_send) - len(delivered)
-            for span_id in pending.to_send:
-                if int(span_id, 16) in delivered:
-                    self.ledger.spans[span_id] = pending.trace.spans[span_id]
-            if all(span_id in self.ledger.spans for span_id in pending.trace.spans):
-                self.ledger.traces[pending.trace.trace_id] = "delivered"
+        with self.ledger.lock:
+            for pending in self._traces:
+                delivered = self.connection.exporter.delivered(int(span_id, 16) for span_id in pending.to_send)
+                report.traces_sent += 1
+                report.spans_sent += len(pending.to_send)
+                report.spans_undelivered += len(pending.to_send) - len(delivered)
+                for span_id in pending.to_send:
+                    if int(span_id, 16) in delivered:
+                        self.ledger.spans[span_id] = pending.trace.spans[span_id]
+                if all(span_id in self.ledger.spans for span_id in pending.trace.spans):
+                    self.ledger.traces[pending.trace.trace_id] = "delivered"
+            self.ledger.save()
         self._send_scores()
         for trace_id in self._review:
             try:
@@ -257,23 +299,31 @@ class LangfusePublisher:
             except LangfuseCallFailed as error:
                 report.problems.append(str(error))
                 continue
-            self.ledger.review_items[trace_id] = self.queue_id
+            with self.ledger.lock:
+                self.ledger.review_items[trace_id] = self.queue_id
             report.review_items_added += 1
         report.sdk_messages = self.connection.logs.since(self._log_mark)
         self.ledger.pushes.append({"at": utc_now(), **{key: value for key, value in report.to_record().items()
                                                         if key not in ("sdk_messages",)}})
         self.ledger.save()
         self._traces, self._scores, self._review = [], {}, []
+        with self.ledger.lock:
+            self._span_traces = {}
         return report
 
     def _send_scores(self) -> None:
         bodies = self._scores
-        delivery = send_scores(self.rest, bodies.values(), self.configs_by_id)
+
+        def batch_delivered(score_ids: list[str]) -> None:  # recorded per batch: a kill re-sends one batch at most
+            with self.ledger.lock:
+                for score_id in score_ids:
+                    self.ledger.scores[score_id] = body_fingerprint(bodies[score_id])
+                self.ledger.save()
+
+        delivery = send_scores(self.rest, bodies.values(), self.configs_by_id, on_batch=batch_delivered)
         self.report.scores_sent += delivery.sent
         self.report.scores_undelivered += delivery.undelivered
         self.report.problems += [problem for problem in delivery.problems if problem not in self.report.problems]
-        for score_id in delivery.delivered:
-            self.ledger.scores[score_id] = body_fingerprint(bodies[score_id])
 
 
 def version_scores(publisher: LangfusePublisher, version: str, values: Mapping[str, float | str | None],

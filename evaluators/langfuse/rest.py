@@ -1,11 +1,13 @@
 """Langfuse's REST API through the SDK's client, with the suite's retry rules and a breaker.
 
 Each call is retried on 429, 5xx, timeouts and dropped connections (honouring Retry-After)
-and then raises `LangfuseCallFailed` with a short reason. Once the server proved
-unreachable (the connection failed for good), the remaining calls of the same push fail at
-once with the same reason. The same goes for a server that keeps failing (5xx or 429 after
-every retry). A run against a dead server should end in seconds, with its store whole and
-the undelivered parts counted, not crawl through every retry of every call.
+and then raises `LangfuseCallFailed` with a short reason. One call that fails for good does
+not stop the others: a batch the server chokes on is reported, and the next is sent. Once
+the server is clearly unreachable, the remaining calls of the same push fail at once with the
+same reason: when nothing accepts the connection at all, or when calls keep failing (5xx, 429
+or dropped connections after every retry, `FAILED_CALLS_BEFORE_UNREACHABLE` calls in a row).
+A run against a dead server should end in seconds, with its store whole and the undelivered
+parts counted, not crawl through every retry of every call.
 """
 
 from __future__ import annotations
@@ -13,9 +15,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import httpx
+
 from evaluators.retry import CallFailed, RetryPolicy, call_with_retries_sync, is_retryable
 
 T = TypeVar("T")
+FAILED_CALLS_BEFORE_UNREACHABLE = 2  # calls failing for good in a row (after their retries)
 
 
 class LangfuseCallFailed(RuntimeError):
@@ -33,6 +38,7 @@ class LangfuseRest:
         # The SDK's own retries are off: ours also cover dropped connections and count attempts.
         self.options = {"max_retries": 0, "timeout_in_seconds": max(1, round(timeout_s))}
         self.unreachable: str | None = None
+        self._failed_in_a_row = 0
 
     def call(self, method: Callable[..., T], *args: Any, what: str, **kwargs: Any) -> T:
         """`method(*args, **kwargs)` with retries; raises LangfuseCallFailed naming `what`."""
@@ -41,9 +47,14 @@ class LangfuseRest:
         try:
             result, _ = call_with_retries_sync(lambda: method(*args, request_options=self.options, **kwargs), self.retry)
         except CallFailed as error:
-            if error.__cause__ is not None and is_retryable(error.__cause__):
-                self.unreachable = error.reason
-            raise LangfuseCallFailed(f"{what}: {error.reason}", getattr(error.__cause__, "status_code", None)) from None
+            cause = error.__cause__
+            if cause is not None and is_retryable(cause):  # the server's trouble, not this request's
+                self._failed_in_a_row += 1
+                refused = isinstance(cause, httpx.ConnectError)  # nothing listens: no call can get through
+                if refused or self._failed_in_a_row >= FAILED_CALLS_BEFORE_UNREACHABLE:
+                    self.unreachable = error.reason
+            raise LangfuseCallFailed(f"{what}: {error.reason}", getattr(cause, "status_code", None)) from None
+        self._failed_in_a_row = 0
         return result
 
     def pages(self, method: Callable[..., Any], *, what: str, page_size: int = 100, **arguments: Any) -> list:

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections import defaultdict
-from collections.abc import Iterable, Mapping
+import re
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +39,7 @@ from evaluators.langfuse.score_configs import (
 )
 from evaluators.models import CaseResult, TurnResult
 from evaluators.rubric import METRIC_NAMES, OVERALL, Rubric
+from evaluators.text_safety import printable
 
 COMMENT_LIMIT = 2000  # characters; evidence beyond this is cut with a marker
 
@@ -201,13 +203,17 @@ def misfits(bodies: Iterable[dict], configs: Mapping[str, Any]) -> tuple[list[di
     return fitting, problems
 
 
-def send_scores(rest: LangfuseRest, bodies: Iterable[dict], configs: Mapping[str, Any] | None = None) -> ScoreDelivery:
+def send_scores(rest: LangfuseRest, bodies: Iterable[dict], configs: Mapping[str, Any] | None = None, *,
+                on_batch: Callable[[list[str]], None] | None = None) -> ScoreDelivery:
     """Check the scores against their configs, then POST them in batches.
 
     A score that does not fit its config is not sent (Langfuse would accept and then drop it):
-    it counts as undelivered and the problem names it. A batch that fails for good, or is
-    partly rejected, is undelivered; Langfuse's 207 answer counts rejections without naming
-    them, so such a batch is sent again whole next time (ids make that harmless).
+    it counts as undelivered and the problem names it. A batch that fails for good is
+    undelivered, and the next batches are still tried (the client stops only once Langfuse
+    is clearly unreachable). A 207 partial success names the scores it rejected: those are
+    undelivered, grouped by reason in the problems, and the rest of the batch is delivered;
+    when an error names no score, the whole batch counts as undelivered. `on_batch` hears
+    each batch's delivered ids as they are confirmed (the ledger records them at once).
     """
     delivery = ScoreDelivery()
     bodies = list(bodies)
@@ -219,6 +225,7 @@ def send_scores(rest: LangfuseRest, bodies: Iterable[dict], configs: Mapping[str
                                  f"({reasons[0]}); fix the config in Langfuse or archive it and run "
                                  "`penpal-eval langfuse setup`")
     skipped = 0
+    rejected: dict[str, list[dict]] = defaultdict(list)  # reason -> the scores Langfuse refused for it
     for batch in batches(fitting):
         delivery.sent += len(batch)
         if rest.unreachable is not None:  # one line for all of them, not one per batch
@@ -232,11 +239,60 @@ def send_scores(rest: LangfuseRest, bodies: Iterable[dict], configs: Mapping[str
             if str(error) not in delivery.problems:
                 delivery.problems.append(str(error))
             continue
-        if getattr(response, "rejected", 0):
-            delivery.undelivered += len(batch)
-            delivery.problems += [f"Langfuse rejected a score: {error.message}" for error in response.errors]
-            continue
-        delivery.delivered += [body["id"] for body in batch]
+        refused = _rejections(batch, response) if getattr(response, "rejected", 0) else {}
+        for reason, refused_bodies in refused.items():
+            rejected[reason] += refused_bodies
+        failed_ids = {body["id"] for refused_bodies in refused.values() for body in refused_bodies}
+        accepted = [body["id"] for body in batch if body["id"] not in failed_ids]
+        delivery.undelivered += len(batch) - len(accepted)
+        delivery.delivered += accepted
+        if accepted and on_batch is not None:
+            on_batch(accepted)
+    for reason, refused_bodies in rejected.items():
+        delivery.problems.append(_rejection_line(reason, refused_bodies))
     if skipped:
         delivery.problems.append(f"{plural(skipped, 'score')} not sent: Langfuse is unreachable ({rest.unreachable})")
     return delivery
+
+
+# A 207 error names its score by its place in the batch or by its id, in the message
+# ("scores[3] (id 9f2c...): value out of range") or in fields of its own (`index`, `id`).
+_ERROR_PLACE = re.compile(r"^\s*scores\[(\d+)\]\s*(?:\(id ([^)]+)\))?\s*:?\s*")
+
+
+def _rejections(batch: list[dict], response: Any) -> dict[str, list[dict]]:
+    """The batch's rejected scores by reason, from a 207 answer. An error that names no score
+    makes every score of the batch count as rejected (nothing can be known delivered), under its
+    reason."""
+    by_id = {body["id"]: body for body in batch}
+    refused: dict[str, list[dict]] = defaultdict(list)
+    unplaced: list[str] = []
+    for error in getattr(response, "errors", None) or []:
+        message = str(getattr(error, "message", "") or "")
+        extra = getattr(error, "model_extra", None) or {}
+        match = _ERROR_PLACE.match(message)
+        reason = printable(message[match.end():] if match else message).strip() or "rejected without a reason"
+        named = extra.get("id") or (match.group(2) if match and match.group(2) else None)
+        index = extra.get("index", int(match.group(1)) if match else None)
+        if named in by_id:
+            refused[reason].append(by_id[named])
+        elif isinstance(index, int) and 0 <= index < len(batch):
+            refused[reason].append(batch[index])
+        else:
+            unplaced.append(reason)
+    if unplaced:
+        placed = {body["id"] for bodies in refused.values() for body in bodies}
+        for body in batch:
+            if body["id"] not in placed:
+                refused[unplaced[0]].append(body)
+    return {reason: bodies for reason, bodies in refused.items()}
+
+
+def _rejection_line(reason: str, bodies: list[dict]) -> str:
+    """One line per reason: how many scores, which names, and on how many subjects."""
+    names = Counter(body.get("name", "?") for body in bodies)
+    shown = ", ".join(f"{name} x{count}" if count > 1 else name for name, count in names.most_common(6))
+    more = f" and {len(names) - 6} more names" if len(names) > 6 else ""
+    subjects = len({body.get("traceId") or body.get("sessionId") or body.get("datasetRunId") for body in bodies})
+    return (f"Langfuse rejected {plural(len(bodies), 'score')} ({shown}{more}; on {plural(subjects, 'subject')}): "
+            f"{reason}")

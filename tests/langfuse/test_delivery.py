@@ -116,3 +116,58 @@ def test_push_reports_undelivered_and_exits_1_when_langfuse_still_fails(small_pr
     result = runner.invoke(app, ["push", "--all", str(store.directory)])
     assert result.exit_code == 1
     assert UNDELIVERED.search(result.output)
+
+
+def test_one_failed_call_does_not_stop_the_rest_of_the_push(small_project, langfuse):
+    """A score batch the server chokes on is reported; the batches after it are still sent."""
+    server = langfuse(timeout_s=1.0)
+    code, store = run_replay(small_project, langfuse=False)
+    assert code == 0
+
+    def first_score_batch_fails(request):  # every attempt of it: the client's 4
+        first = request.method == "POST" and request.path.endswith("/scores") and request.attempt <= 4
+        return server_error(500) if first else OK
+
+    server.faults = first_score_batch_fails
+    result = runner.invoke(app, ["push", str(store.directory)])
+    assert result.exit_code == 1
+    spans, scores = map(int, UNDELIVERED.search(result.output).groups())
+    batches = [ids for kind, ids in server.received_batches if kind == "scores"]
+    assert spans == 0 and len(batches) >= 2 and all(batches)  # every later batch arrived
+    assert scores == 100  # the first batch alone, counted
+    assert "skipped, Langfuse is unreachable" not in result.output
+
+    server.faults = lambda request: OK
+    again = runner.invoke(app, ["push", str(store.directory)])
+    assert again.exit_code == 0, again.output
+    check_everything_arrived_once(server, store)
+
+
+def test_a_207_names_the_rejected_scores_grouped_by_reason_and_push_sends_only_those(small_project, langfuse):
+    reasons = {"helpfulness": "ingestion paused for this metric", "appropriateness": "ingestion paused for this metric",
+               "hard_criteria": "score quota exceeded for BOOLEAN scores"}
+    server = langfuse(score_rejections=lambda score: reasons.get(score.get("name")))
+    code, store = run_replay(small_project, langfuse=False)
+    assert code == 0
+    result = runner.invoke(app, ["push", str(store.directory)])
+    assert result.exit_code == 1
+    out = result.output
+    turns = sum(len(case.turns) for case in store.read_cases())
+    rejected = [line for line in out.splitlines() if "Langfuse rejected" in line]
+    assert len(rejected) == 2, out  # one line per reason, not one per score
+    paused = next(line for line in rejected if "ingestion paused" in line)
+    assert f"Langfuse rejected {2 * turns} scores (" in paused
+    assert f"helpfulness x{turns}" in paused and f"appropriateness x{turns}" in paused
+    assert f"on {turns} subjects" in paused
+    quota = next(line for line in rejected if "quota" in line)
+    assert f"Langfuse rejected {turns} scores (hard_criteria x{turns}; on {turns} subjects)" in quota
+    spans, scores = map(int, UNDELIVERED.search(out).groups())
+    assert spans == 0 and scores == 3 * turns  # exactly the rejected ones; the rest of each batch arrived
+
+    delivered = dict(server.score_deliveries)
+    server.score_rejections = None
+    again = runner.invoke(app, ["push", str(store.directory)])
+    assert again.exit_code == 0, again.output
+    resent = server.score_deliveries - Counter(delivered)
+    assert len(resent) == 3 * turns and not set(resent) & set(delivered)  # only the rejected ones went again
+    check_everything_arrived_once(server, store)

@@ -874,7 +874,8 @@ class LangfuseCompatServer:
     def __init__(self, *, public_key: str = "pk-lf-test", secret_key: str = "sk-lf-test",
                  project_id: str = "project-test", faults: FaultPlan | None = None,
                  openapi_spec: Path | None = DEFAULT_SPEC, events_only: bool = False,
-                 check_responses: bool = True, version: str = SERVER_VERSION, dashboards: bool = True) -> None:
+                 check_responses: bool = True, version: str = SERVER_VERSION, dashboards: bool = True,
+                 score_rejections: Callable[[dict], str | None] | None = None) -> None:
         self.public_key = public_key
         self.secret_key = secret_key
         self.project_id = project_id
@@ -882,6 +883,9 @@ class LangfuseCompatServer:
         self.events_only = events_only
         self.version = version
         self.dashboards_api = dashboards
+        # A score in a batch for which this returns a reason is rejected with it (207), as Langfuse
+        # rejects scores it cannot ingest; may be swapped at any time.
+        self.score_rejections = score_rejections
         self._lock = threading.RLock()
         self._stopping = threading.Event()
         self._server: ThreadingHTTPServer | None = None
@@ -913,6 +917,9 @@ class LangfuseCompatServer:
         self._traces: dict[str, dict] = {}
         self._scores: dict[str, dict] = {}
         self._score_deliveries: Counter[str] = Counter()
+        # Every ingestion request the server took, in order: ("spans", span ids) for an OTLP export,
+        # ("scores", score ids accepted) for a score batch; a client's batches can be counted.
+        self._batches: list[tuple[str, list[str]]] = []
         self._score_configs: dict[str, dict] = {}
         self._datasets: dict[str, dict] = {}
         self._dataset_items: dict[str, dict] = {}
@@ -1046,6 +1053,12 @@ class LangfuseCompatServer:
     def score_deliveries(self) -> Counter[str]:
         with self._lock:
             return Counter(self._score_deliveries)
+
+    @property
+    def received_batches(self) -> list[tuple[str, list[str]]]:
+        """Each ingestion request taken, in order: ("spans", span ids) or ("scores", accepted score ids)."""
+        with self._lock:
+            return [(kind, list(ids)) for kind, ids in self._batches]
 
     @property
     def score_configs(self) -> dict[str, dict]:
@@ -1289,6 +1302,7 @@ class LangfuseCompatServer:
     # --- OTLP ingestion ---------------------------------------------------------------------------
     def _otel_traces(self, request: _Request) -> _Reply:
         spans = decode_otlp_spans(request.raw, request.content_type)
+        self._batches.append(("spans", [span.span_id for span in spans]))
         for span in spans:
             self._spans.append(span)
             observation, raw = observation_from_span(span, self.project_id)
@@ -1613,6 +1627,7 @@ class LangfuseCompatServer:
         # The SDK's batch form: each score is accepted or rejected on its own (202, or 207).
         errors: list[dict[str, str]] = []
         accepted = 0
+        accepted_ids: list[str] = []
         schema = self._spec.component("CreateScoreRequest") if self._spec is not None else None
         for index, item in enumerate(body):
             label = f"scores[{index}]"
@@ -1624,14 +1639,20 @@ class LangfuseCompatServer:
                     self._schema_errors.extend(f"POST {request.path} {label}: {reason}" for reason in reasons)
                     errors.append({"message": f"{label}: Invalid request data: {'; '.join(reasons)}"})
                     continue
+            reason = self.score_rejections(item) if self.score_rejections and isinstance(item, dict) else None
+            if reason:
+                errors.append({"message": f"{label}: {reason}"})
+                continue
             try:
                 self._store_score(self._checked_score(item))
                 accepted += 1
+                accepted_ids.append(item.get("id"))
             except _ScoreDropped as dropped:  # accepted by the API, dropped by the worker
                 self._drop(item, str(dropped))
                 accepted += 1
             except _ScoreRejected as rejection:
                 errors.append({"message": f"{label}: {rejection}"})
+        self._batches.append(("scores", accepted_ids))
         if errors:
             return _Reply(207, {"accepted": accepted, "rejected": len(errors), "errors": errors})
         return _Reply(202, {"message": "Accepted"})
