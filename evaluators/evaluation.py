@@ -39,10 +39,10 @@ from evaluators.prompts import DEFAULT_PROMPTS_DIR, load_prompts
 from evaluators.response_cache import ResponseCache
 from evaluators.responder import (
     DEFAULT_RECORDED_DIR,
-    OpenAIResponder,
     ReplayResponder,
     Responder,
 )
+from evaluators.responder_process import IsolatedResponder
 from evaluators.retry import RetryPolicy
 from evaluators.runner import CaseSink, CaseStage, RunOutcome, RunPlan, Runner
 from evaluators.scenarios import DEFAULT_SCENARIOS_DIR, load_scenarios
@@ -168,9 +168,10 @@ def choose_responder(config: RunConfig, environ: Mapping[str, str]) -> tuple[Res
     if not api_configured:
         raise RunConfigError("--responder openai needs OPENAI_API_KEY (or OPENAI_BASE_URL for a local "
                              "OpenAI-compatible server) in the environment")
-    cache = ResponseCache(config.cache_dir) if config.use_cache else None
     retry = RetryPolicy(max_attempts=config.max_attempts, base_delay_s=config.retry_base_delay_s)
-    return OpenAIResponder.from_environment(environ, timeout_s=config.timeout_s, retry=retry, cache=cache), []
+    # The calls are made (and timed) in a process of their own: scoring cannot delay a first token.
+    return IsolatedResponder.from_environment(environ, timeout_s=config.timeout_s, retry=retry,
+                                              cache_dir=config.cache_dir, use_cache=config.use_cache), []
 
 
 def choose_simulator(config: RunConfig, responder: Responder, environ: Mapping[str, str]) -> Simulator:

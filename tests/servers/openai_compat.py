@@ -202,11 +202,13 @@ class OpenAICompatServer:
             self.calls.append(call)
         return call
 
-    def server_first_token_s(self) -> list[float]:
-        """Per streamed call that sent a word: the seconds from its request to its first word, as the
-        server saw them (its latency, its own pacing and any time it lost to its threads)."""
-        return [self.first_token_sent[call.number] - call.received for call in list(self.calls)
-                if call.number in self.first_token_sent]
+    def server_first_token_s(self) -> list[dict]:
+        """Per streamed call that sent a word: its conversation key, attempt and the seconds from its
+        request to its first word as the server saw them (its latency, its pacing and any time it
+        lost to its own threads): what a client's time to first token holds of the server's."""
+        return [{"key": call.key, "attempt": call.attempt,
+                 "seconds": self.first_token_sent[call.number] - call.received}
+                for call in list(self.calls) if call.number in self.first_token_sent]
 
     def batch_requests(self) -> list[dict]:
         """Every request line of every batch created, in order of creation."""
@@ -511,8 +513,8 @@ def serve_in_process(argv: list[str] | None = None) -> None:
     """`python -m tests.servers.openai_compat --latency 0.2`: the server in a process of its own,
     so that a client under test shares no interpreter lock with it. It prints its base URL, serves
     on 127.0.0.1, and stops by itself when its standard input closes (the parent ended or closed
-    the pipe) or after `--lifetime` seconds. GET /_test/first-tokens answers the seconds from each
-    streamed request to its first word, as the server saw them."""
+    the pipe) or after `--lifetime` seconds. GET /_test/first-tokens answers, per streamed call,
+    the seconds from its request to its first word as the server saw them (server_first_token_s)."""
     import argparse
     import sys
 
@@ -521,9 +523,18 @@ def serve_in_process(argv: list[str] | None = None) -> None:
     parser.add_argument("--first-token", type=float, default=0.0, help="seconds before the first word")
     parser.add_argument("--token-interval", type=float, default=0.0, help="seconds between words")
     parser.add_argument("--lifetime", type=float, default=900.0, help="stop after this many seconds at most")
+    parser.add_argument("--recorded", nargs=3, metavar=("PROMPTS_DIR", "SCENARIOS_DIR", "RECORDED_DIR"),
+                        help="answer with the recorded replies of these prompts and scenarios (recorded_answers)")
     args = parser.parse_args(argv)
+    answers = None
+    if args.recorded:
+        from pathlib import Path
+
+        from tests.servers.recorded_answers import recorded_answers
+
+        answers = recorded_answers(*(Path(path) for path in args.recorded))
     server = OpenAICompatServer(latency_s=args.latency, first_token_s=args.first_token,
-                                token_interval_s=args.token_interval).start()
+                                token_interval_s=args.token_interval, answers=answers).start()
     print(server.base_url, flush=True)
     stdin_closed = threading.Event()
     threading.Thread(target=lambda: (sys.stdin.read(), stdin_closed.set()), daemon=True).start()

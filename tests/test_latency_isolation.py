@@ -1,0 +1,61 @@
+"""Time to first token measured where scoring cannot delay it (issue 27): the same replies from a
+server answering after 200 ms must decide the same at `-c 8` and at `-c 64`.
+
+The server runs in a process of its own (as an API does), so nothing in the test process can
+delay its answers; the run's companion calls are made in the responder's own process.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from evaluators.evaluation import RunConfig, run_evaluation
+from evaluators.locations import PROJECT_ROOT
+from evaluators.release_inputs import read_run, report_for_run
+from evaluators.scoring import default_evaluator
+from evaluators.voice_budget import VOICE_FIRST_TOKEN
+
+LATENCY_S = 0.2
+
+
+@pytest.fixture
+def recorded_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """(base URL, scenarios dir): the shipped scripted scenarios, served their recorded replies after 200 ms."""
+    scenarios = tmp_path / "scenarios"
+    scenarios.mkdir()
+    for path in (PROJECT_ROOT / "scenarios").glob("*.yaml"):  # the scripted set; personas need a live simulator
+        shutil.copy(path, scenarios / path.name)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.servers.openai_compat", "--latency", str(LATENCY_S), "--lifetime", "600",
+         "--recorded", str(PROJECT_ROOT / "prompts"), str(scenarios), str(PROJECT_ROOT / "prompts" / "recorded")],
+        cwd=PROJECT_ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        yield process.stdout.readline().strip(), scenarios
+    finally:
+        process.stdin.close()  # the server stops by itself
+        process.wait(timeout=30)
+
+
+def test_the_decision_is_the_same_at_c8_and_c64_on_the_same_replies(recorded_server, tmp_path, monkeypatch):
+    base_url, scenarios = recorded_server
+    monkeypatch.setenv("OPENAI_BASE_URL", base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    evaluator = default_evaluator()
+    decisions = {}
+    for concurrency in (8, 64):
+        config = RunConfig(responder="openai", concurrency=concurrency, use_cache=False, scenarios_dir=scenarios,
+                           output_dir=tmp_path / "runs", run_id=f"c{concurrency}")
+        store = run_evaluation(config, evaluator).store
+        report = report_for_run(read_run(store.directory, evaluator.rubric), evaluator.rubric)
+        decisions[concurrency] = {decision.prompt_version: (decision.outcome, next(
+            rule.passed for rule in decision.rules if rule.name == VOICE_FIRST_TOKEN)) for decision in report.decisions}
+        timed = [turn.time_to_first_token_s for case in store.read_cases() for turn in case.turns]
+        assert all(value is not None and value >= LATENCY_S for value in timed)  # measured, never under the server's delay
+    assert decisions[8] == decisions[64]
+    assert decisions[64]["v2-warm-boundaries"] == ("deploy", True)  # within the voice budget at both
