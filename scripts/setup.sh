@@ -40,5 +40,22 @@ if [ "$covered" != yes ]; then
     *,llm,*) export CMAKE_ARGS="${PENPAL_LLAMA_CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF}" ;;
   esac
   .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[$extras]"
+  case ",$extras," in
+    *,llm,*)
+      # pip's wheel cache reuses a llama.cpp wheel built before (or elsewhere) whatever CMAKE_ARGS
+      # say now; one that carries AVX-512 or AMX is rebuilt without the cache.
+      if ! .venv/bin/python - <<'PY'
+import re, sys
+import llama_cpp
+flags = dict(re.findall(r"(\w+) = (\d)", llama_cpp.llama_print_system_info().decode()))
+sys.exit(any(name.startswith(("AVX512", "AMX")) and on == "1" for name, on in flags.items()))
+PY
+      then
+        echo "rebuilding llama.cpp for a portable x86-64 baseline (the cached wheel has AVX-512/AMX)" >&2
+        version="$(.venv/bin/python -c 'from importlib.metadata import version; print(version("llama-cpp-python"))')"
+        .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-cache-dir --force-reinstall \
+          --no-deps "llama-cpp-python==$version"
+      fi ;;
+  esac
   echo "${wanted%% *} $extras" > "$stamp"
 fi
