@@ -176,7 +176,8 @@ def push(
     in RUN_DIR/langfuse.json.
 
     Exit codes: 0 everything delivered; 1 something was not delivered (run push again later);
-    2 Langfuse not configured or older than 4.59, or the run cannot be pushed.
+    2 Langfuse not configured or older than 4.59, or the run cannot be pushed; 130 interrupted
+    by Ctrl-C or SIGTERM (what arrived is recorded; push again for the rest).
     """
     settings = _settings_or_exit()
     evaluator = load_evaluator(rubric_path)

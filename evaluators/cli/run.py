@@ -354,7 +354,7 @@ def run(
 
     Exit codes: 0 every case scored (and judged); 1 some case failed or could not be judged
     (recorded with its reason, retried on resume); 2 bad arguments, invalid inputs or a run
-    that cannot resume; 130 interrupted (resume it).
+    that cannot resume; 130 interrupted by Ctrl-C or SIGTERM (resume it).
     """
     if judge_batch and not judge:
         raise typer.BadParameter("needs --judge (the Batch API is one way of judging)", param_hint="--judge-batch")
