@@ -36,6 +36,7 @@ from evaluators.langfuse.score_configs import RUBRIC_VERSION, ensure_score_confi
 from evaluators.langfuse.scores import ScoreBuilder, heuristic_scores, judge_scores, send_scores
 from evaluators.models import HeuristicResult, ReplyCase, TurnResult, Unscored
 from evaluators.rubric import Rubric
+from evaluators.text_safety import valid_text
 
 DEFAULT_FEEDBACK_SCORE = "user_feedback"
 _NEGATIVE_WORDS = frozenset({"negative", "thumbs_down", "down", "bad", "-1", "false", "no"})
@@ -67,12 +68,13 @@ def _decoded(value: object) -> object:
 
 
 def _text(content: object) -> str | None:
-    """Message content as text: a string, or the text parts of a content list."""
+    """Message content as text: a string, or the text parts of a content list; made valid
+    (text_safety), since production text can carry what UTF-8 cannot hold."""
     if isinstance(content, str):
-        return content
+        return valid_text(content)[0]
     if isinstance(content, list):
         parts = [part.get("text") for part in content if isinstance(part, Mapping) and part.get("type") == "text"]
-        return " ".join(part for part in parts if isinstance(part, str)) or None
+        return valid_text(" ".join(part for part in parts if isinstance(part, str)))[0] or None
     return None
 
 
@@ -86,7 +88,7 @@ def _messages(value: object) -> list[Mapping] | None:
 
 def _reply_text(output: object) -> str | None:
     if isinstance(output, str):
-        return output
+        return valid_text(output)[0]
     if isinstance(output, Mapping):
         if "content" in output:
             return _text(output["content"])
