@@ -104,5 +104,5 @@ def version_coverage(version: str, cases: Sequence[CaseResult], scenario_set: Sc
         finish.append(f"include the baseline (-p {missing_baseline}) to test for an A/B candidate")
     return Coverage(scenarios=len(scenario_set.ids), scored=len(scored), safety=len(scenario_set.safety),
                     safety_scored=len(scored & scenario_set.safety), not_run=len(not_run), failed=len(failed),
-                    truncated=len(truncated), judge_failed=len(unjudged), filtered_out=len(filtered_out), baseline_missing=missing_baseline, reasons=reasons,
-                    finish=finish)
+                    truncated=len(truncated), judge_failed=len(unjudged), filtered_out=len(filtered_out),
+                    baseline_missing=missing_baseline, reasons=reasons, finish=finish)

@@ -155,8 +155,9 @@ class OpenAIResponder:
         except CallFailed as failure:
             cut = failure.__cause__
             if keep_truncated and isinstance(cut, StreamCut):
+                reason = failure.reason.removeprefix("truncated reply: ")
                 return cut.completion.model_copy(update={"attempts": failure.attempts, "truncated": True,
-                                                         "truncation": failure.reason.removeprefix("truncated reply: ")})
+                                                         "truncation": reason})
             raise
         completion = completion.model_copy(update={"attempts": attempts})
         if completion.finish_reason == "length":

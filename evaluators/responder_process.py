@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import queue
 import signal
 import sys
 import threading
@@ -144,14 +145,23 @@ async def _serve(settings: dict) -> None:
                                 timeout_s=settings["timeout_s"], retry=retry, cache=cache)
     loop = asyncio.get_running_loop()
     requests: asyncio.Queue[bytes | None] = asyncio.Queue()
+    answers: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
     out = sys.stdout.buffer
+    sys.stdout = sys.stderr  # stdout carries answers only; anything a library prints goes to stderr
 
-    def read_input() -> None:  # blocking reads in a thread of their own; the loop only streams
+    def read_input() -> None:  # blocking reads and writes in threads of their own: the loop only streams
         for raw in sys.stdin.buffer:
             loop.call_soon_threadsafe(requests.put_nowait, raw)
         loop.call_soon_threadsafe(requests.put_nowait, None)
 
+    def write_answers() -> None:  # a parent busy scoring may read late: the pipe's wait is this thread's
+        while (line := answers.get()) is not None:
+            out.write(line)
+            out.flush()
+
     threading.Thread(target=read_input, name="penpal-responder-input", daemon=True).start()
+    writer = threading.Thread(target=write_answers, name="penpal-responder-output", daemon=True)
+    writer.start()
 
     async def answer(raw: bytes) -> None:
         request = json.loads(raw)
@@ -163,8 +173,7 @@ async def _serve(settings: dict) -> None:
             result = {"id": request["id"], "error": failure.reason, "attempts": failure.attempts}
         except Exception as error:  # noqa: BLE001 - a bug fails its call, with the reason, not the run
             result = {"id": request["id"], "error": f"{type(error).__name__}: {error}", "attempts": 0}
-        out.write(json.dumps(result).encode("utf-8") + b"\n")
-        out.flush()
+        answers.put(json.dumps(result).encode("utf-8") + b"\n")
 
     running: set[asyncio.Task] = set()
     while (raw := await requests.get()) is not None:
@@ -174,6 +183,8 @@ async def _serve(settings: dict) -> None:
     for task in list(running):
         task.cancel()
     await responder.aclose()
+    answers.put(None)
+    writer.join(timeout=5)
 
 
 def main() -> None:

@@ -1,8 +1,9 @@
 """Retries for API calls: which failures are worth another try, and how long to wait.
 
 Rate limits, server errors (also those a stream reports after its headers), timeouts, dropped
-connections, malformed bodies and streams cut short are usually transient; bad requests and authentication errors are not, and retrying them only burns
-time. A server's `Retry-After` is honoured over our own backoff.
+connections, malformed bodies and streams cut short are usually transient; bad requests and
+authentication errors are not, and retrying them only burns time. A server's `Retry-After`
+is honoured over our own backoff.
 
 The same rules serve the `openai` SDK (companion and judge calls, async) and the Langfuse
 SDK's REST client (scores, configs, datasets, prompts; sync), whose errors carry the status
