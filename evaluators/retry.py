@@ -25,7 +25,7 @@ import httpx
 import openai
 from langfuse.api.core import ApiError as LangfuseApiError
 
-from evaluators.text_safety import printable
+from evaluators.text_safety import printable, valid_text
 
 T = TypeVar("T")
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
@@ -127,8 +127,9 @@ def _crash(error: BaseException) -> BaseException | None:
 
 def describe(error: BaseException) -> str:
     """A short reason for the run store and the terminal: status and message, never headers or
-    keys, and never a control character (a server's text could rewrite a terminal or CI log)."""
-    return printable(_describe(error))[:500]
+    keys, never a control character (a server's text could rewrite a terminal or CI log), and
+    never a character the store cannot encode (text_safety)."""
+    return valid_text(printable(_describe(error)))[0][:500]
 
 
 def _describe(error: BaseException) -> str:

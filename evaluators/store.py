@@ -27,9 +27,10 @@ import pandas as pd
 
 from evaluators.locations import PROJECT_ROOT, write_text_atomic
 from pydantic import BaseModel
+from pydantic_core import PydanticSerializationError
 
 from evaluators.models import CaseResult, PromptVersion, Scenario
-from evaluators.text_safety import spreadsheet_safe
+from evaluators.text_safety import spreadsheet_safe, valid_tree
 
 MANIFEST = "manifest.json"
 CASES = "cases.jsonl"
@@ -120,8 +121,16 @@ class RunStore:
 
     # --- cases ----------------------------------------------------------------------------------
     def append(self, case: CaseResult) -> None:
-        """Add one finished case; flushed at once so a killed run keeps it."""
-        line = (case.model_dump_json() + "\n").encode("utf-8")
+        """Add one finished case; flushed at once so a killed run keeps it.
+
+        Text is made valid where it enters (text_safety); should a character UTF-8 cannot hold
+        slip past that, the case is still kept, with the character replaced, rather than lost.
+        """
+        try:
+            text = case.model_dump_json()
+        except PydanticSerializationError:
+            text = json.dumps(valid_tree(case.model_dump(mode="json"))[0], ensure_ascii=False)
+        line = (text + "\n").encode("utf-8")
         with (self.directory / CASES).open("ab+") as stream:
             if stream.seek(0, os.SEEK_END) > 0:
                 stream.seek(-1, os.SEEK_END)
