@@ -126,12 +126,16 @@ class OpenAIResponder:
         user's message); raising MalformedResponse in it retries the call like a broken body.
 
         A stream that ends without a finish reason broke off: it is retried like a broken body.
-        A reply that stays cut (out of attempts), or that stopped at max_tokens (not retried: the
-        same request stops at the same place), is not whole: with `keep_truncated` it comes back
-        marked `truncated` with the reason, else CallFailed says why. It is never cached.
+        A reply that stays cut (out of attempts) is not whole: with `keep_truncated` (the
+        companion's replies) it comes back marked `truncated` with the reason, else CallFailed
+        says why. A reply that stopped at max_tokens (not retried: the same request stops at the
+        same place) comes back marked `truncated` too; with `keep_truncated` it is never cached,
+        while a caller that takes it as it is (a simulated user's message, bounded by its
+        max_tokens) has it vetted by `check` and cached like any other.
         """
         key = cache_key(self._deployment, model, parameters, messages)
-        if self.cache is not None and (hit := self.cache.get(key)) is not None and not hit.truncated:
+        hit = self.cache.get(key) if self.cache is not None else None
+        if hit is not None and not (keep_truncated and hit.truncated):
             return hit
 
         async def attempt() -> Completion:
@@ -146,7 +150,7 @@ class OpenAIResponder:
                 raise MalformedResponse(f"body is not valid JSON ({error.msg})") from None
             if completion.finish_reason is None:
                 raise StreamCut(completion)
-            if check is not None and completion.finish_reason != "length":
+            if check is not None and not (keep_truncated and completion.finish_reason == "length"):
                 check(completion)
             return completion
 
@@ -161,9 +165,9 @@ class OpenAIResponder:
             raise
         completion = completion.model_copy(update={"attempts": attempts})
         if completion.finish_reason == "length":
-            if not keep_truncated:
-                raise CallFailed(f"truncated reply: {LENGTH_CUT}", attempts)
-            return completion.model_copy(update={"truncated": True, "truncation": LENGTH_CUT})
+            completion = completion.model_copy(update={"truncated": True, "truncation": LENGTH_CUT})
+            if keep_truncated:
+                return completion
         if self.cache is not None:
             self.cache.put(key, completion)
         return completion

@@ -26,10 +26,19 @@ def test_a_prompt_version_over_a_continuity_scenario_with_a_real_model(llama_ser
 
     report = asyncio.run(execute(prepared, evaluator))
     (case,) = report.outcome.cases
-    assert case.status == "ok", case.error
     assert case.responder == "openai"
-    assert len(case.turns) == len(scenario.turns) >= 3
-    for turn, scripted in zip(case.turns, scenario.turns, strict=True):
+    # SmolLM2 often talks until max_tokens (finish_reason "length", which llama.cpp reports): such a
+    # reply is not whole, so it is kept on its turn as truncated, with the reason, never scored,
+    # and its case fails with that reason (the conversation cannot go on from it). Every reply
+    # the model finished is scored.
+    cut = [turn for turn in case.turns if turn.truncated]
+    if case.status == "ok":
+        assert not cut and len(case.turns) == len(scenario.turns) >= 3
+    else:
+        assert cut == case.turns[-1:], case.error
+        assert "finish_reason: length" in cut[0].truncation
+        assert case.error == f"turn {len(case.turns)}: truncated reply: {cut[0].truncation}"
+    for turn, scripted in zip(case.turns, scenario.turns):
         assert turn.user == scripted.user
         assert turn.reply.strip()
         # The reply was streamed and timed: first token, whole reply, and the pace after the first
@@ -37,11 +46,14 @@ def test_a_prompt_version_over_a_continuity_scenario_with_a_real_model(llama_ser
         assert 0 < turn.time_to_first_token_s <= turn.latency_s
         assert turn.tokens_per_s is None or turn.tokens_per_s > 0
         assert turn.usage.total_tokens == 0 or turn.usage.completion_tokens > 0
-        assert turn.heuristics is not None and 0.0 <= turn.heuristics["overall_quality"] <= 1.0
+        if turn.truncated:
+            assert turn.heuristics is None
+        else:
+            assert turn.heuristics is not None and 0.0 <= turn.heuristics["overall_quality"] <= 1.0
     # Each turn's prompt holds the conversation so far; when the server reports usage, prompt
     # tokens grow turn by turn.
     prompt_tokens = [turn.usage.prompt_tokens for turn in case.turns]
-    if any(prompt_tokens):
+    if any(prompt_tokens) and len(prompt_tokens) > 1:
         assert prompt_tokens == sorted(prompt_tokens) and prompt_tokens[0] < prompt_tokens[-1]
     manifest = report.store.manifest
     assert manifest["config"]["endpoint"] == llama_server and manifest["config"]["model_override"] == MODEL_ALIAS

@@ -114,7 +114,9 @@ class LangfusePublisher:
             self.ledger = DeliveryLedger(self.ledger.path, connection.settings.endpoint, pushes=self.ledger.pushes)
         connection.exporter.know(int(span_id, 16) for span_id in self.ledger.spans)
         # Spans are recorded in the ledger as Langfuse takes each batch (from the export thread).
-        self._span_traces: dict[str, TurnTrace] = {}  # span id -> the trace it belongs to, for spans sent now
+        # Span id -> (its trace id, every span id of that trace), for the spans this publisher sends;
+        # filled before the spans are emitted, since the export thread may send them at once.
+        self._span_traces: dict[str, tuple[str, tuple[str, ...]]] = {}
         connection.exporter.on_delivered = self._spans_delivered
         self.report = DeliveryReport(connection.settings.endpoint)
         self.config_ids: dict[str, str] = {}
@@ -207,15 +209,16 @@ class LangfusePublisher:
         starts = turn_starts(case, self.timestamp)
         for turn, start in zip(case.turns, starts, strict=True):
             trace_id = turn_trace_id(self.run_id, case.prompt_version, case.scenario_id, turn.index)
-            to_send = self._spans_to_send(trace_id, turn_span_ids(trace_id, turn))
+            span_ids = tuple(turn_span_ids(trace_id, turn))
+            to_send = self._spans_to_send(trace_id, list(span_ids))
             if to_send:
                 item_id = self.dataset.item_id(case.scenario_id, turn.index) if self.dataset else None
+                with self.ledger.lock:
+                    self._span_traces.update((span_id, (trace_id, span_ids)) for span_id in to_send)
                 trace = emit_turn(self.connection.client, run_id=self.run_id, case=case, turn=turn, rubric=self.rubric,
                                   prompt=self.prompts.get(case.prompt_version),
                                   scenario=self.scenarios.get(case.scenario_id), start_ns=start, item_id=item_id,
                                   experiment=experiment)
-                with self.ledger.lock:
-                    self._span_traces.update((span_id, trace) for span_id in to_send)
                 self._traces.append(_PendingTrace(trace, tuple(to_send)))
             else:
                 self.report.traces_unchanged += 1
@@ -264,12 +267,13 @@ class LangfusePublisher:
             recorded = False
             for span_id, start_ns in spans:
                 key = format(span_id, "016x")
-                trace = self._span_traces.get(key)
-                if trace is None:  # not one of this publisher's spans
+                owner = self._span_traces.get(key)
+                if owner is None:  # not one of this publisher's spans
                     continue
-                self.ledger.spans[key] = trace.spans.get(key, start_ns)
-                if all(known in self.ledger.spans for known in trace.spans):
-                    self.ledger.traces[trace.trace_id] = "delivered"
+                trace_id, trace_spans = owner
+                self.ledger.spans[key] = start_ns  # the planned start: the record's, not the clock's
+                if all(known in self.ledger.spans for known in trace_spans):
+                    self.ledger.traces[trace_id] = "delivered"
                 recorded = True
             if recorded:
                 self.ledger.save()

@@ -30,11 +30,18 @@ def test_smollm2_plays_the_persona_and_the_companion_for_four_turns(llama_server
     report = asyncio.run(execute(prepare_run(config, evaluator, environ), evaluator))
 
     (case,) = RunStore.open(report.store.directory).read_cases()  # as stored, not as held in memory
-    assert case.status == "ok", case.error
+    # SmolLM2 often talks until max_tokens: a companion reply cut there is kept as truncated, never
+    # scored, and ends the conversation with that reason (a simulated user's message cut at the
+    # simulator's max_tokens is still what the user says, and the conversation goes on).
+    cut = [turn for turn in case.turns if turn.truncated]
+    if case.status != "ok":
+        assert cut == case.turns[-1:], case.error
+        assert case.error == f"turn {len(case.turns)}: truncated reply: {cut[0].truncation}"
     assert case.family == "personas" and case.scenario_id == persona.id and case.responder == "openai"
     assert case.simulation["simulator"] == "openai" and case.simulation["model"] == MODEL_ALIAS
-    assert case.simulation["stop_reason"] in STOP_REASONS
     assert 1 <= len(case.turns) <= 4
+    if case.status == "ok":
+        assert case.simulation["stop_reason"] in STOP_REASONS
     if case.simulation["stop_reason"] == "turn_limit":
         assert len(case.turns) == 4
     assert case.turns[0].user == persona.opening
@@ -44,8 +51,12 @@ def test_smollm2_plays_the_persona_and_the_companion_for_four_turns(llama_server
         # llama.cpp sends no usage chunk when streaming: usage is counted only when reported.
         assert turn.usage.total_tokens == 0 or turn.usage.completion_tokens > 0
         assert 0 < turn.time_to_first_token_s <= turn.latency_s
-        assert turn.heuristics is not None and 0.0 <= turn.heuristics["overall_quality"] <= 1.0
-    assert 0.0 <= case.scores["overall_quality"] <= 1.0
+        if turn.truncated:
+            assert turn.heuristics is None and "finish_reason: length" in turn.truncation
+        else:
+            assert turn.heuristics is not None and 0.0 <= turn.heuristics["overall_quality"] <= 1.0
+    if case.status == "ok":
+        assert 0.0 <= case.scores["overall_quality"] <= 1.0
     # The simulated user's own calls were made and counted apart from the companion's.
     assert case.simulation["calls"] >= len(case.turns) - 1
     summary = report.summaries["v2-warm-boundaries"]
