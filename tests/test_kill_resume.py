@@ -12,6 +12,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from evaluators.store import RunStore
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -185,17 +187,20 @@ def test_kill_9_during_push_then_push_again_resends_at_most_one_batch(small_proj
     assert {score["traceId"] for score in server.scores.values() if score.get("traceId")} == traces
 
 
-def test_sigterm_during_a_run_is_an_interruption_and_the_resume_delivers_every_score(small_project, openai_server,
-                                                                                   langfuse_server):
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGKILL], ids=["sigterm", "sigkill"])
+def test_a_run_stopped_by_a_signal_is_resumed_with_every_score_delivered(small_project, openai_server, langfuse_server,
+                                                                        stop):
+    """SIGTERM (a cancelled CI job) is an interruption like Ctrl-C; after SIGKILL nothing could be
+    delivered at all. Either way the resumed run delivers every score of the run."""
     from evaluators.langfuse.ids import turn_trace_id
 
     server = openai_server(latency_s=0.4)
-    langfuse = langfuse_server(secret_key="sk-lf-term-test")
-    run_dir = small_project["runs"] / "terminated"
+    langfuse = langfuse_server(secret_key=f"sk-lf-{stop.name.lower()}-test")
+    run_dir = small_project["runs"] / "stopped"
     env = {**langfuse_env(small_project, langfuse), "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "test-key"}
     command = [sys.executable, str(SCRIPT), "--prompts-dir", str(small_project["prompts"]), "--scenarios-dir",
                str(small_project["scenarios"]), "--no-cache", "--concurrency", "1", "--output",
-               str(small_project["runs"]), "--run-id", "terminated"]
+               str(small_project["runs"]), "--run-id", "stopped"]
     process = subprocess.Popen(command, cwd=small_project["root"], env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
     cases_file = run_dir / "cases.jsonl"
@@ -205,15 +210,19 @@ def test_sigterm_during_a_run_is_an_interruption_and_the_resume_delivers_every_s
             break
         time.sleep(0.05)
     assert process.poll() is None, "the run finished before it could be stopped: " + process.stderr.read()
-    process.send_signal(signal.SIGTERM)  # what a cancelled CI job sends
+    process.send_signal(stop)
     _, stderr = process.communicate(timeout=120)
-    assert process.returncode == 130, stderr  # an interruption, as with Ctrl-C
-    said = " ".join(stderr.split())
-    assert "interrupted: finished cases are kept" in said and "--resume" in said
-    assert re.search(r"langfuse \S+: \d+ of \d+ spans? \(\d+ traces?\) and \d+ of \d+ scores? delivered", said), said
-    ledger = json.loads((run_dir / "langfuse.json").read_text())
     finished = RunStore.open(run_dir).finished_ids()
-    assert ledger["scores"] and 2 <= len(finished) < 6
+    assert 2 <= len(finished) < 6
+    if stop == signal.SIGTERM:
+        assert process.returncode == 130, stderr  # an interruption, as with Ctrl-C
+        said = " ".join(stderr.split())
+        assert "interrupted: finished cases are kept" in said and "--resume" in said
+        assert re.search(r"langfuse \S+: \d+ of \d+ spans? \(\d+ traces?\) and \d+ of \d+ scores? delivered", said)
+        assert json.loads((run_dir / "langfuse.json").read_text())["scores"]
+    else:
+        assert process.returncode == -signal.SIGKILL
+        assert not any(score.get("traceId") for score in langfuse.scores.values())  # no time to deliver any
 
     resumed = subprocess.run([sys.executable, str(SCRIPT), "--resume", str(run_dir)], cwd=small_project["root"],
                              env=env, capture_output=True, text=True, timeout=300)
@@ -223,7 +232,7 @@ def test_sigterm_during_a_run_is_an_interruption_and_the_resume_delivers_every_s
     assert delivered and delivered.group(1) == delivered.group(2), said
     assert "NOT DELIVERED" not in said
     store = RunStore.open(run_dir)
-    traces = {turn_trace_id("terminated", case.prompt_version, case.scenario_id, turn.index)
+    traces = {turn_trace_id("stopped", case.prompt_version, case.scenario_id, turn.index)
               for case in store.read_cases() for turn in case.turns}
     assert set(langfuse.traces) == traces
     assert {score["traceId"] for score in langfuse.scores.values() if score.get("traceId")} == traces
