@@ -38,8 +38,8 @@ _EXPORTS: dict[str, str] = {
     "cases_frame": "evaluators.summary",
     "turns_frame": "evaluators.summary",
     "version_summaries": "evaluators.summary",
-    "METRIC_NAMES": "evaluators.rubric",
-    "OVERALL": "evaluators.rubric",
+    "METRIC_NAMES": "evaluators.core.names",
+    "OVERALL": "evaluators.core.names",
     "Rubric": "evaluators.rubric",
     "RubricError": "evaluators.rubric",
     "load_rubric": "evaluators.rubric",
@@ -67,6 +67,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # what type checkers and IDEs see
+    from evaluators.core.names import METRIC_NAMES, OVERALL
     from evaluators.evaluation import RunConfig, run_evaluation
     from evaluators.heuristics import HeuristicEvaluator
     from evaluators.judge import JudgeConfig, JudgeInput, JudgeResult, LLMJudge, create_judge
@@ -85,7 +86,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
     )
     from evaluators.prompts import load_prompts
     from evaluators.release import ReleaseError, release_report
-    from evaluators.rubric import METRIC_NAMES, OVERALL, Rubric, RubricError, load_rubric
+    from evaluators.rubric import Rubric, RubricError, load_rubric
     from evaluators.scenarios import load_scenarios
     from evaluators.scoring import METRIC_COLUMNS, Unscored, score_frame, score_records, score_reply
     from evaluators.store import RunStore

@@ -15,12 +15,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Sequence
 
+from evaluators.core.names import OVERALL, SCORE_COLUMNS
 from evaluators.hard_criteria import case_hard_criteria, case_passes_hard_criteria
 from evaluators.judge.result import is_usable
 from evaluators.latency import version_latency
 from evaluators.models import CaseResult, ConversationRow, FairnessGap, GroupMeans, VersionAggregate
-from evaluators.rubric import OVERALL, Rubric
-from evaluators.summary import SCORE_COLUMNS, judge_aggregates
+from evaluators.rubric import Rubric
+from evaluators.summary import judge_aggregates
 
 UNSPECIFIED_GROUP = "unspecified"  # "no age group given" is not a group of people to compare
 _DECIMALS = 9

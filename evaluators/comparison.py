@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 from evaluators.aggregates import case_scores, exact_mean
 from evaluators.bootstrap import paired_bootstrap
+from evaluators.core.names import SCORE_COLUMNS
 from evaluators.models import CaseResult, Comparison, MetricDelta
 from evaluators.rubric import Rubric
-from evaluators.summary import SCORE_COLUMNS
 
 
 @dataclass(frozen=True)

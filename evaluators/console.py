@@ -16,6 +16,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from evaluators.core.text import plural
+
 
 def stdout_console() -> Console:
     return Console(highlight=False)
@@ -74,8 +76,3 @@ def text_column(table: Table, header: str, min_width: int | None = None) -> None
 def key_legend(keys: Mapping[str, str]) -> str:
     """`appr = appropriateness, conv = conversational quality, …` for the short keys a table uses."""
     return ", ".join(f"{key} = {name.replace('_', ' ')}" for name, key in keys.items() if key != name)
-
-
-def plural(count: int, noun: str, plural_form: str | None = None) -> str:
-    """`1 case`, `3 cases`: counts a person reads, never `1 cases`."""
-    return f"{count} {noun if count == 1 else plural_form or noun + 's'}"

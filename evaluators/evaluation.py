@@ -14,10 +14,15 @@ import os
 import platform
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from importlib.metadata import PackageNotFoundError, version as package_version
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as package_version
 from pathlib import Path
 
-from evaluators.coverage import MANIFEST_KEY as COVERAGE_KEY, ScenarioSet
+from evaluators.core.locations import PROJECT_ROOT, display_path, manifest_path, read_data_file, short_hash
+from evaluators.core.response_cache import ResponseCache
+from evaluators.core.retry import RetryPolicy
+from evaluators.coverage import MANIFEST_KEY as COVERAGE_KEY
+from evaluators.coverage import ScenarioSet
 from evaluators.heuristics import HeuristicEvaluator
 from evaluators.judge.batch import BatchJudge
 from evaluators.judge.client import LLMJudge
@@ -32,19 +37,16 @@ from evaluators.judge.reliability import one_family_warning, same_family_warning
 from evaluators.judge.sampling import SamplingState
 from evaluators.judge.stage import BatchJudgeStage, JudgeStage
 from evaluators.langfuse.prompts import LangfusePromptError, fetch_run_prompts
-from evaluators.locations import PROJECT_ROOT, display_path, manifest_path, read_data_file, short_hash
 from evaluators.models import CaseResult, PromptVersion, Scenario
 from evaluators.pricing import Price
 from evaluators.prompts import DEFAULT_PROMPTS_DIR, load_prompts
-from evaluators.response_cache import ResponseCache
 from evaluators.responder import (
     DEFAULT_RECORDED_DIR,
     OpenAIResponder,
     ReplayResponder,
     Responder,
 )
-from evaluators.retry import RetryPolicy
-from evaluators.runner import CaseSink, CaseStage, RunOutcome, RunPlan, Runner
+from evaluators.runner import CaseSink, CaseStage, Runner, RunOutcome, RunPlan
 from evaluators.scenarios import DEFAULT_SCENARIOS_DIR, load_scenarios
 from evaluators.simulation.persona import Persona
 from evaluators.simulation.personas import load_personas, persona_scenario, personas_dir

@@ -16,15 +16,14 @@ from typing import Generic, TypeVar
 from spacy.tokens import Doc, Span, Token
 from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 
-from evaluators import readability
-from evaluators.lazy import cached_property
+from evaluators import readability, turn_fit
+from evaluators import safety as safety_rules
+from evaluators.core.lazy import cached_property
 from evaluators.matchers import LexiconMatch
-from evaluators import turn_fit
 from evaluators.meaning import MeaningModel
 from evaluators.models import ReplyCase
 from evaluators.nlp import clip_for_parse
 from evaluators.rubric import LearnedHarmRules, MeaningRules, VoiceRules
-from evaluators import safety as safety_rules
 from evaluators.safety import CrisisHandling, SafetyWords, is_question, provocation
 from evaluators.safety.columns import columns
 from evaluators.safety.learned_harm import HarmModel

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from statistics import fmean
 
 from evaluators.bootstrap import paired_bootstrap
-from evaluators.console import plural
+from evaluators.core.text import plural
 from evaluators.models import HeadToHead, PairwiseComparison, WinRate
 from evaluators.rubric import Rubric
 

@@ -20,8 +20,9 @@ from spacy.language import Language
 from spacy.matcher import PhraseMatcher
 from spacy.tokens import Doc, Span
 
+from evaluators.core.locations import cache_dir
 from evaluators.nlp import has_lemmas
-from evaluators.offline import cache_dir, write_json
+from evaluators.offline import write_json
 from evaluators.rubric import Rubric
 from evaluators.safety.columns import columns
 

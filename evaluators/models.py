@@ -10,8 +10,9 @@ from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from evaluators.problems import did_you_mean
-from evaluators.rubric import METRIC_NAMES, OVERALL, SCENARIO_FAMILIES
+from evaluators.core.completion import Usage
+from evaluators.core.names import METRIC_NAMES, OVERALL, SCENARIO_FAMILIES
+from evaluators.core.problems import did_you_mean
 
 RecordModel = TypeVar("RecordModel", bound=BaseModel)
 
@@ -309,35 +310,6 @@ class PromptVersion(BaseModel):
 
 
 # --- transcripts and case results --------------------------------------------------------------
-class Usage(BaseModel):
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-
-    @property
-    def total_tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
-
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(prompt_tokens=self.prompt_tokens + other.prompt_tokens,
-                     completion_tokens=self.completion_tokens + other.completion_tokens)
-
-
-class Completion(BaseModel):
-    """One companion reply as the responder produced it, with what it cost."""
-
-    text: str
-    model: str
-    usage: Usage = Field(default_factory=Usage)
-    # Measured on the streamed call that produced the reply (its last attempt; a cached reply
-    # keeps the figures of the call that made it). None: not measured, as for replayed replies.
-    latency_s: float | None = None  # request sent -> stream finished
-    time_to_first_token_s: float | None = None  # request sent -> first content delta
-    tokens_per_s: float | None = None  # tokens after the first over the time after the first
-    cached: bool = False  # served from the on-disk response cache: no API call, no cost
-    attempts: int = 1
-    finish_reason: str | None = None
-
-
 class ExpectationOutcome(BaseModel):
     """A scenario expectation checked on one reply."""
 

@@ -16,14 +16,7 @@ from functools import lru_cache
 from importlib.metadata import version
 from pathlib import Path
 
-
-def cache_dir() -> Path:
-    """Where penpal-eval keeps derived local data (``PENPAL_EVAL_CACHE`` overrides)."""
-    override = os.environ.get("PENPAL_EVAL_CACHE")
-    if override:
-        return Path(override)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "penpal-eval"
+from evaluators.core.locations import cache_dir
 
 
 def syllable_table_path() -> Path:

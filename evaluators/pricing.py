@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from evaluators.models import Usage
-from evaluators.yaml_io import parse_yaml
+from evaluators.core.completion import Usage
+from evaluators.core.yaml_io import parse_yaml
 
 PRICING_PATH = Path(__file__).with_name("pricing.yaml")
 

@@ -46,7 +46,8 @@ from statistics import fmean
 
 from evaluators.aggregates import version_aggregates
 from evaluators.comparison import compare_versions
-from evaluators.console import plural
+from evaluators.core.names import METRIC_NAMES
+from evaluators.core.text import plural
 from evaluators.coverage import ScenarioSet, version_coverage
 from evaluators.head_to_head import win_rate_text
 from evaluators.models import (
@@ -60,7 +61,7 @@ from evaluators.models import (
     RuleOutcome,
     VersionAggregate,
 )
-from evaluators.rubric import METRIC_NAMES, Rubric
+from evaluators.rubric import Rubric
 from evaluators.voice_budget import voice_budget_rules
 
 SAFETY_HARD_CRITERIA = "safety_hard_criteria"

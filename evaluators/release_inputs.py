@@ -14,9 +14,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evaluators.coverage import MANIFEST_KEY as COVERAGE_KEY, ScenarioSet
+from evaluators.core.locations import PROJECT_ROOT, display_path
+from evaluators.coverage import MANIFEST_KEY as COVERAGE_KEY
+from evaluators.coverage import ScenarioSet
 from evaluators.head_to_head import head_to_head_from_records
-from evaluators.locations import PROJECT_ROOT, display_path
 from evaluators.models import CaseResult, HeadToHead, ReleaseReport
 from evaluators.prompts import PromptError, load_prompts
 from evaluators.release import ReleaseError, release_report

@@ -21,14 +21,15 @@ import httpx
 import openai
 import yaml
 
-from evaluators.locations import PROJECT_ROOT, display_path, read_data_file, url_without_credentials
-from evaluators.models import Completion, PromptVersion, Scenario, Usage
-from evaluators.response_cache import ResponseCache, cache_key
-from evaluators.retry import CallFailed, CallTimeout, MalformedResponse, RetryPolicy, call_with_retries
-from evaluators.yaml_io import describe_yaml_error, parse_yaml
+from evaluators.core.completion import Completion, Usage
+from evaluators.core.endpoints import safe_endpoint
+from evaluators.core.locations import PROJECT_ROOT, display_path, read_data_file
+from evaluators.core.response_cache import ResponseCache, cache_key
+from evaluators.core.retry import CallFailed, CallTimeout, MalformedResponse, RetryPolicy, call_with_retries
+from evaluators.core.yaml_io import describe_yaml_error, parse_yaml
+from evaluators.models import PromptVersion, Scenario
 
 DEFAULT_RECORDED_DIR = PROJECT_ROOT / "prompts" / "recorded"
-OPENAI_DEFAULT_ENDPOINT = "https://api.openai.com/v1"
 
 
 @dataclass(frozen=True)
@@ -59,11 +60,6 @@ def build_messages(prompt: PromptVersion, scenario: Scenario) -> list[dict]:
     if context:
         system += f"\n\nWhat you know about the user: {context}."
     return [{"role": "system", "content": system}]
-
-
-def safe_endpoint(base_url: str | None) -> str:
-    """The endpoint without credentials or query string, fit for manifests and logs."""
-    return url_without_credentials(base_url) if base_url else OPENAI_DEFAULT_ENDPOINT
 
 
 # --- live API ------------------------------------------------------------------------------------

@@ -16,26 +16,13 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from evaluators.locations import short_hash
-from evaluators.problems import validation_problems
-from evaluators.yaml_io import parse_yaml
+from evaluators.core.locations import short_hash
+from evaluators.core.names import METRIC_NAMES, OVERALL, SCENARIO_FAMILIES
+from evaluators.core.problems import validation_problems
+from evaluators.core.yaml_io import parse_yaml
 
 DEFAULT_RUBRIC_PATH = Path(__file__).with_name("rubric.yaml")
 
-METRIC_NAMES: tuple[str, ...] = (
-    "appropriateness",
-    "conversational_quality",
-    "helpfulness",
-    "emotional_intelligence",
-    "personalization_continuity",
-    "trust_boundaries",
-)
-OVERALL = "overall_quality"
-# The scenario families; the judge has guidance for each (models.FAMILIES is this tuple).
-SCENARIO_FAMILIES: tuple[str, ...] = (
-    "basic", "emotional_support", "small_talk", "trust_building", "continuity", "demographics",
-    "personas",  # simulated conversations: scenarios/personas/, played by evaluators.simulation
-)
 ANCHOR_BANDS: tuple[str, ...] = ("excellent", "good", "adequate", "poor", "unacceptable")
 VERDICTS: tuple[str, ...] = ("poor", "acceptable", "good")  # the judge's three points, low to high
 # The hard criteria that have a check in evaluators.hard_criteria; the rubric names which apply.

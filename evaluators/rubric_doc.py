@@ -17,7 +17,8 @@ import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from evaluators.rubric import ANCHOR_BANDS, OVERALL, Rubric, RubricError, load_rubric
+from evaluators.core.names import OVERALL
+from evaluators.rubric import ANCHOR_BANDS, Rubric, RubricError, load_rubric
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DOC_PATH = PROJECT_ROOT / "docs" / "rubric.md"

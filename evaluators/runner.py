@@ -19,25 +19,17 @@ from dataclasses import dataclass, field
 from statistics import fmean
 from typing import Protocol
 
+from evaluators.core.completion import Completion
+from evaluators.core.names import SCORE_COLUMNS
+from evaluators.core.retry import CallFailed
 from evaluators.expectations import check_reply
 from evaluators.heuristics import HeuristicEvaluator
-from evaluators.models import (
-    CaseResult,
-    Completion,
-    PromptVersion,
-    ReplyCase,
-    Scenario,
-    TurnResult,
-    Unscored,
-    case_id,
-)
+from evaluators.models import CaseResult, PromptVersion, ReplyCase, Scenario, TurnResult, Unscored, case_id
 from evaluators.responder import ChatRequest, Responder, build_messages
-from evaluators.retry import CallFailed
 from evaluators.simulation.persona import Persona
 from evaluators.simulation.play import ScriptedTurns, SimulatedTurns
 from evaluators.simulation.simulator import Simulator
 from evaluators.store import RunStore, utc_now
-from evaluators.summary import SCORE_COLUMNS
 
 SCORING_BATCH = 64
 

@@ -10,9 +10,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from evaluators.core.names import METRIC_NAMES, OVERALL
 from evaluators.heuristics import HeuristicEvaluator, fewer_collections
 from evaluators.models import HeuristicResult, ReplyCase, Unscored, validate_json_record
-from evaluators.rubric import METRIC_NAMES, OVERALL
 from evaluators.text_cache import TextCache
 
 if TYPE_CHECKING:

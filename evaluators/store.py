@@ -23,10 +23,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pandas as pd
-
-from evaluators.locations import PROJECT_ROOT, write_text_atomic
 from pydantic import BaseModel
 
+from evaluators.core.locations import PROJECT_ROOT, write_text_atomic
 from evaluators.models import CaseResult, PromptVersion, Scenario
 
 MANIFEST = "manifest.json"

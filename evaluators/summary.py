@@ -7,24 +7,24 @@ mean: a missing reply is not a score of zero.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-
 from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from evaluators.core.completion import Usage
+from evaluators.core.names import METRIC_NAMES, SCORE_COLUMNS
 from evaluators.judge.reliability import verbosity_bias
 from evaluators.judge.result import is_usable
 from evaluators.latency import version_latency
-from evaluators.models import CaseResult, Usage
+from evaluators.models import CaseResult
 from evaluators.pricing import Price, price_for
-from evaluators.rubric import METRIC_NAMES, OVERALL, VERDICTS, Rubric, VoiceRules
+from evaluators.rubric import VERDICTS, Rubric, VoiceRules
 
 if TYPE_CHECKING:
     from evaluators.judge.client import LLMJudge
 
-SCORE_COLUMNS: tuple[str, ...] = (*METRIC_NAMES, OVERALL)
 TURN_TIMINGS: tuple[str, ...] = ("latency_s", "time_to_first_token_s", "tokens_per_s")
 
 

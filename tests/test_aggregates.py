@@ -12,8 +12,9 @@ from evaluators.aggregates import (
     group_means,
     version_aggregate,
 )
+from evaluators.core.names import METRIC_NAMES, OVERALL
 from evaluators.models import GroupMeans
-from evaluators.rubric import METRIC_NAMES, OVERALL, default_rubric
+from evaluators.rubric import default_rubric
 from tests.release_factory import make_case, rubric_with, scores
 
 JUDGE = {"overall": 0.4, "dimensions": {name: 0.4 for name in METRIC_NAMES}, "verdict": "poor"}

@@ -11,8 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from evaluators.cli import app
-from evaluators.cli.release import EXIT_AB_TEST, EXIT_DEPLOY, EXIT_INCOMPLETE, EXIT_REGRESSION, EXIT_REVISE
 from evaluators.cli.common import EXIT_USAGE
+from evaluators.cli.release import EXIT_AB_TEST, EXIT_DEPLOY, EXIT_INCOMPLETE, EXIT_REGRESSION, EXIT_REVISE
 from evaluators.cli.run import run_with_config
 from evaluators.evaluation import RunConfig
 from evaluators.rubric import DEFAULT_RUBRIC_PATH

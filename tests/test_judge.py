@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from evaluators.core.names import METRIC_NAMES
+from evaluators.core.response_cache import JsonFileCache
+from evaluators.core.retry import RetryPolicy
 from evaluators.judge.client import JudgeSettings, LLMJudge, ModeMemory
 from evaluators.judge.result import HistoryItem, JudgeInput
-from evaluators.response_cache import JsonFileCache
-from evaluators.retry import RetryPolicy
-from evaluators.rubric import DEFAULT_RUBRIC_PATH, METRIC_NAMES, default_rubric, parse_rubric
+from evaluators.rubric import DEFAULT_RUBRIC_PATH, default_rubric, parse_rubric
 from tests.servers.judge_answers import data_blocks, is_repair, judged_reply, verdict_json
 from tests.servers.openai_compat import OK, rate_limited, server_error
 

@@ -14,6 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from evaluators.core.names import METRIC_NAMES
+from evaluators.core.response_cache import JsonFileCache
+from evaluators.core.retry import RetryPolicy
 from evaluators.head_to_head import head_to_head
 from evaluators.judge.client import JudgeSettings, LLMJudge, ModeMemory
 from evaluators.judge.pairwise import (
@@ -24,9 +27,7 @@ from evaluators.judge.pairwise import (
     plan_comparisons,
 )
 from evaluators.models import TurnResult
-from evaluators.response_cache import JsonFileCache
-from evaluators.retry import RetryPolicy
-from evaluators.rubric import METRIC_NAMES, default_rubric
+from evaluators.rubric import default_rubric
 from tests.release_factory import make_case, rubric_with, scores
 from tests.servers.judge_answers import data_blocks, is_repair
 from tests.servers.openai_compat import server_error

@@ -12,12 +12,13 @@ import asyncio
 
 import pytest
 
+from evaluators.core.names import METRIC_NAMES
+from evaluators.core.retry import RetryPolicy
 from evaluators.judge.client import JudgeSettings, LLMJudge, ModeMemory
 from evaluators.judge.stage import turn_inputs
 from evaluators.models import CaseResult, TurnResult
 from evaluators.responder import load_recordings
-from evaluators.retry import RetryPolicy
-from evaluators.rubric import METRIC_NAMES, default_rubric
+from evaluators.rubric import default_rubric
 from evaluators.scenarios import load_scenarios
 from tests.servers.llama import LLAMA_MODEL_ALIAS
 

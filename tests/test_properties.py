@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from evaluators.rubric import METRIC_NAMES
+from evaluators.core.names import METRIC_NAMES
 from evaluators.scoring import default_evaluator, score_records, validate_record
 from evaluators.text_cache import TextCache
 

@@ -8,21 +8,22 @@ from __future__ import annotations
 
 import pytest
 
+from evaluators.core.names import METRIC_NAMES, OVERALL
 from evaluators.models import Decision
 from evaluators.release import (
     AVERAGE_DEPLOY,
     AVERAGE_FLOOR,
     BASELINE_REGRESSIONS,
     BEATS_BASELINE,
+    COVERAGE,
     FAIRNESS_GAP,
     METRIC_FLOOR,
     NO_GUARD_REGRESSION,
-    COVERAGE,
     SAFETY_HARD_CRITERIA,
     ReleaseError,
     release_report,
 )
-from evaluators.rubric import METRIC_NAMES, OVERALL, default_rubric
+from evaluators.rubric import default_rubric
 from evaluators.voice_budget import VOICE_FIRST_TOKEN, VOICE_SPEAKING_TIME
 from tests.release_factory import make_case, rubric_with, scores, version_cases
 

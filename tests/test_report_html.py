@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from evaluators.core.names import METRIC_NAMES, OVERALL, SCORE_COLUMNS
 from evaluators.coverage import ScenarioSet
 from evaluators.head_to_head import head_to_head
 from evaluators.models import PairwiseComparison, ReleaseReport
 from evaluators.release import release_report
 from evaluators.report import render_html, write_release_files
 from evaluators.report.svg import Interval, Threshold, bar_chart, interval_chart
-from evaluators.rubric import METRIC_NAMES, OVERALL, default_rubric
-from evaluators.summary import SCORE_COLUMNS
+from evaluators.rubric import default_rubric
 from tests.browser import ARTIFACTS, browser_unavailable, offline_page
 from tests.release_factory import FAMILIES, make_case, rubric_with, scores, version_cases
 

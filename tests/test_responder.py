@@ -6,16 +6,11 @@ import asyncio
 
 import pytest
 
+from evaluators.core.endpoints import safe_endpoint
+from evaluators.core.response_cache import ResponseCache
+from evaluators.core.retry import CallFailed, RetryPolicy
 from evaluators.models import PromptVersion, Scenario
-from evaluators.response_cache import ResponseCache
-from evaluators.responder import (
-    ChatRequest,
-    OpenAIResponder,
-    ReplayResponder,
-    build_messages,
-    safe_endpoint,
-)
-from evaluators.retry import CallFailed, RetryPolicy
+from evaluators.responder import ChatRequest, OpenAIResponder, ReplayResponder, build_messages
 from tests.servers.openai_compat import (
     BROKEN_STREAM,
     MALFORMED_JSON,

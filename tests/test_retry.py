@@ -11,7 +11,7 @@ import httpx
 import openai
 import pytest
 
-from evaluators.retry import CallFailed, MalformedResponse, RetryPolicy, call_with_retries, retry_after_seconds
+from evaluators.core.retry import CallFailed, MalformedResponse, RetryPolicy, call_with_retries, retry_after_seconds
 
 
 def status_error(status: int, headers: dict[str, str] | None = None) -> openai.APIStatusError:

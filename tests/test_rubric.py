@@ -15,16 +15,8 @@ from typing import Any
 import pytest
 import yaml
 
-from evaluators.rubric import (
-    DEFAULT_RUBRIC_PATH,
-    METRIC_NAMES,
-    OVERALL,
-    Rubric,
-    RubricError,
-    default_rubric,
-    load_rubric,
-    parse_rubric,
-)
+from evaluators.core.names import METRIC_NAMES, OVERALL
+from evaluators.rubric import DEFAULT_RUBRIC_PATH, Rubric, RubricError, default_rubric, load_rubric, parse_rubric
 
 SPEC_WEIGHTS: dict[str, float] = {
     "appropriateness": 0.15,

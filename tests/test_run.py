@@ -11,10 +11,10 @@ import pytest
 from typer.testing import CliRunner
 
 from evaluators.cli import app
+from evaluators.core.names import SCORE_COLUMNS
 from evaluators.evaluation import RunConfig, RunConfigError, run_evaluation
 from evaluators.scoring import default_evaluator
 from evaluators.store import RunStore
-from evaluators.summary import SCORE_COLUMNS
 from tests.servers.openai_compat import MALFORMED_JSON, OK, hang, rate_limited, server_error
 
 runner = CliRunner()
@@ -276,7 +276,7 @@ def test_the_printed_run_store_path_works_when_pasted_from_the_current_directory
 
 
 def test_a_project_path_is_printed_whole_from_another_directory(tmp_path, monkeypatch):
-    from evaluators.locations import PROJECT_ROOT, display_path
+    from evaluators.core.locations import PROJECT_ROOT, display_path
 
     monkeypatch.chdir(tmp_path)
     run_dir = PROJECT_ROOT / "runs" / "20261122-101500-ab12"

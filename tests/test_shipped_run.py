@@ -111,7 +111,8 @@ def test_the_recorded_persona_conversations_are_played_and_v1_erodes_under_the_l
 
 def test_a_flag_on_any_turn_caps_its_case_in_the_store(shipped_run):
     """Disqualifiers dominate per case too: clean turns cannot average a flagged one away."""
-    from evaluators.rubric import OVERALL, default_rubric
+    from evaluators.core.names import OVERALL
+    from evaluators.rubric import default_rubric
 
     _, store = shipped_run
     rubric = default_rubric()
@@ -145,8 +146,13 @@ def test_the_main_job_ends_with_the_decisions(shipped_run):
 
 
 def test_the_decisions_differ_the_way_the_versions_were_written(shipped_run):
-    from evaluators.release import (AVERAGE_DEPLOY, AVERAGE_FLOOR, BASELINE_REGRESSIONS, METRIC_FLOOR,
-                                    SAFETY_HARD_CRITERIA)
+    from evaluators.release import (
+        AVERAGE_DEPLOY,
+        AVERAGE_FLOOR,
+        BASELINE_REGRESSIONS,
+        METRIC_FLOOR,
+        SAFETY_HARD_CRITERIA,
+    )
 
     _, store = shipped_run
     report = _release(store)

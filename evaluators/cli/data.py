@@ -12,7 +12,8 @@ from rich.console import Console
 from rich.text import Text
 
 from evaluators.cli.lazy import LazyCommand, lazy_group
-from evaluators.console import compact_table, fail_all, plural, stdout_console, text_column, value_column
+from evaluators.console import compact_table, fail_all, stdout_console, text_column, value_column
+from evaluators.core.text import plural
 from evaluators.models import FAMILIES, PromptVersion
 from evaluators.prompts import DEFAULT_PROMPTS_DIR, PromptError, load_prompts
 from evaluators.scenarios import DEFAULT_SCENARIOS_DIR, PERSONAS_FAMILY, ScenarioError, ScenarioSet, load_scenarios

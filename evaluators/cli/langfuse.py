@@ -24,20 +24,22 @@ from rich.text import Text
 from evaluators.cli.common import EXIT_OK, EXIT_USAGE, RubricOption, load_evaluator
 from evaluators.cli.judge import JudgeModelOption, SamplingChoice, build_judge, judge_config
 from evaluators.cli.scale import AddressOption, Engine, EngineOption, WorkersOption
-from evaluators.console import fail, plural, stderr_console, stdout_console
+from evaluators.console import fail, stderr_console, stdout_console
+from evaluators.core.locations import PROJECT_ROOT, display_path
+from evaluators.core.text import plural
 from evaluators.judge.factory import judge_configured
 from evaluators.langfuse.connection import LangfuseConnection, LangfuseVersionError, connect
 from evaluators.langfuse.dashboards import DashboardsUnavailable, recipe_lines, sync_dashboard
 from evaluators.langfuse.datasets import sync_dataset
 from evaluators.langfuse.ledger import LedgerError
-from evaluators.langfuse.monitor import DEFAULT_FEEDBACK_SCORE, monitor as monitor_pass
+from evaluators.langfuse.monitor import DEFAULT_FEEDBACK_SCORE
+from evaluators.langfuse.monitor import monitor as monitor_pass
 from evaluators.langfuse.prompts import label_problems, push_prompt
 from evaluators.langfuse.publisher import DeliveryReport, LangfusePublisher, publisher_for_store
 from evaluators.langfuse.rest import LangfuseCallFailed, LangfuseRest
 from evaluators.langfuse.run_scores import add_run_scores
 from evaluators.langfuse.score_configs import ensure_score_configs, score_definitions
 from evaluators.langfuse.settings import LangfuseConfigError, LangfuseSettings, require_settings
-from evaluators.locations import PROJECT_ROOT, display_path
 from evaluators.models import CaseResult
 from evaluators.prompts import DEFAULT_PROMPTS_DIR, PromptError, load_prompts
 from evaluators.rubric import Rubric

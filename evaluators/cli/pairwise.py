@@ -19,10 +19,11 @@ from rich.text import Text
 from evaluators.cli.common import EXIT_OK, EXIT_USAGE, RubricOption
 from evaluators.cli.judge import JudgeCacheOption, JudgeModelOption
 from evaluators.cli.release import _read, _results_console, load_rubric_option
-from evaluators.console import fail, plural, stderr_console
+from evaluators.console import fail, stderr_console
+from evaluators.core.locations import display_path
+from evaluators.core.text import plural
 from evaluators.judge.factory import JudgeConfig, JudgeConfigError, create_judge
 from evaluators.judge.pairwise import PairwiseJudge
-from evaluators.locations import display_path
 from evaluators.models import CaseResult, HeadToHead, Scenario
 from evaluators.pairwise_run import PairwiseError, PairwiseOutcome, chosen_pairs, judge_pairs, store_results
 from evaluators.report.terminal import head_to_head_table

@@ -19,13 +19,15 @@ from rich.text import Text
 
 from evaluators.cli.common import EXIT_OK, EXIT_USAGE, RubricOption
 from evaluators.comparison import compare_versions
-from evaluators.coverage import MANIFEST_KEY as COVERAGE_KEY, ScenarioSet
+from evaluators.console import fail, fail_all, stderr_console, stdout_console
+from evaluators.core.locations import display_path
+from evaluators.core.text import plural
+from evaluators.coverage import MANIFEST_KEY as COVERAGE_KEY
+from evaluators.coverage import ScenarioSet
 from evaluators.head_to_head import head_to_head_from_records
-from evaluators.console import fail, fail_all, plural, stderr_console, stdout_console
 from evaluators.langfuse.prompts import label_problem
 from evaluators.langfuse.release_labels import apply_release_labels
 from evaluators.langfuse.settings import LangfuseConfigError
-from evaluators.locations import display_path
 from evaluators.models import CaseResult, Decision, ReleaseReport
 from evaluators.release import ReleaseError, release_report
 from evaluators.release_inputs import ReleaseRun, read_run, report_for_run

@@ -20,7 +20,6 @@ from rich.text import Text
 
 from evaluators.cli.common import EXIT_OK, EXIT_USAGE, SHORT_NAMES, RubricOption, level_style, load_evaluator
 from evaluators.cli.data import Family
-from evaluators.cli.langfuse import start_run_publishing
 from evaluators.cli.judge import (
     BatchPollOption,
     BatchRetryChoice,
@@ -37,19 +36,22 @@ from evaluators.cli.judge import (
     judge_config,
     judge_count_line,
 )
+from evaluators.cli.langfuse import start_run_publishing
 from evaluators.cli.pairwise import judge_and_store, pairwise_judge, print_head_to_head
 from evaluators.cli.release import print_run_decisions
 from evaluators.console import (
     compact_table,
     fail,
     key_legend,
-    plural,
     stderr_console,
     stderr_is_tty,
     stdout_console,
     text_column,
     value_column,
 )
+from evaluators.core.locations import PROJECT_ROOT, display_path
+from evaluators.core.names import SCORE_COLUMNS
+from evaluators.core.text import plural
 from evaluators.evaluation import (
     PROMPT_SOURCES,
     RESPONDER_CHOICES,
@@ -62,7 +64,6 @@ from evaluators.evaluation import (
 )
 from evaluators.judge.factory import JudgeConfig
 from evaluators.judge.pairwise import PairwiseJudge
-from evaluators.locations import PROJECT_ROOT, display_path
 from evaluators.models import CaseResult, HeadToHead
 from evaluators.pairwise_run import baseline_pairs
 from evaluators.pricing import parse_price_override
@@ -71,7 +72,6 @@ from evaluators.report.terminal import head_to_head_table
 from evaluators.rubric import Rubric
 from evaluators.scenarios import DEFAULT_SCENARIOS_DIR, ScenarioError
 from evaluators.simulation.personas import PersonaError
-from evaluators.summary import SCORE_COLUMNS
 
 EXIT_CASES_FAILED = 1
 SAMPLING_STATE_FILE = "judge-sampling.json"  # in the runs directory: the policy's state outlives each run

@@ -30,9 +30,11 @@ from evaluators.cli.common import (
     open_output,
 )
 from evaluators.cli.scale import AddressOption, Engine, EngineOption, WorkersOption
-from evaluators.console import fail, fail_all, plural, stderr_console, stderr_is_tty, stdout_console
-from evaluators.jsonl import JsonLine, read_json_lines
-from evaluators.rubric import METRIC_NAMES, OVERALL, Rubric, RubricError, default_rubric, load_rubric
+from evaluators.console import fail, fail_all, stderr_console, stderr_is_tty, stdout_console
+from evaluators.core.jsonl import JsonLine, read_json_lines
+from evaluators.core.names import METRIC_NAMES, OVERALL
+from evaluators.core.text import plural
+from evaluators.rubric import Rubric, RubricError, default_rubric, load_rubric
 
 if TYPE_CHECKING:
     from evaluators.heuristics import HeuristicEvaluator

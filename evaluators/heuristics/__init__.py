@@ -16,6 +16,9 @@ from functools import partial
 
 from spacy.language import Language
 
+from evaluators.core.names import METRIC_NAMES
+from evaluators.features import CaseFeatures, HistoryView, TextView, TurnReading, meaning_texts
+
 # Importing the metric modules registers their signals.
 from evaluators.heuristics import (  # noqa: F401
     appropriateness,
@@ -26,15 +29,14 @@ from evaluators.heuristics import (  # noqa: F401
     shared,
     trust_boundaries,
 )
-from evaluators.features import CaseFeatures, HistoryView, TextView, TurnReading, meaning_texts
 from evaluators.heuristics.registry import SIGNAL_READS, SIGNALS, Signal, clip
 from evaluators.language import LanguageCheck
-from evaluators.meaning import MeaningModel, load_meaning_model
 from evaluators.matchers import LexiconMatcher
+from evaluators.meaning import MeaningModel, load_meaning_model
 from evaluators.models import Evidence, Flag, HeuristicResult, MetricScore, ReplyCase, Unscored
 from evaluators.nlp import as_read, clip_for_parse, history_for_parse, load_pipeline
 from evaluators.offline import ensure_cmudict
-from evaluators.rubric import METRIC_NAMES, OVERALL, Rubric, RubricError, default_rubric
+from evaluators.rubric import Rubric, RubricError, default_rubric
 from evaluators.safety import SafetyWords
 from evaluators.safety.learned_harm import HarmModel, HarmModelMissing, load_harm_model, model_path
 from evaluators.sentiment import SentimentAnalyzer

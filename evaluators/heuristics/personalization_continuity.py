@@ -5,6 +5,7 @@ from __future__ import annotations
 from evaluators.features import WORD_TOKENS, CaseFeatures
 from evaluators.heuristics.registry import Signal, fired, quote, ramp, signal
 
+
 @signal
 def conversation_memory(f: CaseFeatures) -> Signal | None:
     """Explicit memory ("as we discussed", "you mentioned"); half credit with no history to recall."""

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from evaluators import safety
-from evaluators.safety import provocation
 from evaluators.features import SECOND_PERSON, CaseFeatures
 from evaluators.heuristics.registry import Signal, fired, quote, ramp, signal
 from evaluators.heuristics.shared import group_generalisation, offensive_content
 from evaluators.rubric import CRISIS_COMPONENTS
+from evaluators.safety import provocation
 
 
 @signal(reads="exchange")

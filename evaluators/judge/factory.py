@@ -11,11 +11,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from evaluators.core.response_cache import JsonFileCache
+from evaluators.core.retry import RetryPolicy
 from evaluators.judge.batch import BatchJudge, BatchSettings
 from evaluators.judge.client import DEFAULT_JUDGE_MODEL, JudgeSettings, LLMJudge, ModeMemory, judge_cache_dir
 from evaluators.judge.sampling import SamplingPolicy, SamplingState
-from evaluators.response_cache import JsonFileCache
-from evaluators.retry import RetryPolicy
 from evaluators.rubric import Rubric
 
 SAMPLING_CHOICES = ("all", "policy")

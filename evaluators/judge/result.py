@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from evaluators.models import Usage
+from evaluators.core.completion import Usage
 
 ParseStatus = Literal["json", "text", "repaired", "fallback"]
 RESPONSE_MODES: tuple[str, ...] = ("json_schema", "json_object_schema", "json_object", "text")

@@ -12,13 +12,14 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from statistics import fmean
 
+from evaluators.core.names import METRIC_NAMES, OVERALL
 from evaluators.judge.batch import BatchJudge
 from evaluators.judge.client import LLMJudge
 from evaluators.judge.reliability import with_disagreement
 from evaluators.judge.result import HistoryItem, JudgeInput, JudgeResult
 from evaluators.judge.sampling import SamplingDecision, SamplingState
 from evaluators.models import CaseResult, Scenario
-from evaluators.rubric import METRIC_NAMES, OVERALL, VERDICTS, Rubric
+from evaluators.rubric import VERDICTS, Rubric
 
 
 def scenario_profile(scenario: Scenario | None) -> str:

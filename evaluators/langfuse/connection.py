@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import base64
 import contextvars
-import re
 import hashlib
 import logging
 import random
+import re
 import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
@@ -42,8 +42,8 @@ from opentelemetry.sdk.trace import ReadableSpan, Tracer, TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.id_generator import IdGenerator
 
+from evaluators.core.locations import url_without_credentials
 from evaluators.langfuse.settings import LangfuseConfigError, LangfuseSettings
-from evaluators.locations import url_without_credentials
 
 OTLP_PATH = "/api/public/otel/v1/traces"
 HEALTH_PATH = "/api/public/health"

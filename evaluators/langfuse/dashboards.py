@@ -19,7 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from evaluators.console import plural
+from evaluators.core.names import METRIC_NAMES, OVERALL
+from evaluators.core.text import plural
 from evaluators.langfuse.rest import LangfuseCallFailed, LangfuseRest
 from evaluators.langfuse.score_configs import (
     CONVERSATION_TRUST_BOUNDARIES,
@@ -27,7 +28,7 @@ from evaluators.langfuse.score_configs import (
     RELEASE_DECISION,
     flag_name,
 )
-from evaluators.rubric import METRIC_NAMES, OVERALL, Rubric
+from evaluators.rubric import Rubric
 
 DASHBOARD_NAME = "penpal-eval scores"
 DASHBOARD_DESCRIPTION = ("Written by `penpal-eval langfuse dashboards` (see docs/langfuse.md): prompt versions, "

@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evaluators.locations import write_text_atomic
+from evaluators.core.locations import write_text_atomic
 
 LEDGER = "langfuse.json"
 FORMAT = 1

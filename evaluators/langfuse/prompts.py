@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from langfuse.api import CreateTextPromptRequest
 from pydantic import ValidationError
 
+from evaluators.core.locations import field_path, short_hash
 from evaluators.langfuse.connection import connect
 from evaluators.langfuse.rest import LangfuseCallFailed, LangfuseRest
 from evaluators.langfuse.settings import LangfuseConfigError, require_settings
-from evaluators.locations import field_path, short_hash
 from evaluators.models import PromptVersion
 
 PRODUCTION = "production"

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evaluators.console import plural
+from evaluators.core.text import plural
 from evaluators.langfuse.connection import LangfuseConnection, connect
 from evaluators.langfuse.datasets import DatasetSync, sync_dataset
 from evaluators.langfuse.ids import experiment_id, experiment_run_name, session_id, turn_trace_id
@@ -38,10 +38,10 @@ from evaluators.langfuse.score_configs import (
 )
 from evaluators.langfuse.scores import ScoreBuilder, ScoreRecord, body_fingerprint, send_scores, turn_scores
 from evaluators.langfuse.session_scores import conversation_scores
+from evaluators.langfuse.settings import LangfuseSettings
 from evaluators.langfuse.traces import ExperimentLink, TurnTrace, emit_turn, turn_span_ids, turn_starts
 from evaluators.models import CaseResult
 from evaluators.rubric import Rubric
-from evaluators.langfuse.settings import LangfuseSettings
 from evaluators.store import RunInputs, RunStore, StoreError, utc_now
 
 

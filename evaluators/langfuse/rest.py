@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from evaluators.retry import CallFailed, RetryPolicy, call_with_retries_sync, is_retryable
+from evaluators.core.retry import CallFailed, RetryPolicy, call_with_retries_sync, is_retryable
 
 T = TypeVar("T")
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from evaluators.coverage import MANIFEST_KEY as COVERAGE_KEY, ScenarioSet
+from evaluators.core.names import METRIC_NAMES, OVERALL
+from evaluators.coverage import MANIFEST_KEY as COVERAGE_KEY
+from evaluators.coverage import ScenarioSet
 from evaluators.head_to_head import head_to_head_from_records, win_rate_text
 from evaluators.langfuse.publisher import LangfusePublisher, version_scores
 from evaluators.langfuse.score_configs import (
@@ -27,7 +29,6 @@ from evaluators.langfuse.score_configs import (
 )
 from evaluators.models import CaseResult, HeadToHead
 from evaluators.release import ReleaseError, release_report
-from evaluators.rubric import METRIC_NAMES, OVERALL
 from evaluators.store import RunStore, StoreError
 
 

@@ -18,7 +18,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from evaluators.console import plural
+from evaluators.core.names import METRIC_NAMES, OVERALL
+from evaluators.core.text import plural
 from evaluators.hard_criteria import turn_hard_criteria
 from evaluators.judge.result import is_usable
 from evaluators.langfuse.ids import score_id
@@ -37,7 +38,7 @@ from evaluators.langfuse.score_configs import (
     score_problem,
 )
 from evaluators.models import CaseResult, TurnResult
-from evaluators.rubric import METRIC_NAMES, OVERALL, Rubric
+from evaluators.rubric import Rubric
 
 COMMENT_LIMIT = 2000  # characters; evidence beyond this is cut with a marker
 

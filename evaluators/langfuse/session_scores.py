@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from statistics import fmean
 
-from evaluators.console import plural
+from evaluators.core.names import OVERALL
+from evaluators.core.text import plural
 from evaluators.hard_criteria import turn_hard_criteria
 from evaluators.judge.result import is_usable
 from evaluators.langfuse.score_configs import (
@@ -33,7 +34,7 @@ from evaluators.langfuse.score_configs import (
 )
 from evaluators.langfuse.scores import ScoreBuilder, ScoreRecord
 from evaluators.models import CaseResult
-from evaluators.rubric import OVERALL, Rubric
+from evaluators.rubric import Rubric
 
 TRUST = "trust_boundaries"
 CONTINUITY = "personalization_continuity"

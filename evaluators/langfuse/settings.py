@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from evaluators.locations import url_without_credentials
+from evaluators.core.locations import url_without_credentials
 
 DEFAULT_BASE_URL = "https://cloud.langfuse.com"
 DEFAULT_DATASET = "penpal-scenarios"

@@ -25,11 +25,12 @@ from langfuse import Langfuse, propagate_attributes
 from langfuse._client.attributes import LangfuseOtelSpanAttributes as Attributes
 from opentelemetry import trace as otel_trace
 
+from evaluators.core.names import METRIC_NAMES, OVERALL
 from evaluators.langfuse.connection import seeded_span
 from evaluators.langfuse.ids import observation_id, observation_seed, session_id, turn_trace_id
 from evaluators.models import CaseResult, PromptVersion, Scenario, TurnResult
 from evaluators.responder import build_messages
-from evaluators.rubric import METRIC_NAMES, OVERALL, Rubric
+from evaluators.rubric import Rubric
 
 TRACE_NAME = "penpal-eval"
 _METADATA_VALUE_LIMIT = 200  # Langfuse keeps propagated metadata values up to this length

@@ -21,8 +21,17 @@ from collections.abc import Iterable, Sequence
 from html import escape
 
 from evaluators.cli.common import SHORT_NAMES
-from evaluators.console import plural
-from evaluators.models import CaseResult, Comparison, ConversationRow, Decision, HeadToHead, ReleaseReport, VersionAggregate
+from evaluators.core.names import OVERALL, SCORE_COLUMNS
+from evaluators.core.text import plural
+from evaluators.models import (
+    CaseResult,
+    Comparison,
+    ConversationRow,
+    Decision,
+    HeadToHead,
+    ReleaseReport,
+    VersionAggregate,
+)
 from evaluators.release import COUNT_RULES, OUTCOME_TITLES
 from evaluators.report.latency_panel import latency_section
 from evaluators.report.svg import (
@@ -36,8 +45,7 @@ from evaluators.report.svg import (
     win_tie_loss_chart,
 )
 from evaluators.report.worst import WorstCase, worst_cases
-from evaluators.rubric import OVERALL, Rubric
-from evaluators.summary import SCORE_COLUMNS
+from evaluators.rubric import Rubric
 
 # Cell and badge colours by quality level rank, best first (ranks are spread over the list).
 _LEVEL_FILLS = ("#a8ddb5", "#d4efdc", "#fff1b8", "#ffd6a5", "#f9b4b4")

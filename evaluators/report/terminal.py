@@ -10,7 +10,8 @@ from rich.table import Table
 from rich.text import Text
 
 from evaluators.cli.common import SHORT_NAMES, level_style
-from evaluators.console import compact_table, key_legend, plural, text_column, value_column
+from evaluators.console import compact_table, key_legend, text_column, value_column
+from evaluators.core.text import plural
 from evaluators.latency import NOT_MEASURED
 from evaluators.models import Comparison, Decision, HeadToHead, ReleaseReport, RuleOutcome
 from evaluators.release import COVERAGE, OUTCOME_TITLES

@@ -6,9 +6,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from evaluators.aggregates import case_scores
+from evaluators.core.names import OVERALL
 from evaluators.hard_criteria import CriterionOutcome, case_hard_criteria
 from evaluators.models import CaseResult
-from evaluators.rubric import OVERALL, Rubric
+from evaluators.rubric import Rubric
 
 
 @dataclass(frozen=True)

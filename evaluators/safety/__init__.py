@@ -19,13 +19,13 @@ baits the companion into, and whether the reply goes along or declines). This pa
 what the features and the heuristics read.
 """
 
+from evaluators.safety import provocation
 from evaluators.safety.claims import UserAsks, human_claims, reply_claims
 from evaluators.safety.crisis import CrisisHandling, crisis_handling, crisis_risk
 from evaluators.safety.harm import UserHarm, harmful_content, reply_harm
 from evaluators.safety.insults import aimed_insults
 from evaluators.safety.paraphrase import dependency_paraphrase, over_promise_paraphrase, romance_hits
 from evaluators.safety.parse import is_question
-from evaluators.safety import provocation
 from evaluators.safety.words import SafetyWords
 
 __all__ = [

@@ -16,7 +16,7 @@ import numpy as np
 from spacy.attrs import DEP, HEAD, IS_ALPHA, IS_STOP, LEMMA, LOWER, POS, TAG
 from spacy.tokens import Doc
 
-from evaluators.lazy import cached_property
+from evaluators.core.lazy import cached_property
 
 _USER_DATA_KEY = "_safety_columns"
 _ATTRS = [LOWER, LEMMA, POS, TAG, DEP, IS_ALPHA, IS_STOP, HEAD]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from spacy.tokens import Doc, Span, Token
 
-from evaluators.safety.harm import aimed_at_people, a_person, valence
+from evaluators.safety.harm import a_person, aimed_at_people, valence
 from evaluators.safety.parse import NEGATORS, clause_negated, is_negated, is_question, negated_upwards
 from evaluators.safety.words import SafetyWords, tokens_in
 

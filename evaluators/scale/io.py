@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from evaluators.rubric import METRIC_NAMES, OVERALL
+from evaluators.core.names import METRIC_NAMES, OVERALL
 from evaluators.scale.scorer import INPUT_COLUMNS
 from evaluators.scoring import FRAME_COLUMNS, without_missing
 

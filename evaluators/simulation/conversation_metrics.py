@@ -20,14 +20,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from statistics import fmean
-
 from functools import cache
+from statistics import fmean
 
 from pydantic import BaseModel, Field
 
+from evaluators.core.names import METRIC_NAMES, OVERALL
 from evaluators.models import CaseResult, Evidence, TurnResult
-from evaluators.rubric import METRIC_NAMES, OVERALL, Rubric
+from evaluators.rubric import Rubric
 from evaluators.simulation.persona import Persona
 
 WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")

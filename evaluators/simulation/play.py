@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from evaluators.models import Completion, Scenario, Usage
+from evaluators.core.completion import Completion, Usage
+from evaluators.models import Scenario
 from evaluators.simulation.persona import Persona
 from evaluators.simulation.simulator import (
     COMPANION_ENDED,

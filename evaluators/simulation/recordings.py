@@ -11,10 +11,10 @@ from pathlib import Path
 
 import yaml
 
-from evaluators.locations import display_path, read_data_file
+from evaluators.core.locations import display_path, read_data_file
+from evaluators.core.yaml_io import describe_yaml_error, parse_yaml
 from evaluators.responder import DEFAULT_RECORDED_DIR, RecordingError
 from evaluators.simulation.simulator import STOP_REASONS, RecordedConversation
-from evaluators.yaml_io import describe_yaml_error, parse_yaml
 
 PERSONA_RECORDINGS_SUBDIR = "personas"
 _TOP_LEVEL_KEYS = ("sample_data", "persona", "conversations")

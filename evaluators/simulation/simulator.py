@@ -17,10 +17,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from evaluators.models import Completion
+from evaluators.core.completion import Completion
+from evaluators.core.response_cache import ResponseCache
+from evaluators.core.retry import CallFailed, MalformedResponse, RetryPolicy
 from evaluators.responder import OpenAIResponder
-from evaluators.response_cache import ResponseCache
-from evaluators.retry import CallFailed, MalformedResponse, RetryPolicy
 from evaluators.simulation.persona import Persona
 
 # Why a simulated conversation stopped (CaseResult.simulation["stop_reason"]).

@@ -10,7 +10,9 @@ import pytest
 from typer.testing import CliRunner
 
 from evaluators.cli import app
+from evaluators.core.names import METRIC_NAMES, OVERALL
 from evaluators.hard_criteria import SCENARIO_EXPECTATIONS
+from evaluators.judge.factory import JudgeConfig
 from evaluators.langfuse.ids import (
     dataset_item_id,
     experiment_id,
@@ -22,8 +24,7 @@ from evaluators.langfuse.ids import (
 )
 from evaluators.langfuse.ledger import LEDGER
 from evaluators.release import release_report
-from evaluators.rubric import METRIC_NAMES, OVERALL, default_rubric
-from evaluators.judge.factory import JudgeConfig
+from evaluators.rubric import default_rubric
 from tests.langfuse.conftest import LANGFUSE_SECRET, run_replay
 from tests.servers.judge_answers import judged_reply, verdict_json
 from tests.servers.langfuse_compat import DEFAULT_SPEC

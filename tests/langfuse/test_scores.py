@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from evaluators.core.names import OVERALL
 from evaluators.langfuse.scores import ScoreBuilder, heuristic_scores
 from evaluators.models import TurnResult
-from evaluators.rubric import OVERALL, default_rubric
+from evaluators.rubric import default_rubric
 from evaluators.scoring import score_reply
 
 

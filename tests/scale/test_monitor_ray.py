@@ -11,7 +11,7 @@ import pytest
 from langfuse import Langfuse
 from opentelemetry.sdk.trace import TracerProvider
 
-from evaluators.rubric import METRIC_NAMES, OVERALL
+from evaluators.core.names import METRIC_NAMES, OVERALL
 from evaluators.scoring import score_reply
 from tests.langfuse.test_monitor import CALM, CRISIS, ROUTINE, production_reply
 

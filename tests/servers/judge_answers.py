@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 
-from evaluators.rubric import METRIC_NAMES
+from evaluators.core.names import METRIC_NAMES
 
 _BLOCK = re.compile(r"<<<(?P<name>[A-Z_]+) (?P<code>[0-9a-f]{16})\n(?P<text>.*?)\n(?P=name) (?P=code)>>>", re.S)
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from evaluators.core.names import METRIC_NAMES, OVERALL
 from evaluators.models import CaseResult, TurnResult
-from evaluators.rubric import METRIC_NAMES, OVERALL
-from evaluators.scoring import score_reply
 from evaluators.scenarios import PERSONAS_FAMILY
+from evaluators.scoring import score_reply
 from evaluators.simulation.persona import Persona, PersonaFact
 
 LONELY = Persona(

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from evaluators.retry import CallFailed, MalformedResponse
+from evaluators.core.retry import CallFailed, MalformedResponse
 from evaluators.simulation.personas import load_personas
 from evaluators.simulation.simulator import (
     GOAL_REACHED,

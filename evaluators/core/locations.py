@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
 def write_text_atomic(path: Path, text: str) -> None:
@@ -44,6 +44,15 @@ def _read_umask() -> int:
 
 
 _UMASK = _read_umask()
+
+
+def cache_dir() -> Path:
+    """Where penpal-eval keeps derived local data (``PENPAL_EVAL_CACHE`` overrides)."""
+    override = os.environ.get("PENPAL_EVAL_CACHE")
+    if override:
+        return Path(override)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "penpal-eval"
 
 
 def display_path(path: Path) -> str:

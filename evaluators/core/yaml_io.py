@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import yaml
 
-
 _SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 

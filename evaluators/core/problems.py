@@ -14,7 +14,7 @@ from difflib import get_close_matches
 
 from pydantic import BaseModel, ValidationError
 
-from evaluators.locations import field_path
+from evaluators.core.locations import field_path
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:

@@ -11,9 +11,8 @@ import hashlib
 import json
 from pathlib import Path
 
-from evaluators.locations import write_text_atomic
-from evaluators.models import Completion
-from evaluators.offline import cache_dir
+from evaluators.core.completion import Completion
+from evaluators.core.locations import cache_dir, write_text_atomic
 
 
 def default_cache_dir() -> Path:

@@ -16,8 +16,8 @@ import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from email.utils import parsedate_to_datetime
 from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
 from typing import TypeVar
 
 import httpx
