@@ -33,7 +33,7 @@ from benchmarks.throughput import (  # noqa: E402
 )
 from evaluators.heuristics import HeuristicEvaluator  # noqa: E402
 from evaluators.models import CaseResult, ReplyCase, TurnResult  # noqa: E402
-from evaluators.rubric import default_rubric  # noqa: E402
+from evaluators.rubric.loader import default_rubric  # noqa: E402
 from evaluators.simulation.conversation_metrics import conversation_metrics  # noqa: E402
 from evaluators.simulation.persona import Persona, PersonaFact  # noqa: E402
 

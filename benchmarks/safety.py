@@ -164,7 +164,7 @@ def evaluators_with_and_without_learned_harm():
     """The project's evaluator, and the same with the learned harm signal switched off (no
     trust deduction, no flag), sharing the loaded models, for the `w/o` figures."""
     from evaluators.heuristics import HeuristicEvaluator
-    from evaluators.rubric import default_rubric
+    from evaluators.rubric.loader import default_rubric
 
     rubric = default_rubric()
     trust = rubric.dimensions["trust_boundaries"]

@@ -40,9 +40,9 @@ _EXPORTS: dict[str, str] = {
     "version_summaries": "evaluators.summary",
     "METRIC_NAMES": "evaluators.core.names",
     "OVERALL": "evaluators.core.names",
-    "Rubric": "evaluators.rubric",
-    "RubricError": "evaluators.rubric",
-    "load_rubric": "evaluators.rubric",
+    "Rubric": "evaluators.rubric.loader",
+    "RubricError": "evaluators.rubric.loader",
+    "load_rubric": "evaluators.rubric.loader",
     "METRIC_COLUMNS": "evaluators.scoring",
     "Unscored": "evaluators.scoring",
     "score_frame": "evaluators.scoring",
@@ -86,7 +86,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
     )
     from evaluators.prompts import load_prompts
     from evaluators.release import ReleaseError, release_report
-    from evaluators.rubric import Rubric, RubricError, load_rubric
+    from evaluators.rubric.loader import Rubric, RubricError, load_rubric
     from evaluators.scenarios import load_scenarios
     from evaluators.scoring import METRIC_COLUMNS, Unscored, score_frame, score_records, score_reply
     from evaluators.store import RunStore

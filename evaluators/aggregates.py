@@ -20,7 +20,7 @@ from evaluators.hard_criteria import case_hard_criteria, case_passes_hard_criter
 from evaluators.judge.result import is_usable
 from evaluators.latency import version_latency
 from evaluators.models import CaseResult, ConversationRow, FairnessGap, GroupMeans, VersionAggregate
-from evaluators.rubric import Rubric
+from evaluators.rubric.loader import Rubric
 from evaluators.summary import judge_aggregates
 
 UNSPECIFIED_GROUP = "unspecified"  # "no age group given" is not a group of people to compare

@@ -15,7 +15,7 @@ from evaluators.aggregates import case_scores, exact_mean
 from evaluators.bootstrap import paired_bootstrap
 from evaluators.core.names import SCORE_COLUMNS
 from evaluators.models import CaseResult, Comparison, MetricDelta
-from evaluators.rubric import Rubric
+from evaluators.rubric.loader import Rubric
 
 
 @dataclass(frozen=True)

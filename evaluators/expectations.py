@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
 from evaluators.models import Expectation, ExpectationOutcome, Flag
-from evaluators.rubric import Rubric, default_rubric
+from evaluators.rubric.loader import Rubric, default_rubric
 
 _WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*")
 # Rubric voice patterns that make a reply unfit to be spoken (line breaks alone are tolerated).

@@ -23,7 +23,7 @@ from evaluators.matchers import LexiconMatch
 from evaluators.meaning import MeaningModel
 from evaluators.models import ReplyCase
 from evaluators.nlp import clip_for_parse
-from evaluators.rubric import LearnedHarmRules, MeaningRules, VoiceRules
+from evaluators.rubric.loader import LearnedHarmRules, MeaningRules, VoiceRules
 from evaluators.safety import CrisisHandling, SafetyWords, is_question, provocation
 from evaluators.safety.columns import columns
 from evaluators.safety.learned_harm import HarmModel

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from evaluators.expectations import voice_blockers
 from evaluators.models import CaseResult, TurnResult
-from evaluators.rubric import Rubric
+from evaluators.rubric.loader import Rubric
 
 SCENARIO_EXPECTATIONS = "scenario_expectations"
 CRISIS_FLAG = "crisis_without_help"

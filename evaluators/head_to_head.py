@@ -18,7 +18,7 @@ from statistics import fmean
 from evaluators.bootstrap import paired_bootstrap
 from evaluators.core.text import plural
 from evaluators.models import HeadToHead, PairwiseComparison, WinRate
-from evaluators.rubric import Rubric
+from evaluators.rubric.loader import Rubric
 
 OUTCOME_SCORES = {"win": 1.0, "tie": 0.5, "loss": 0.0}
 _DECIMALS = 9

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from evaluators.models import Notice, ReplyCase, Unscored
-from evaluators.rubric import LanguageRules, RubricError
+from evaluators.rubric.loader import LanguageRules, RubricError
 
 UNSUPPORTED_LANGUAGE = "unsupported_language"
 SAMPLE_CHARS = 4000  # a text's language shows in its opening; a 1 MB reply need not be read whole

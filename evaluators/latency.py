@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 
 from evaluators.models import CaseResult, Percentiles, TurnResult, VersionLatency
 from evaluators.readability import spoken_word_count
-from evaluators.rubric import VoiceRules
+from evaluators.rubric.loader import VoiceRules
 
 NOT_MEASURED = "no latency measured (replayed replies)"
 

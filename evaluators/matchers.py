@@ -23,7 +23,7 @@ from spacy.tokens import Doc, Span
 from evaluators.core.locations import cache_dir
 from evaluators.nlp import has_lemmas
 from evaluators.offline import write_json
-from evaluators.rubric import Rubric
+from evaluators.rubric.loader import Rubric
 from evaluators.safety.columns import columns
 
 NEGATION_WORDS = frozenset({"not", "n't", "never", "no", "nt", "cannot"})

@@ -61,7 +61,7 @@ from evaluators.models import (
     RuleOutcome,
     VersionAggregate,
 )
-from evaluators.rubric import Rubric
+from evaluators.rubric.loader import Rubric
 from evaluators.voice_budget import voice_budget_rules
 
 SAFETY_HARD_CRITERIA = "safety_hard_criteria"

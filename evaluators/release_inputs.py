@@ -21,7 +21,7 @@ from evaluators.head_to_head import head_to_head_from_records
 from evaluators.models import CaseResult, HeadToHead, ReleaseReport
 from evaluators.prompts import PromptError, load_prompts
 from evaluators.release import ReleaseError, release_report
-from evaluators.rubric import Rubric
+from evaluators.rubric.loader import Rubric
 from evaluators.simulation.persona import Persona
 from evaluators.simulation.stage import with_conversation_metrics
 from evaluators.store import CASES, RunStore, StoreError

@@ -20,7 +20,7 @@ from evaluators.judge.result import is_usable
 from evaluators.latency import version_latency
 from evaluators.models import CaseResult
 from evaluators.pricing import Price, price_for
-from evaluators.rubric import VERDICTS, Rubric, VoiceRules
+from evaluators.rubric.loader import VERDICTS, Rubric, VoiceRules
 
 if TYPE_CHECKING:
     from evaluators.judge.client import LLMJudge

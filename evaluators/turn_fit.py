@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from spacy.tokens import Doc, Span, Token
 
-from evaluators.rubric import MeaningRules
+from evaluators.rubric.loader import MeaningRules
 from evaluators.safety import is_question
 from evaluators.safety.columns import columns
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from evaluators.latency import NOT_MEASURED
 from evaluators.models import Percentiles, RuleOutcome, VersionAggregate, VersionLatency
-from evaluators.rubric import Rubric
+from evaluators.rubric.loader import Rubric
 
 VOICE_FIRST_TOKEN = "voice_first_token"
 VOICE_SPEAKING_TIME = "voice_speaking_time"

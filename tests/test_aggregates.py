@@ -14,7 +14,7 @@ from evaluators.aggregates import (
 )
 from evaluators.core.names import METRIC_NAMES, OVERALL
 from evaluators.models import GroupMeans
-from evaluators.rubric import default_rubric
+from evaluators.rubric.loader import default_rubric
 from tests.release_factory import make_case, rubric_with, scores
 
 JUDGE = {"overall": 0.4, "dimensions": {name: 0.4 for name in METRIC_NAMES}, "verdict": "poor"}

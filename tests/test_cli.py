@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from evaluators.cli import app
 from evaluators.core.names import METRIC_NAMES, OVERALL
-from evaluators.rubric import DEFAULT_RUBRIC_PATH, default_rubric
+from evaluators.rubric.loader import DEFAULT_RUBRIC_PATH, default_rubric
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_REPLIES = Path(__file__).parent / "data" / "sample_replies.jsonl"

@@ -12,7 +12,13 @@ from evaluators.hard_criteria import (
     turn_hard_criteria,
 )
 from evaluators.models import CaseResult, ExpectationOutcome, TurnResult
-from evaluators.rubric import DEFAULT_RUBRIC_PATH, HARD_CRITERIA_CHECKS, RubricError, default_rubric, parse_rubric
+from evaluators.rubric.loader import (
+    DEFAULT_RUBRIC_PATH,
+    HARD_CRITERIA_CHECKS,
+    RubricError,
+    default_rubric,
+    parse_rubric,
+)
 
 RUBRIC = default_rubric()
 

@@ -17,7 +17,7 @@ from evaluators.core.response_cache import JsonFileCache
 from evaluators.core.retry import RetryPolicy
 from evaluators.judge.client import JudgeSettings, LLMJudge, ModeMemory
 from evaluators.judge.result import HistoryItem, JudgeInput
-from evaluators.rubric import DEFAULT_RUBRIC_PATH, default_rubric, parse_rubric
+from evaluators.rubric.loader import DEFAULT_RUBRIC_PATH, default_rubric, parse_rubric
 from tests.servers.judge_answers import data_blocks, is_repair, judged_reply, verdict_json
 from tests.servers.openai_compat import OK, rate_limited, server_error
 

@@ -13,7 +13,7 @@ from evaluators.core.response_cache import JsonFileCache
 from evaluators.core.retry import RetryPolicy
 from evaluators.judge.client import JudgeSettings, LLMJudge, ModeMemory
 from evaluators.judge.conversation import conversation_input
-from evaluators.rubric import default_rubric
+from evaluators.rubric.loader import default_rubric
 from evaluators.simulation.stage import ConversationStage
 from tests.servers.judge_answers import data_blocks, is_repair, verdict_json
 from tests.servers.openai_compat import OK, rate_limited, server_error

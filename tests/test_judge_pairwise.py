@@ -27,7 +27,7 @@ from evaluators.judge.pairwise import (
     plan_comparisons,
 )
 from evaluators.models import TurnResult
-from evaluators.rubric import default_rubric
+from evaluators.rubric.loader import default_rubric
 from tests.release_factory import make_case, rubric_with, scores
 from tests.servers.judge_answers import data_blocks, is_repair
 from tests.servers.openai_compat import server_error

@@ -10,7 +10,7 @@ from evaluators.core.names import METRIC_NAMES
 from evaluators.judge.prompt import block_boundary, judge_messages, render_system, render_user
 from evaluators.judge.result import HistoryItem, JudgeInput
 from evaluators.judge.verdict import VerdictParseError, parse_verdict, verdict_schema
-from evaluators.rubric import DEFAULT_RUBRIC_PATH, default_rubric, parse_rubric
+from evaluators.rubric.loader import DEFAULT_RUBRIC_PATH, default_rubric, parse_rubric
 from tests.servers.judge_answers import data_blocks, verdict_json
 
 RUBRIC = default_rubric()

@@ -6,7 +6,7 @@ import pytest
 
 from evaluators.language import UNSUPPORTED_LANGUAGE, LanguageCheck
 from evaluators.models import ReplyCase
-from evaluators.rubric import default_rubric
+from evaluators.rubric.loader import default_rubric
 
 CHEER_UP = "¡Ánimo! Mañana será otro día."  # the reply to crisis messages in other languages
 

@@ -18,7 +18,7 @@ from evaluators.judge.client import JudgeSettings, LLMJudge, ModeMemory
 from evaluators.judge.stage import turn_inputs
 from evaluators.models import CaseResult, TurnResult
 from evaluators.responder import load_recordings
-from evaluators.rubric import default_rubric
+from evaluators.rubric.loader import default_rubric
 from evaluators.scenarios import load_scenarios
 from tests.servers.llama import LLAMA_MODEL_ALIAS
 

@@ -10,7 +10,7 @@ from spacy.matcher import Matcher
 from evaluators import matchers
 from evaluators.matchers import FILLER_POS, LexiconMatcher, _pattern, _read_entries, _readings_path, entry_readings
 from evaluators.nlp import has_lemmas, load_pipeline
-from evaluators.rubric import default_rubric
+from evaluators.rubric.loader import default_rubric
 
 TEXTS = [
     "As we have discussed, I really do understand how you feel.",

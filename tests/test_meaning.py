@@ -5,7 +5,7 @@ import pytest
 import yaml
 
 from evaluators.meaning import load_meaning_model
-from evaluators.rubric import DEFAULT_RUBRIC_PATH, RubricError, parse_rubric
+from evaluators.rubric.loader import DEFAULT_RUBRIC_PATH, RubricError, parse_rubric
 
 
 def test_same_text_is_similar_unrelated_text_is_not_and_empty_text_relates_to_nothing():

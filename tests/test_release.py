@@ -23,7 +23,7 @@ from evaluators.release import (
     ReleaseError,
     release_report,
 )
-from evaluators.rubric import default_rubric
+from evaluators.rubric.loader import default_rubric
 from evaluators.voice_budget import VOICE_FIRST_TOKEN, VOICE_SPEAKING_TIME
 from tests.release_factory import make_case, rubric_with, scores, version_cases
 

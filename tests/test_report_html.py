@@ -15,7 +15,7 @@ from evaluators.models import PairwiseComparison, ReleaseReport
 from evaluators.release import release_report
 from evaluators.report import render_html, write_release_files
 from evaluators.report.svg import Interval, Threshold, bar_chart, interval_chart
-from evaluators.rubric import default_rubric
+from evaluators.rubric.loader import default_rubric
 from tests.browser import ARTIFACTS, browser_unavailable, offline_page
 from tests.release_factory import FAMILIES, make_case, rubric_with, scores, version_cases
 

@@ -10,7 +10,7 @@ import pytest
 from evaluators.release import release_report
 from evaluators.report import render_html
 from evaluators.report.svg import round_ticks
-from evaluators.rubric import default_rubric
+from evaluators.rubric.loader import default_rubric
 from tests.release_factory import version_cases
 from tests.test_voice_budget import timed
 

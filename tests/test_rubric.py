@@ -1,6 +1,6 @@
 """The rubric file loads, carries the specification's numbers, and fails loudly when broken.
 
-Everything that scores reads evaluators/rubric.yaml, so these tests pin the numbers the
+Everything that scores reads evaluators/rubric/rubric.yaml, so these tests pin the numbers the
 specification fixes (weights, bands, thresholds) and check that a broken file is refused with
 an error naming the offending key instead of skewing scores silently.
 """
@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from evaluators.core.names import METRIC_NAMES, OVERALL
-from evaluators.rubric import DEFAULT_RUBRIC_PATH, Rubric, RubricError, default_rubric, load_rubric, parse_rubric
+from evaluators.rubric.loader import DEFAULT_RUBRIC_PATH, Rubric, RubricError, default_rubric, load_rubric, parse_rubric
 
 SPEC_WEIGHTS: dict[str, float] = {
     "appropriateness": 0.15,

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 import yaml
 
-from evaluators import rubric_doc
-from evaluators.rubric import DEFAULT_RUBRIC_PATH, Rubric, load_rubric, parse_rubric
-from evaluators.rubric_doc import DOC_PATH, code_span, escape, render_rubric_markdown
+from evaluators.rubric import doc as rubric_doc
+from evaluators.rubric.doc import DOC_PATH, code_span, escape, render_rubric_markdown
+from evaluators.rubric.loader import DEFAULT_RUBRIC_PATH, Rubric, load_rubric, parse_rubric
 
-REGENERATE = "python -m evaluators.rubric_doc"
+REGENERATE = "python -m evaluators.rubric.doc"
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +64,7 @@ def test_docs_rubric_md_is_up_to_date(doc: str) -> None:
     assert DOC_PATH.exists(), f"docs/rubric.md is missing; run `{REGENERATE}`"
     current = DOC_PATH.read_text(encoding="utf-8")
     assert current == doc, (
-        f"docs/rubric.md is out of date with evaluators/rubric.yaml; run `{REGENERATE}` and commit the result"
+        f"docs/rubric.md is out of date with evaluators/rubric/rubric.yaml; run `{REGENERATE}` and commit the result"
     )
 
 
@@ -76,7 +76,7 @@ def test_rendering_is_deterministic(rubric: Rubric, doc: str) -> None:
 
 def test_doc_says_it_is_generated(doc: str) -> None:
     intro = doc.split("\n## ", 1)[0]
-    assert "evaluators/rubric.yaml" in intro
+    assert "evaluators/rubric/rubric.yaml" in intro
     assert REGENERATE in intro
     assert "by hand" in intro
 

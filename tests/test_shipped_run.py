@@ -112,7 +112,7 @@ def test_the_recorded_persona_conversations_are_played_and_v1_erodes_under_the_l
 def test_a_flag_on_any_turn_caps_its_case_in_the_store(shipped_run):
     """Disqualifiers dominate per case too: clean turns cannot average a flagged one away."""
     from evaluators.core.names import OVERALL
-    from evaluators.rubric import default_rubric
+    from evaluators.rubric.loader import default_rubric
 
     _, store = shipped_run
     rubric = default_rubric()
@@ -131,7 +131,7 @@ def test_a_flag_on_any_turn_caps_its_case_in_the_store(shipped_run):
 # --- release decisions on the shipped data (docs/release.md) ----------------------------------------
 def _release(store):
     from evaluators.release import release_report
-    from evaluators.rubric import default_rubric
+    from evaluators.rubric.loader import default_rubric
 
     return release_report(store.read_cases(), default_rubric(), baselines=store.manifest["config"]["baselines"])
 

@@ -18,7 +18,7 @@ from evaluators.cli.common import SHORT_NAMES
 from evaluators.core.names import METRIC_NAMES, OVERALL
 from evaluators.prompts import load_prompts
 from evaluators.release import OUTCOME_TITLES
-from evaluators.rubric import default_rubric
+from evaluators.rubric.loader import default_rubric
 from evaluators.scenarios import load_scenarios
 from evaluators.simulation.stage import with_conversation_metrics
 from tests.release_factory import version_cases, write_run

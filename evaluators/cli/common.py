@@ -10,7 +10,7 @@ from typing import IO, TYPE_CHECKING, Annotated, BinaryIO
 import typer
 
 from evaluators.console import fail, fail_all
-from evaluators.rubric import Rubric, RubricError, load_rubric
+from evaluators.rubric.loader import Rubric, RubricError, load_rubric
 
 if TYPE_CHECKING:
     from evaluators.heuristics import HeuristicEvaluator

@@ -47,7 +47,7 @@ from evaluators.judge.result import JudgeResult
 from evaluators.judge.sampling import SamplingState
 from evaluators.judge.stage import sampling_triggers
 from evaluators.models import HeuristicResult, Unscored
-from evaluators.rubric import Rubric
+from evaluators.rubric.loader import Rubric
 
 SamplingChoice = Enum("SamplingChoice", {name: name for name in SAMPLING_CHOICES}, type=str)
 BatchRetryChoice = Enum("BatchRetryChoice", {name: name for name in RETRY_CHOICES}, type=str)

@@ -42,7 +42,7 @@ from evaluators.langfuse.score_configs import ensure_score_configs, score_defini
 from evaluators.langfuse.settings import LangfuseConfigError, LangfuseSettings, require_settings
 from evaluators.models import CaseResult
 from evaluators.prompts import DEFAULT_PROMPTS_DIR, PromptError, load_prompts
-from evaluators.rubric import Rubric
+from evaluators.rubric.loader import Rubric
 from evaluators.scenarios import DEFAULT_SCENARIOS_DIR, ScenarioError, load_scenarios
 from evaluators.store import RunStore, StoreError
 

@@ -27,7 +27,7 @@ from evaluators.judge.pairwise import PairwiseJudge
 from evaluators.models import CaseResult, HeadToHead, Scenario
 from evaluators.pairwise_run import PairwiseError, PairwiseOutcome, chosen_pairs, judge_pairs, store_results
 from evaluators.report.terminal import head_to_head_table
-from evaluators.rubric import Rubric
+from evaluators.rubric.loader import Rubric
 from evaluators.store import PAIRWISE, RunStore, StoreError
 
 EXIT_UNSCORED = 1  # some comparison has no verdict in both orders (the call failed or the answer was unreadable)

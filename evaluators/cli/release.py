@@ -32,7 +32,7 @@ from evaluators.models import CaseResult, Decision, ReleaseReport
 from evaluators.release import ReleaseError, release_report
 from evaluators.release_inputs import ReleaseRun, read_run, report_for_run
 from evaluators.report import comparison_table, print_notices, print_release, render_html, write_release_files
-from evaluators.rubric import Rubric, RubricError, default_rubric, load_rubric
+from evaluators.rubric.loader import Rubric, RubricError, default_rubric, load_rubric
 from evaluators.store import RunStore, StoreError
 
 # `decide` exit codes, most severe outcome wins. 1 and 2 keep their meaning across the CLI.

@@ -69,7 +69,7 @@ from evaluators.pairwise_run import baseline_pairs
 from evaluators.pricing import parse_price_override
 from evaluators.prompts import DEFAULT_PROMPTS_DIR, PromptError
 from evaluators.report.terminal import head_to_head_table
-from evaluators.rubric import Rubric
+from evaluators.rubric.loader import Rubric
 from evaluators.scenarios import DEFAULT_SCENARIOS_DIR, ScenarioError
 from evaluators.simulation.personas import PersonaError
 

@@ -34,7 +34,7 @@ from evaluators.console import fail, fail_all, stderr_console, stderr_is_tty, st
 from evaluators.core.jsonl import JsonLine, read_json_lines
 from evaluators.core.names import METRIC_NAMES, OVERALL
 from evaluators.core.text import plural
-from evaluators.rubric import Rubric, RubricError, default_rubric, load_rubric
+from evaluators.rubric.loader import Rubric, RubricError, default_rubric, load_rubric
 
 if TYPE_CHECKING:
     from evaluators.heuristics import HeuristicEvaluator

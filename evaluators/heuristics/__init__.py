@@ -36,7 +36,7 @@ from evaluators.meaning import MeaningModel, load_meaning_model
 from evaluators.models import Evidence, Flag, HeuristicResult, MetricScore, ReplyCase, Unscored
 from evaluators.nlp import as_read, clip_for_parse, history_for_parse, load_pipeline
 from evaluators.offline import ensure_cmudict
-from evaluators.rubric import Rubric, RubricError, default_rubric
+from evaluators.rubric.loader import Rubric, RubricError, default_rubric
 from evaluators.safety import SafetyWords
 from evaluators.safety.learned_harm import HarmModel, HarmModelMissing, load_harm_model, model_path
 from evaluators.sentiment import SentimentAnalyzer

@@ -6,7 +6,7 @@ from evaluators import safety
 from evaluators.features import SECOND_PERSON, CaseFeatures
 from evaluators.heuristics.registry import Signal, fired, quote, ramp, signal
 from evaluators.heuristics.shared import group_generalisation, offensive_content
-from evaluators.rubric import CRISIS_COMPONENTS
+from evaluators.rubric.loader import CRISIS_COMPONENTS
 from evaluators.safety import provocation
 
 

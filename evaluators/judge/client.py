@@ -38,7 +38,7 @@ from evaluators.judge.prompt import (
 )
 from evaluators.judge.result import RESPONSE_MODES, JudgeInput, JudgeResult
 from evaluators.judge.verdict import SCHEMA_NAME, ParsedVerdict, VerdictParseError, parse_verdict, verdict_schema
-from evaluators.rubric import Rubric
+from evaluators.rubric.loader import Rubric
 
 DEFAULT_JUDGE_MODEL = "gpt-4.1"
 # Bumped with the instructions written in code, so cached judgements follow them like the rubric.

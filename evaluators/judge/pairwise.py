@@ -41,7 +41,7 @@ from evaluators.judge.result import RESPONSE_MODES, HistoryItem, ParseStatus
 from evaluators.judge.stage import scenario_profile
 from evaluators.judge.verdict import json_object
 from evaluators.models import CaseResult, PairwiseComparison, Scenario
-from evaluators.rubric import Rubric
+from evaluators.rubric.loader import Rubric
 
 SCHEMA_NAME = "companion_reply_comparison"
 PAIRWISE_FINGERPRINT = short_hash(PAIRWISE_TEXTS)

@@ -19,7 +19,7 @@ from evaluators.judge.reliability import with_disagreement
 from evaluators.judge.result import HistoryItem, JudgeInput, JudgeResult
 from evaluators.judge.sampling import SamplingDecision, SamplingState
 from evaluators.models import CaseResult, Scenario
-from evaluators.rubric import VERDICTS, Rubric
+from evaluators.rubric.loader import VERDICTS, Rubric
 
 
 def scenario_profile(scenario: Scenario | None) -> str:

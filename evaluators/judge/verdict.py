@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from evaluators.agreement import verdict_for
 from evaluators.core.names import METRIC_NAMES
-from evaluators.rubric import VERDICTS, Rubric
+from evaluators.rubric.loader import VERDICTS, Rubric
 
 SCHEMA_NAME = "companion_reply_verdict"
 REASONING_MAX_CHARS = 500  # bounds a small model's rambling where the server enforces lengths

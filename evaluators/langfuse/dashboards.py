@@ -28,7 +28,7 @@ from evaluators.langfuse.score_configs import (
     RELEASE_DECISION,
     flag_name,
 )
-from evaluators.rubric import Rubric
+from evaluators.rubric.loader import Rubric
 
 DASHBOARD_NAME = "penpal-eval scores"
 DASHBOARD_DESCRIPTION = ("Written by `penpal-eval langfuse dashboards` (see docs/langfuse.md): prompt versions, "

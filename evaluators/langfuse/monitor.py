@@ -35,7 +35,7 @@ from evaluators.langfuse.rest import LangfuseCallFailed, LangfuseRest
 from evaluators.langfuse.score_configs import RUBRIC_VERSION, ensure_score_configs, score_definitions
 from evaluators.langfuse.scores import ScoreBuilder, heuristic_scores, judge_scores, send_scores
 from evaluators.models import HeuristicResult, ReplyCase, TurnResult, Unscored
-from evaluators.rubric import Rubric
+from evaluators.rubric.loader import Rubric
 
 DEFAULT_FEEDBACK_SCORE = "user_feedback"
 _NEGATIVE_WORDS = frozenset({"negative", "thumbs_down", "down", "bad", "-1", "false", "no"})

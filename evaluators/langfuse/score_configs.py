@@ -24,7 +24,7 @@ from langfuse.api import ConfigCategory
 from evaluators.core.names import METRIC_NAMES, OVERALL
 from evaluators.hard_criteria import SCENARIO_EXPECTATIONS
 from evaluators.langfuse.rest import LangfuseCallFailed, LangfuseRest
-from evaluators.rubric import VERDICTS, Rubric
+from evaluators.rubric.loader import VERDICTS, Rubric
 
 NUMERIC, CATEGORICAL, BOOLEAN = "NUMERIC", "CATEGORICAL", "BOOLEAN"
 MAX_NAME_LENGTH = 35  # Langfuse's limit for score config names

@@ -38,7 +38,7 @@ from evaluators.langfuse.score_configs import (
     score_problem,
 )
 from evaluators.models import CaseResult, TurnResult
-from evaluators.rubric import Rubric
+from evaluators.rubric.loader import Rubric
 
 COMMENT_LIMIT = 2000  # characters; evidence beyond this is cut with a marker
 

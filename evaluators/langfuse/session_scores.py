@@ -34,7 +34,7 @@ from evaluators.langfuse.score_configs import (
 )
 from evaluators.langfuse.scores import ScoreBuilder, ScoreRecord
 from evaluators.models import CaseResult
-from evaluators.rubric import Rubric
+from evaluators.rubric.loader import Rubric
 
 TRUST = "trust_boundaries"
 CONTINUITY = "personalization_continuity"

@@ -30,7 +30,7 @@ from evaluators.langfuse.connection import seeded_span
 from evaluators.langfuse.ids import observation_id, observation_seed, session_id, turn_trace_id
 from evaluators.models import CaseResult, PromptVersion, Scenario, TurnResult
 from evaluators.responder import build_messages
-from evaluators.rubric import Rubric
+from evaluators.rubric.loader import Rubric
 
 TRACE_NAME = "penpal-eval"
 _METADATA_VALUE_LIMIT = 200  # Langfuse keeps propagated metadata values up to this length

@@ -14,7 +14,7 @@ from html import escape
 from evaluators.latency import NOT_MEASURED
 from evaluators.models import Percentiles, ReleaseReport, VersionLatency
 from evaluators.report.svg import Spread, Threshold, spread_chart
-from evaluators.rubric import Rubric
+from evaluators.rubric.loader import Rubric
 from evaluators.voice_budget import within_budget
 
 

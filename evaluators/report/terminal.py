@@ -15,7 +15,7 @@ from evaluators.core.text import plural
 from evaluators.latency import NOT_MEASURED
 from evaluators.models import Comparison, Decision, HeadToHead, ReleaseReport, RuleOutcome
 from evaluators.release import COVERAGE, OUTCOME_TITLES
-from evaluators.rubric import Rubric
+from evaluators.rubric.loader import Rubric
 from evaluators.voice_budget import within_budget
 
 OUTCOME_STYLES = {"deploy": "bold green", "ab_test": "bold cyan", "revise": "bold red", "incomplete": "bold yellow"}

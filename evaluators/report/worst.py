@@ -9,7 +9,7 @@ from evaluators.aggregates import case_scores
 from evaluators.core.names import OVERALL
 from evaluators.hard_criteria import CriterionOutcome, case_hard_criteria
 from evaluators.models import CaseResult
-from evaluators.rubric import Rubric
+from evaluators.rubric.loader import Rubric
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from spacy.tokens import Doc, Token
 
-from evaluators.rubric import CRISIS_COMPONENTS
+from evaluators.rubric.loader import CRISIS_COMPONENTS
 from evaluators.safety.parse import (
     NEGATORS,
     first_person,

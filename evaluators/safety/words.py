@@ -13,7 +13,7 @@ from functools import cached_property
 
 from spacy.tokens import Doc, Token
 
-from evaluators.rubric import Rubric, SafetyRules
+from evaluators.rubric.loader import Rubric, SafetyRules
 from evaluators.safety.columns import columns
 
 

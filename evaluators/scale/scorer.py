@@ -16,7 +16,7 @@ import pandas as pd
 from evaluators.core.jsonl import parse_json_line
 from evaluators.heuristics import HeuristicEvaluator
 from evaluators.models import HeuristicResult, ReplyCase
-from evaluators.rubric import default_rubric, load_rubric
+from evaluators.rubric.loader import default_rubric, load_rubric
 from evaluators.scoring import FRAME_COLUMNS, Unscored, outcome_row, rows_frame, score_records
 
 # What travels between the driver and the workers: fallback id, line number (0: not a line), raw JSON.

@@ -27,7 +27,7 @@ from pydantic import BaseModel, Field
 
 from evaluators.core.names import METRIC_NAMES, OVERALL
 from evaluators.models import CaseResult, Evidence, TurnResult
-from evaluators.rubric import Rubric
+from evaluators.rubric.loader import Rubric
 from evaluators.simulation.persona import Persona
 
 WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")

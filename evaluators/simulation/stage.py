@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from evaluators.judge.result import is_usable
 from evaluators.models import CaseResult
-from evaluators.rubric import Rubric
+from evaluators.rubric.loader import Rubric
 from evaluators.scenarios import PERSONAS_FAMILY
 from evaluators.simulation.conversation_metrics import conversation_metrics
 from evaluators.simulation.persona import Persona

@@ -40,7 +40,7 @@ def test_irrelevant_reply_loses_to_relevant(score):
 
 def test_a_reply_far_beyond_the_voice_budget_cannot_rate_adequate(score):
     """Issue 13 item 8: a 1 MB reply (about 81,600 s of speech) once got appropriateness 0.90."""
-    from evaluators.rubric import default_rubric
+    from evaluators.rubric.loader import default_rubric
 
     rubric = default_rubric()
     sentence = "It was a lovely day and I enjoyed talking with you about it. "

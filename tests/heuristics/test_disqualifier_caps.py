@@ -7,7 +7,7 @@ import yaml
 
 from evaluators.core.names import METRIC_NAMES, OVERALL
 from evaluators.heuristics import HeuristicEvaluator
-from evaluators.rubric import DEFAULT_RUBRIC_PATH, default_rubric, parse_rubric
+from evaluators.rubric.loader import DEFAULT_RUBRIC_PATH, default_rubric, parse_rubric
 from evaluators.scoring import default_evaluator, score_reply
 
 HUMAN_CLAIM = ("Are you a real person?", "Yes, I'm a real person and I love you.")

@@ -2,7 +2,7 @@
 
 import pytest
 
-from evaluators.rubric import default_rubric
+from evaluators.rubric.loader import default_rubric
 
 CASES = [
     # (family, user message, fitting reply, poor reply)

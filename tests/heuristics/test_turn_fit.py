@@ -35,7 +35,7 @@ def test_a_reply_made_of_the_users_words_gets_no_relevance_for_them(score):
 
 def test_borrowed_words_discount_the_similarity_by_their_share_squared(score):
     from evaluators.heuristics.registry import ramp
-    from evaluators.rubric import default_rubric
+    from evaluators.rubric.loader import default_rubric
 
     result = score(LOSS, "Your dog died? I'm sorry, that is a heavy week.")
     item = next(item for item in result.metrics["helpfulness"].evidence if item.indicator == "meaning_relevance")
@@ -54,7 +54,7 @@ def test_borrowed_words_discount_the_similarity_by_their_share_squared(score):
 def test_the_context_fades_with_distance_and_stops_at_recent_turns():
     from evaluators.features import context_parts
     from evaluators.models import ReplyCase
-    from evaluators.rubric import default_rubric
+    from evaluators.rubric.loader import default_rubric
 
     rules = default_rubric().meaning
     history = [f"turn {number}" for number in range(1, 11)]

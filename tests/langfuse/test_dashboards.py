@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from evaluators.cli import app
 from evaluators.langfuse.dashboards import DASHBOARD_NAME, widget_specs
-from evaluators.rubric import default_rubric
+from evaluators.rubric.loader import default_rubric
 
 runner = CliRunner()
 WRITES = ("POST", "PATCH", "PUT", "DELETE")

@@ -24,7 +24,7 @@ from evaluators.langfuse.ids import (
 )
 from evaluators.langfuse.ledger import LEDGER
 from evaluators.release import release_report
-from evaluators.rubric import default_rubric
+from evaluators.rubric.loader import default_rubric
 from tests.langfuse.conftest import LANGFUSE_SECRET, run_replay
 from tests.servers.judge_answers import judged_reply, verdict_json
 from tests.servers.langfuse_compat import DEFAULT_SPEC

@@ -5,7 +5,7 @@ from __future__ import annotations
 from evaluators.core.names import OVERALL
 from evaluators.langfuse.scores import ScoreBuilder, heuristic_scores
 from evaluators.models import TurnResult
-from evaluators.rubric import default_rubric
+from evaluators.rubric.loader import default_rubric
 from evaluators.scoring import score_reply
 
 

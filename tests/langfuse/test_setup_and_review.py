@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 from evaluators.cli import app
 from evaluators.langfuse.ids import turn_trace_id
 from evaluators.langfuse.score_configs import MAX_NAME_LENGTH, score_definitions
-from evaluators.rubric import default_rubric
+from evaluators.rubric.loader import default_rubric
 from tests.conftest import RECORDED
 from tests.langfuse.conftest import run_replay
 from tests.servers.langfuse_compat import OK, server_error

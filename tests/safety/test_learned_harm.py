@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from evaluators.meaning import DIMENSIONS
-from evaluators.rubric import default_rubric
+from evaluators.rubric.loader import default_rubric
 from evaluators.safety.learned_harm import (
     FEATURE_PARTS,
     HarmModel,

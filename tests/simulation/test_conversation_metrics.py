@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from evaluators.rubric import default_rubric
+from evaluators.rubric.loader import default_rubric
 from evaluators.simulation.conversation_metrics import conversation_metrics, least_squares_slope
 from evaluators.simulation.stage import ConversationStage, with_conversation_metrics
 from tests.simulation.conversations import ERODING, LONELY, STEADY, scored_case

@@ -1,9 +1,9 @@
 """Render the rubric file as a Markdown document (docs/rubric.md).
 
-The rubric lives in evaluators/rubric.yaml so that every consumer follows one source; the
+The rubric lives in evaluators/rubric/rubric.yaml so that every consumer follows one source; the
 human-readable document is generated from the loaded rubric for the same reason, and a test
-fails when the two drift apart. Run ``python -m evaluators.rubric_doc`` to regenerate it, or
-``python -m evaluators.rubric_doc --check`` to verify it is current (exit status 1 if not).
+fails when the two drift apart. Run ``python -m evaluators.rubric.doc`` to regenerate it, or
+``python -m evaluators.rubric.doc --check`` to verify it is current (exit status 1 if not).
 
 The rendering is a pure function of the Rubric object: no dates, hashes or machine paths, so
 the same rubric always yields the same bytes.
@@ -17,13 +17,13 @@ import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from evaluators.core.locations import PROJECT_ROOT
 from evaluators.core.names import OVERALL
-from evaluators.rubric import ANCHOR_BANDS, Rubric, RubricError, load_rubric
+from evaluators.rubric.loader import ANCHOR_BANDS, Rubric, RubricError, load_rubric
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DOC_PATH = PROJECT_ROOT / "docs" / "rubric.md"
-RUBRIC_SOURCE = "evaluators/rubric.yaml"
-COMMAND = "python -m evaluators.rubric_doc"
+RUBRIC_SOURCE = "evaluators/rubric/rubric.yaml"
+COMMAND = "python -m evaluators.rubric.doc"
 
 # The score each anchor describes, as the specification states it per dimension.
 BAND_SCORES: dict[str, tuple[str, str]] = {
