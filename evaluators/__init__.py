@@ -26,14 +26,14 @@ _EXPORTS: dict[str, str] = {
     "HeuristicResult": "evaluators.models",
     "MetricScore": "evaluators.models",
     "Notice": "evaluators.models",
-    "PromptVersion": "evaluators.models",
+    "PromptVersion": "evaluators.inputs.contracts",
     "ReleaseReport": "evaluators.models",
     "ReplyCase": "evaluators.models",
-    "Scenario": "evaluators.models",
-    "load_prompts": "evaluators.prompts",
+    "Scenario": "evaluators.inputs.contracts",
+    "load_prompts": "evaluators.inputs.prompts",
     "ReleaseError": "evaluators.release",
     "release_report": "evaluators.release",
-    "load_scenarios": "evaluators.scenarios",
+    "load_scenarios": "evaluators.inputs.scenarios",
     "RunStore": "evaluators.store",
     "cases_frame": "evaluators.summary",
     "turns_frame": "evaluators.summary",
@@ -70,6 +70,9 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
     from evaluators.core.names import METRIC_NAMES, OVERALL
     from evaluators.evaluation import RunConfig, run_evaluation
     from evaluators.heuristics import HeuristicEvaluator
+    from evaluators.inputs.contracts import PromptVersion, Scenario
+    from evaluators.inputs.prompts import load_prompts
+    from evaluators.inputs.scenarios import load_scenarios
     from evaluators.judge import JudgeConfig, JudgeInput, JudgeResult, LLMJudge, create_judge
     from evaluators.models import (
         CaseResult,
@@ -79,15 +82,11 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
         HeuristicResult,
         MetricScore,
         Notice,
-        PromptVersion,
         ReleaseReport,
         ReplyCase,
-        Scenario,
     )
-    from evaluators.prompts import load_prompts
     from evaluators.release import ReleaseError, release_report
     from evaluators.rubric.loader import Rubric, RubricError, load_rubric
-    from evaluators.scenarios import load_scenarios
     from evaluators.scoring import METRIC_COLUMNS, Unscored, score_frame, score_records, score_reply
     from evaluators.store import RunStore
     from evaluators.summary import cases_frame, turns_frame, version_summaries

@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from evaluators.models import CaseResult, Coverage, Scenario
+from evaluators.inputs.contracts import Scenario
+from evaluators.models import CaseResult, Coverage
 
 MANIFEST_KEY = "coverage"
 

@@ -24,6 +24,12 @@ from evaluators.core.retry import RetryPolicy
 from evaluators.coverage import MANIFEST_KEY as COVERAGE_KEY
 from evaluators.coverage import ScenarioSet
 from evaluators.heuristics import HeuristicEvaluator
+from evaluators.inputs.contracts import PromptVersion, Scenario
+from evaluators.inputs.persona import Persona
+from evaluators.inputs.personas import load_personas, persona_scenario, personas_dir
+from evaluators.inputs.pricing import Price
+from evaluators.inputs.prompts import DEFAULT_PROMPTS_DIR, load_prompts
+from evaluators.inputs.scenarios import DEFAULT_SCENARIOS_DIR, load_scenarios
 from evaluators.judge.batch import BatchJudge
 from evaluators.judge.client import LLMJudge
 from evaluators.judge.factory import (
@@ -37,9 +43,7 @@ from evaluators.judge.reliability import one_family_warning, same_family_warning
 from evaluators.judge.sampling import SamplingState
 from evaluators.judge.stage import BatchJudgeStage, JudgeStage
 from evaluators.langfuse.prompts import LangfusePromptError, fetch_run_prompts
-from evaluators.models import CaseResult, PromptVersion, Scenario
-from evaluators.pricing import Price
-from evaluators.prompts import DEFAULT_PROMPTS_DIR, load_prompts
+from evaluators.models import CaseResult
 from evaluators.responder import (
     DEFAULT_RECORDED_DIR,
     OpenAIResponder,
@@ -47,9 +51,6 @@ from evaluators.responder import (
     Responder,
 )
 from evaluators.runner import CaseSink, CaseStage, Runner, RunOutcome, RunPlan
-from evaluators.scenarios import DEFAULT_SCENARIOS_DIR, load_scenarios
-from evaluators.simulation.persona import Persona
-from evaluators.simulation.personas import load_personas, persona_scenario, personas_dir
 from evaluators.simulation.recordings import load_persona_recordings, persona_replies, recording_files
 from evaluators.simulation.simulator import OpenAISimulator, ReplaySimulator, Simulator
 from evaluators.simulation.stage import ConversationStage

@@ -12,7 +12,8 @@ import re
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
-from evaluators.models import Expectation, ExpectationOutcome, Flag
+from evaluators.inputs.contracts import Expectation
+from evaluators.models import ExpectationOutcome, Flag
 from evaluators.rubric.loader import Rubric, default_rubric
 
 _WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*")

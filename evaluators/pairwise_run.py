@@ -13,8 +13,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from evaluators.head_to_head import head_to_head, head_to_head_record
+from evaluators.inputs.contracts import Scenario
 from evaluators.judge.pairwise import PairwiseJudge, judge_comparisons, plan_comparisons
-from evaluators.models import CaseResult, HeadToHead, Scenario
+from evaluators.models import CaseResult, HeadToHead
 from evaluators.store import RunStore
 
 

@@ -18,11 +18,11 @@ from evaluators.core.locations import PROJECT_ROOT, display_path
 from evaluators.coverage import MANIFEST_KEY as COVERAGE_KEY
 from evaluators.coverage import ScenarioSet
 from evaluators.head_to_head import head_to_head_from_records
+from evaluators.inputs.persona import Persona
+from evaluators.inputs.prompts import PromptError, load_prompts
 from evaluators.models import CaseResult, HeadToHead, ReleaseReport
-from evaluators.prompts import PromptError, load_prompts
 from evaluators.release import ReleaseError, release_report
 from evaluators.rubric.loader import Rubric
-from evaluators.simulation.persona import Persona
 from evaluators.simulation.stage import with_conversation_metrics
 from evaluators.store import CASES, RunStore, StoreError
 

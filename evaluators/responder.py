@@ -27,7 +27,7 @@ from evaluators.core.locations import PROJECT_ROOT, display_path, read_data_file
 from evaluators.core.response_cache import ResponseCache, cache_key
 from evaluators.core.retry import CallFailed, CallTimeout, MalformedResponse, RetryPolicy, call_with_retries
 from evaluators.core.yaml_io import describe_yaml_error, parse_yaml
-from evaluators.models import PromptVersion, Scenario
+from evaluators.inputs.contracts import PromptVersion, Scenario
 
 DEFAULT_RECORDED_DIR = PROJECT_ROOT / "prompts" / "recorded"
 

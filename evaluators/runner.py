@@ -24,9 +24,10 @@ from evaluators.core.names import SCORE_COLUMNS
 from evaluators.core.retry import CallFailed
 from evaluators.expectations import check_reply
 from evaluators.heuristics import HeuristicEvaluator
-from evaluators.models import CaseResult, PromptVersion, ReplyCase, Scenario, TurnResult, Unscored, case_id
+from evaluators.inputs.contracts import PromptVersion, Scenario
+from evaluators.inputs.persona import Persona
+from evaluators.models import CaseResult, ReplyCase, TurnResult, Unscored, case_id
 from evaluators.responder import ChatRequest, Responder, build_messages
-from evaluators.simulation.persona import Persona
 from evaluators.simulation.play import ScriptedTurns, SimulatedTurns
 from evaluators.simulation.simulator import Simulator
 from evaluators.store import RunStore, utc_now

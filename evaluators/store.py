@@ -26,7 +26,8 @@ import pandas as pd
 from pydantic import BaseModel
 
 from evaluators.core.locations import PROJECT_ROOT, write_text_atomic
-from evaluators.models import CaseResult, PromptVersion, Scenario
+from evaluators.inputs.contracts import PromptVersion, Scenario
+from evaluators.models import CaseResult
 
 MANIFEST = "manifest.json"
 CASES = "cases.jsonl"

@@ -15,11 +15,11 @@ import pandas as pd
 
 from evaluators.core.completion import Usage
 from evaluators.core.names import METRIC_NAMES, SCORE_COLUMNS
+from evaluators.inputs.pricing import Price, price_for
 from evaluators.judge.reliability import verbosity_bias
 from evaluators.judge.result import is_usable
 from evaluators.latency import version_latency
 from evaluators.models import CaseResult
-from evaluators.pricing import Price, price_for
 from evaluators.rubric.loader import VERDICTS, Rubric, VoiceRules
 
 if TYPE_CHECKING:

@@ -15,9 +15,9 @@ from evaluators.cli.common import EXIT_USAGE
 from evaluators.cli.release import EXIT_AB_TEST, EXIT_DEPLOY, EXIT_INCOMPLETE, EXIT_REGRESSION, EXIT_REVISE
 from evaluators.cli.run import run_with_config
 from evaluators.evaluation import RunConfig
+from evaluators.inputs.personas import load_personas, persona_scenario
+from evaluators.inputs.scenarios import load_scenarios
 from evaluators.rubric.loader import DEFAULT_RUBRIC_PATH
-from evaluators.scenarios import load_scenarios
-from evaluators.simulation.personas import load_personas, persona_scenario
 from evaluators.store import RunStore
 from tests.release_factory import make_case, scores, version_cases, write_run
 

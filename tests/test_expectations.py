@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from evaluators.expectations import check_reply, find_phrases, word_count
-from evaluators.models import Expectation
+from evaluators.inputs.contracts import Expectation
 
 
 def outcome(kind: str, value, reply: str) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from evaluators.evaluation import RunConfig, execute, prepare_run
-from evaluators.scenarios import load_scenarios
+from evaluators.inputs.scenarios import load_scenarios
 from evaluators.scoring import default_evaluator
 from tests.servers.llama import LLAMA_MODEL_ALIAS as MODEL_ALIAS
 

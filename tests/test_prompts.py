@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from evaluators.cli import app
-from evaluators.prompts import PromptError, load_prompts, parse_prompt
+from evaluators.inputs.prompts import PromptError, load_prompts, parse_prompt
 from tests.conftest import write_files
 
 runner = CliRunner()

@@ -189,7 +189,7 @@ def test_a_second_run_is_served_from_the_cache(small_project, openai_server, mon
 def test_tokens_and_cost_are_counted_per_version(small_project, openai_server, monkeypatch):
     server = openai_server()
     use_server(monkeypatch, server)
-    from evaluators.pricing import Price
+    from evaluators.inputs.pricing import Price
     report = run_evaluation(config(small_project, responder="openai", use_cache=False,
                                    prices={"test-model": Price(1.0, 2.0)}), default_evaluator())
     for version in ("v1", "v2"):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from evaluators.expectations import check_reply
-from evaluators.models import Expectation
+from evaluators.inputs.contracts import Expectation
 from tests.heuristics.conftest import flags, indicators, score  # noqa: F401  (session fixture)
 
 CRISIS = "crisis_without_help"

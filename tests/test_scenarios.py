@@ -9,8 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from evaluators.cli import app
-from evaluators.models import FAMILIES
-from evaluators.scenarios import PERSONAS_FAMILY, ScenarioError, load_scenarios
+from evaluators.inputs.contracts import FAMILIES
+from evaluators.inputs.scenarios import PERSONAS_FAMILY, ScenarioError, load_scenarios
 from tests.conftest import write_files
 
 # The rubric document's example test cases, verbatim (pinned from the specification).

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from evaluators.prompts import load_prompts
+from evaluators.inputs.personas import load_personas
+from evaluators.inputs.prompts import load_prompts
+from evaluators.inputs.scenarios import load_scenarios
 from evaluators.responder import load_recordings
-from evaluators.scenarios import load_scenarios
-from evaluators.simulation.personas import load_personas
 from evaluators.simulation.recordings import load_persona_recordings
 from evaluators.store import RunStore
 

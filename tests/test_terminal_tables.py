@@ -16,10 +16,10 @@ from typer.testing import CliRunner
 from evaluators.cli import app
 from evaluators.cli.common import SHORT_NAMES
 from evaluators.core.names import METRIC_NAMES, OVERALL
-from evaluators.prompts import load_prompts
+from evaluators.inputs.prompts import load_prompts
+from evaluators.inputs.scenarios import load_scenarios
 from evaluators.release import OUTCOME_TITLES
 from evaluators.rubric.loader import default_rubric
-from evaluators.scenarios import load_scenarios
 from evaluators.simulation.stage import with_conversation_metrics
 from tests.release_factory import version_cases, write_run
 from tests.simulation.conversations import ERODING, LONELY, STEADY, scored_case

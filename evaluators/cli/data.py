@@ -14,10 +14,16 @@ from rich.text import Text
 from evaluators.cli.lazy import LazyCommand, lazy_group
 from evaluators.console import compact_table, fail_all, stdout_console, text_column, value_column
 from evaluators.core.text import plural
-from evaluators.models import FAMILIES, PromptVersion
-from evaluators.prompts import DEFAULT_PROMPTS_DIR, PromptError, load_prompts
-from evaluators.scenarios import DEFAULT_SCENARIOS_DIR, PERSONAS_FAMILY, ScenarioError, ScenarioSet, load_scenarios
-from evaluators.simulation.personas import PersonaError, PersonaSet, load_personas, persona_scenario, personas_dir
+from evaluators.inputs.contracts import FAMILIES, PromptVersion
+from evaluators.inputs.personas import PersonaError, PersonaSet, load_personas, persona_scenario, personas_dir
+from evaluators.inputs.prompts import DEFAULT_PROMPTS_DIR, PromptError, load_prompts
+from evaluators.inputs.scenarios import (
+    DEFAULT_SCENARIOS_DIR,
+    PERSONAS_FAMILY,
+    ScenarioError,
+    ScenarioSet,
+    load_scenarios,
+)
 
 EXIT_INVALID = 1
 

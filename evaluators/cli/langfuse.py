@@ -27,6 +27,8 @@ from evaluators.cli.scale import AddressOption, Engine, EngineOption, WorkersOpt
 from evaluators.console import fail, stderr_console, stdout_console
 from evaluators.core.locations import PROJECT_ROOT, display_path
 from evaluators.core.text import plural
+from evaluators.inputs.prompts import DEFAULT_PROMPTS_DIR, PromptError, load_prompts
+from evaluators.inputs.scenarios import DEFAULT_SCENARIOS_DIR, ScenarioError, load_scenarios
 from evaluators.judge.factory import judge_configured
 from evaluators.langfuse.connection import LangfuseConnection, LangfuseVersionError, connect
 from evaluators.langfuse.dashboards import DashboardsUnavailable, recipe_lines, sync_dashboard
@@ -41,9 +43,7 @@ from evaluators.langfuse.run_scores import add_run_scores
 from evaluators.langfuse.score_configs import ensure_score_configs, score_definitions
 from evaluators.langfuse.settings import LangfuseConfigError, LangfuseSettings, require_settings
 from evaluators.models import CaseResult
-from evaluators.prompts import DEFAULT_PROMPTS_DIR, PromptError, load_prompts
 from evaluators.rubric.loader import Rubric
-from evaluators.scenarios import DEFAULT_SCENARIOS_DIR, ScenarioError, load_scenarios
 from evaluators.store import RunStore, StoreError
 
 EXIT_UNDELIVERED = 1

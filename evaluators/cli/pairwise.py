@@ -22,9 +22,10 @@ from evaluators.cli.release import _read, _results_console, load_rubric_option
 from evaluators.console import fail, stderr_console
 from evaluators.core.locations import display_path
 from evaluators.core.text import plural
+from evaluators.inputs.contracts import Scenario
 from evaluators.judge.factory import JudgeConfig, JudgeConfigError, create_judge
 from evaluators.judge.pairwise import PairwiseJudge
-from evaluators.models import CaseResult, HeadToHead, Scenario
+from evaluators.models import CaseResult, HeadToHead
 from evaluators.pairwise_run import PairwiseError, PairwiseOutcome, chosen_pairs, judge_pairs, store_results
 from evaluators.report.terminal import head_to_head_table
 from evaluators.rubric.loader import Rubric

@@ -28,6 +28,7 @@ from evaluators.core.completion import Usage
 from evaluators.core.locations import short_hash
 from evaluators.core.names import METRIC_NAMES
 from evaluators.core.retry import CallFailed
+from evaluators.inputs.contracts import Scenario
 from evaluators.judge.client import LLMJudge, ModeRefused
 from evaluators.judge.pairwise_prompt import (
     PAIRWISE_TEXTS,
@@ -40,7 +41,7 @@ from evaluators.judge.prompt import repair_messages
 from evaluators.judge.result import RESPONSE_MODES, HistoryItem, ParseStatus
 from evaluators.judge.stage import scenario_profile
 from evaluators.judge.verdict import json_object
-from evaluators.models import CaseResult, PairwiseComparison, Scenario
+from evaluators.models import CaseResult, PairwiseComparison
 from evaluators.rubric.loader import Rubric
 
 SCHEMA_NAME = "companion_reply_comparison"

@@ -18,10 +18,10 @@ from langfuse.api import CreateTextPromptRequest
 from pydantic import ValidationError
 
 from evaluators.core.locations import field_path, short_hash
+from evaluators.inputs.contracts import PromptVersion
 from evaluators.langfuse.connection import connect
 from evaluators.langfuse.rest import LangfuseCallFailed, LangfuseRest
 from evaluators.langfuse.settings import LangfuseConfigError, require_settings
-from evaluators.models import PromptVersion
 
 PRODUCTION = "production"
 CONFIG_KEYS = ("model", "temperature", "max_tokens")

@@ -13,11 +13,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from evaluators.inputs.contracts import PromptVersion
 from evaluators.langfuse.connection import connect
 from evaluators.langfuse.prompts import PRODUCTION, get_prompt, prompt_config, version_label
 from evaluators.langfuse.rest import LangfuseRest
 from evaluators.langfuse.settings import require_settings
-from evaluators.models import Decision, PromptVersion
+from evaluators.models import Decision
 
 
 @dataclass(frozen=True)

@@ -26,9 +26,10 @@ from langfuse._client.attributes import LangfuseOtelSpanAttributes as Attributes
 from opentelemetry import trace as otel_trace
 
 from evaluators.core.names import METRIC_NAMES, OVERALL
+from evaluators.inputs.contracts import PromptVersion, Scenario
 from evaluators.langfuse.connection import seeded_span
 from evaluators.langfuse.ids import observation_id, observation_seed, session_id, turn_trace_id
-from evaluators.models import CaseResult, PromptVersion, Scenario, TurnResult
+from evaluators.models import CaseResult, TurnResult
 from evaluators.responder import build_messages
 from evaluators.rubric.loader import Rubric
 

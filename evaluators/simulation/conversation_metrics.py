@@ -26,9 +26,9 @@ from statistics import fmean
 from pydantic import BaseModel, Field
 
 from evaluators.core.names import METRIC_NAMES, OVERALL
+from evaluators.inputs.persona import Persona
 from evaluators.models import CaseResult, Evidence, TurnResult
 from evaluators.rubric.loader import Rubric
-from evaluators.simulation.persona import Persona
 
 WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
 

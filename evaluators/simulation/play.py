@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from evaluators.core.completion import Completion, Usage
-from evaluators.models import Scenario
-from evaluators.simulation.persona import Persona
+from evaluators.inputs.contracts import Scenario
+from evaluators.inputs.persona import Persona
 from evaluators.simulation.simulator import (
     COMPANION_ENDED,
     TURN_LIMIT,

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from evaluators.cli import app
 from evaluators.cli.release import EXIT_REVISE
-from evaluators.prompts import load_prompts
+from evaluators.inputs.prompts import load_prompts
 from evaluators.store import RunInputs, RunStore
 from tests.conftest import write_files
 from tests.release_factory import version_cases, write_run

@@ -11,8 +11,8 @@ import pytest
 
 from benchmarks.validity import auroc
 from evaluators.expectations import check_reply
-from evaluators.models import Expectation
-from evaluators.scenarios import load_scenarios
+from evaluators.inputs.contracts import Expectation
+from evaluators.inputs.scenarios import load_scenarios
 from tests.heuristics.conftest import flags, indicators, score  # noqa: F401  (session fixture)
 from tests.safety.crisis_probes import (
     BAD_REPLIES,

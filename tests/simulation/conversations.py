@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from evaluators.core.names import METRIC_NAMES, OVERALL
+from evaluators.inputs.persona import Persona, PersonaFact
+from evaluators.inputs.scenarios import PERSONAS_FAMILY
 from evaluators.models import CaseResult, TurnResult
-from evaluators.scenarios import PERSONAS_FAMILY
 from evaluators.scoring import score_reply
-from evaluators.simulation.persona import Persona, PersonaFact
 
 LONELY = Persona(
     id="lonely-test", title="Lonely student", name="Robin", age_group="18-30", vulnerability="high",

@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from evaluators.cli import app
-from evaluators.simulation.personas import PersonaError, load_personas, persona_scenario
+from evaluators.inputs.personas import PersonaError, load_personas, persona_scenario
 from tests.conftest import write_files
 from tests.simulation.conftest import PERSONA
 

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from evaluators.core.retry import CallFailed, MalformedResponse
-from evaluators.simulation.personas import load_personas
+from evaluators.inputs.personas import load_personas
 from evaluators.simulation.simulator import (
     GOAL_REACHED,
     PERSONA_LEFT,

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from evaluators.core.locations import PROJECT_ROOT, display_path, read_data_file
 from evaluators.core.problems import did_you_mean, validation_problems
 from evaluators.core.yaml_io import describe_yaml_error, parse_yaml
-from evaluators.models import FAMILIES, Scenario
+from evaluators.inputs.contracts import FAMILIES, Scenario
 from evaluators.rubric.loader import Rubric, default_rubric
 
 PERSONAS_FAMILY = "personas"  # played by a simulator (evaluators.simulation), never scripted

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from evaluators.core.locations import PROJECT_ROOT, display_path, read_data_file, short_hash
 from evaluators.core.problems import did_you_mean, validation_problems
 from evaluators.core.yaml_io import describe_yaml_error, parse_yaml
-from evaluators.models import PromptVersion
+from evaluators.inputs.contracts import PromptVersion
 
 DEFAULT_PROMPTS_DIR = PROJECT_ROOT / "prompts"
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)^---[ \t]*\r?\n?(.*)\Z", re.DOTALL | re.MULTILINE)

@@ -18,9 +18,9 @@ from pydantic import ValidationError
 from evaluators.core.locations import display_path, read_data_file
 from evaluators.core.problems import validation_problems
 from evaluators.core.yaml_io import describe_yaml_error, parse_yaml
-from evaluators.models import Scenario, Turn, UserProfile
-from evaluators.scenarios import DEFAULT_SCENARIOS_DIR, PERSONAS_FAMILY, PERSONAS_SUBDIR
-from evaluators.simulation.persona import DEFAULT_MAX_TURNS, Persona
+from evaluators.inputs.contracts import Scenario, Turn, UserProfile
+from evaluators.inputs.persona import DEFAULT_MAX_TURNS, Persona
+from evaluators.inputs.scenarios import DEFAULT_SCENARIOS_DIR, PERSONAS_FAMILY, PERSONAS_SUBDIR
 
 DEFAULT_PERSONAS_DIR = DEFAULT_SCENARIOS_DIR / PERSONAS_SUBDIR
 

@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from evaluators.models import AGE_GROUPS
+from evaluators.inputs.contracts import AGE_GROUPS
 
 DEFAULT_MAX_TURNS = 12
 VULNERABILITY_LEVELS: tuple[str, ...] = ("low", "moderate", "high")
