@@ -31,10 +31,11 @@ from benchmarks.throughput import (  # noqa: E402
     measure,
     warn_if_loaded,
 )
-from evaluators.heuristics import HeuristicEvaluator  # noqa: E402
 from evaluators.inputs.persona import Persona, PersonaFact  # noqa: E402
-from evaluators.models import CaseResult, ReplyCase, TurnResult  # noqa: E402
+from evaluators.models import CaseResult, TurnResult
 from evaluators.rubric.loader import default_rubric  # noqa: E402
+from evaluators.scoring.contracts import ReplyCase  # noqa: E402
+from evaluators.scoring.heuristics import HeuristicEvaluator  # noqa: E402
 from evaluators.simulation.conversation_metrics import conversation_metrics  # noqa: E402
 
 LENGTHS = (10, 20, 40)

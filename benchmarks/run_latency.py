@@ -31,7 +31,7 @@ if str(PROJECT_ROOT) not in sys.path:
 
 from evaluators.evaluation import RunConfig, execute, prepare_run  # noqa: E402
 from evaluators.latency import spread  # noqa: E402
-from evaluators.scoring import default_evaluator, score_reply  # noqa: E402
+from evaluators.scoring.api import default_evaluator, score_reply  # noqa: E402
 from tests.servers.openai_compat import OpenAICompatServer  # noqa: E402
 
 TARGET_RATIO = 1.3

@@ -23,7 +23,7 @@ Data sets and what counts as harmful:
   DiaSafety's safe replies), and on EPITOME's Reddit support posts the share of posts read
   as crisis risk (no crisis label there: informational).
 
-The learned harm signal (`evaluators/safety/learned_harm.py`) is the one fitted part: it was
+The learned harm signal (`evaluators/scoring/safety/learned_harm.py`) is the one fitted part: it was
 trained on DiaSafety's *train* split only, so DiaSafety val is in-distribution and every
 other set is pure transfer. Each table's `w/o` column is trust's AUROC scored again with
 that signal switched off, and a last section gives the model's own AUROC, trust by
@@ -163,8 +163,8 @@ SETS: tuple[SafetySet, ...] = (
 def evaluators_with_and_without_learned_harm():
     """The project's evaluator, and the same with the learned harm signal switched off (no
     trust deduction, no flag), sharing the loaded models, for the `w/o` figures."""
-    from evaluators.heuristics import HeuristicEvaluator
     from evaluators.rubric.loader import default_rubric
+    from evaluators.scoring.heuristics import HeuristicEvaluator
 
     rubric = default_rubric()
     trust = rubric.dimensions["trust_boundaries"]
@@ -274,7 +274,7 @@ def print_crisis(root: Path, limit: int | None) -> None:
 
 def learned_probabilities(frame: pd.DataFrame) -> pd.Series:
     """The learned harm model's own P(unsafe) per row, from the scorer's sentence vectors."""
-    from evaluators.nlp import clip_for_parse
+    from evaluators.scoring.reading.nlp import clip_for_parse
 
     project, _ = evaluators_with_and_without_learned_harm()
     meaning, model = project.meaning, project.harm_model

@@ -37,7 +37,7 @@ if str(PROJECT_ROOT) not in sys.path:
 from benchmarks.throughput import build_records  # noqa: E402
 from evaluators.scale.engine import RayUnavailable, connect  # noqa: E402
 from evaluators.scale.ray_scoring import RayScoring, score_file_on_ray  # noqa: E402
-from evaluators.scoring import default_evaluator, score_frame  # noqa: E402
+from evaluators.scoring.api import default_evaluator, score_frame  # noqa: E402
 
 TARGET_OVERHEAD = 0.15
 SMALL_JOB = 40  # records in the job that measures the fixed cost

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 _EXPORTS: dict[str, str] = {
     "RunConfig": "evaluators.evaluation",
     "run_evaluation": "evaluators.evaluation",
-    "HeuristicEvaluator": "evaluators.heuristics",
+    "HeuristicEvaluator": "evaluators.scoring.heuristics",
     "JudgeConfig": "evaluators.judge",
     "JudgeInput": "evaluators.judge",
     "JudgeResult": "evaluators.judge",
@@ -21,14 +21,14 @@ _EXPORTS: dict[str, str] = {
     "create_judge": "evaluators.judge",
     "CaseResult": "evaluators.models",
     "Decision": "evaluators.models",
-    "Evidence": "evaluators.models",
-    "Flag": "evaluators.models",
-    "HeuristicResult": "evaluators.models",
-    "MetricScore": "evaluators.models",
-    "Notice": "evaluators.models",
+    "Evidence": "evaluators.scoring.contracts",
+    "Flag": "evaluators.scoring.contracts",
+    "HeuristicResult": "evaluators.scoring.contracts",
+    "MetricScore": "evaluators.scoring.contracts",
+    "Notice": "evaluators.scoring.contracts",
     "PromptVersion": "evaluators.inputs.contracts",
     "ReleaseReport": "evaluators.models",
-    "ReplyCase": "evaluators.models",
+    "ReplyCase": "evaluators.scoring.contracts",
     "Scenario": "evaluators.inputs.contracts",
     "load_prompts": "evaluators.inputs.prompts",
     "ReleaseError": "evaluators.release",
@@ -43,11 +43,11 @@ _EXPORTS: dict[str, str] = {
     "Rubric": "evaluators.rubric.loader",
     "RubricError": "evaluators.rubric.loader",
     "load_rubric": "evaluators.rubric.loader",
-    "METRIC_COLUMNS": "evaluators.scoring",
-    "Unscored": "evaluators.scoring",
-    "score_frame": "evaluators.scoring",
-    "score_records": "evaluators.scoring",
-    "score_reply": "evaluators.scoring",
+    "METRIC_COLUMNS": "evaluators.scoring.api",
+    "Unscored": "evaluators.scoring.api",
+    "score_frame": "evaluators.scoring.api",
+    "score_records": "evaluators.scoring.api",
+    "score_reply": "evaluators.scoring.api",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -69,24 +69,15 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # what type checkers and IDEs see
     from evaluators.core.names import METRIC_NAMES, OVERALL
     from evaluators.evaluation import RunConfig, run_evaluation
-    from evaluators.heuristics import HeuristicEvaluator
     from evaluators.inputs.contracts import PromptVersion, Scenario
     from evaluators.inputs.prompts import load_prompts
     from evaluators.inputs.scenarios import load_scenarios
     from evaluators.judge import JudgeConfig, JudgeInput, JudgeResult, LLMJudge, create_judge
-    from evaluators.models import (
-        CaseResult,
-        Decision,
-        Evidence,
-        Flag,
-        HeuristicResult,
-        MetricScore,
-        Notice,
-        ReleaseReport,
-        ReplyCase,
-    )
+    from evaluators.models import CaseResult, Decision, ReleaseReport
     from evaluators.release import ReleaseError, release_report
     from evaluators.rubric.loader import Rubric, RubricError, load_rubric
-    from evaluators.scoring import METRIC_COLUMNS, Unscored, score_frame, score_records, score_reply
+    from evaluators.scoring.api import METRIC_COLUMNS, Unscored, score_frame, score_records, score_reply
+    from evaluators.scoring.contracts import Evidence, Flag, HeuristicResult, MetricScore, Notice, ReplyCase
+    from evaluators.scoring.heuristics import HeuristicEvaluator
     from evaluators.store import RunStore
     from evaluators.summary import cases_frame, turns_frame, version_summaries

@@ -23,7 +23,6 @@ from evaluators.core.response_cache import ResponseCache
 from evaluators.core.retry import RetryPolicy
 from evaluators.coverage import MANIFEST_KEY as COVERAGE_KEY
 from evaluators.coverage import ScenarioSet
-from evaluators.heuristics import HeuristicEvaluator
 from evaluators.inputs.contracts import PromptVersion, Scenario
 from evaluators.inputs.persona import Persona
 from evaluators.inputs.personas import load_personas, persona_scenario, personas_dir
@@ -51,6 +50,7 @@ from evaluators.responder import (
     Responder,
 )
 from evaluators.runner import CaseSink, CaseStage, Runner, RunOutcome, RunPlan
+from evaluators.scoring.heuristics import HeuristicEvaluator
 from evaluators.simulation.recordings import load_persona_recordings, persona_replies, recording_files
 from evaluators.simulation.simulator import OpenAISimulator, ReplaySimulator, Simulator
 from evaluators.simulation.stage import ConversationStage

@@ -22,8 +22,8 @@ import math
 from collections.abc import Iterable, Sequence
 
 from evaluators.models import CaseResult, Percentiles, TurnResult, VersionLatency
-from evaluators.readability import spoken_word_count
 from evaluators.rubric.loader import VoiceRules
+from evaluators.scoring.reading.readability import spoken_word_count
 
 NOT_MEASURED = "no latency measured (replayed replies)"
 

@@ -22,12 +22,13 @@ from typing import Protocol
 from evaluators.core.completion import Completion
 from evaluators.core.names import SCORE_COLUMNS
 from evaluators.core.retry import CallFailed
-from evaluators.expectations import check_reply
-from evaluators.heuristics import HeuristicEvaluator
 from evaluators.inputs.contracts import PromptVersion, Scenario
 from evaluators.inputs.persona import Persona
-from evaluators.models import CaseResult, ReplyCase, TurnResult, Unscored, case_id
+from evaluators.models import CaseResult, TurnResult, case_id
 from evaluators.responder import ChatRequest, Responder, build_messages
+from evaluators.scoring.contracts import ReplyCase, Unscored
+from evaluators.scoring.expectations import check_reply
+from evaluators.scoring.heuristics import HeuristicEvaluator
 from evaluators.simulation.play import ScriptedTurns, SimulatedTurns
 from evaluators.simulation.simulator import Simulator
 from evaluators.store import RunStore, utc_now

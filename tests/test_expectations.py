@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from evaluators.expectations import check_reply, find_phrases, word_count
 from evaluators.inputs.contracts import Expectation
+from evaluators.scoring.expectations import check_reply, find_phrases, word_count
 
 
 def outcome(kind: str, value, reply: str) -> bool:

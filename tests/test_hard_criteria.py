@@ -11,7 +11,7 @@ from evaluators.hard_criteria import (
     case_passes_hard_criteria,
     turn_hard_criteria,
 )
-from evaluators.models import CaseResult, ExpectationOutcome, TurnResult
+from evaluators.models import CaseResult, TurnResult
 from evaluators.rubric.loader import (
     DEFAULT_RUBRIC_PATH,
     HARD_CRITERIA_CHECKS,
@@ -19,6 +19,7 @@ from evaluators.rubric.loader import (
     default_rubric,
     parse_rubric,
 )
+from evaluators.scoring.contracts import ExpectationOutcome
 
 RUBRIC = default_rubric()
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from evaluators.language import UNSUPPORTED_LANGUAGE, LanguageCheck
-from evaluators.models import ReplyCase
 from evaluators.rubric.loader import default_rubric
+from evaluators.scoring.contracts import ReplyCase
+from evaluators.scoring.reading.language import UNSUPPORTED_LANGUAGE, LanguageCheck
 
 CHEER_UP = "¡Ánimo! Mañana será otro día."  # the reply to crisis messages in other languages
 

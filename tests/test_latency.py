@@ -9,7 +9,7 @@ from evaluators.aggregates import version_aggregates
 from evaluators.evaluation import run_evaluation
 from evaluators.latency import percentile, speaking_seconds, spread, version_latency
 from evaluators.rubric.loader import default_rubric
-from evaluators.scoring import default_evaluator
+from evaluators.scoring.api import default_evaluator
 from tests.release_factory import make_case, scores
 from tests.test_run import config, no_api_configured, use_server  # noqa: F401 - the fixture keeps the env clean
 

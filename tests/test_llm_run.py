@@ -10,7 +10,7 @@ import pytest
 
 from evaluators.evaluation import RunConfig, execute, prepare_run
 from evaluators.inputs.scenarios import load_scenarios
-from evaluators.scoring import default_evaluator
+from evaluators.scoring.api import default_evaluator
 from tests.servers.llama import LLAMA_MODEL_ALIAS as MODEL_ALIAS
 
 pytestmark = pytest.mark.llm

@@ -1,4 +1,4 @@
-"""The phrase lexicons' trie (evaluators/matchers.py) finds what spaCy's Matcher finds with the
+"""The phrase lexicons' trie (evaluators/scoring/reading/matchers.py) finds what spaCy's Matcher finds with the
 same patterns: every word of an entry in order, at most one auxiliary, adverb or particle
 between two of them. spaCy's Matcher, given those patterns, is the reference here."""
 
@@ -7,10 +7,17 @@ from __future__ import annotations
 import pytest
 from spacy.matcher import Matcher
 
-from evaluators import matchers
-from evaluators.matchers import FILLER_POS, LexiconMatcher, _pattern, _read_entries, _readings_path, entry_readings
-from evaluators.nlp import has_lemmas, load_pipeline
 from evaluators.rubric.loader import default_rubric
+from evaluators.scoring.reading import matchers
+from evaluators.scoring.reading.matchers import (
+    FILLER_POS,
+    LexiconMatcher,
+    _pattern,
+    _read_entries,
+    _readings_path,
+    entry_readings,
+)
+from evaluators.scoring.reading.nlp import has_lemmas, load_pipeline
 
 TEXTS = [
     "As we have discussed, I really do understand how you feel.",

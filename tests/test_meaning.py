@@ -1,11 +1,11 @@
-"""evaluators/meaning.py: sentence vectors from the encoder its wheels ship."""
+"""evaluators/scoring/reading/meaning.py: sentence vectors from the encoder its wheels ship."""
 
 import numpy as np
 import pytest
 import yaml
 
-from evaluators.meaning import load_meaning_model
 from evaluators.rubric.loader import DEFAULT_RUBRIC_PATH, RubricError, parse_rubric
+from evaluators.scoring.reading.meaning import load_meaning_model
 
 
 def test_same_text_is_similar_unrelated_text_is_not_and_empty_text_relates_to_nothing():

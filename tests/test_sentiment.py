@@ -1,11 +1,11 @@
-"""The tone scores (evaluators/sentiment.py) are VADER's own, to the last digit: its negation
+"""The tone scores (evaluators/scoring/reading/sentiment.py) are VADER's own, to the last digit: its negation
 and idiom checks only lower-case fewer words."""
 
 from __future__ import annotations
 
 from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 
-from evaluators.sentiment import SentimentAnalyzer
+from evaluators.scoring.reading.sentiment import SentimentAnalyzer
 
 TEXTS = [
     "VADER is smart, handsome, and funny.",

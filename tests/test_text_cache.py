@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from evaluators.models import ReplyCase
-from evaluators.scoring import default_evaluator
-from evaluators.text_cache import LruTable, TextCache
+from evaluators.scoring.api import default_evaluator
+from evaluators.scoring.contracts import ReplyCase
+from evaluators.scoring.reading.text_cache import LruTable, TextCache
 
 
 def test_an_lru_table_forgets_the_least_recently_used_entry_past_its_limit():
@@ -62,7 +62,7 @@ def test_a_long_text_is_shared_within_its_batch_but_not_kept_across_batches():
 
 
 def test_a_stock_reply_keeps_its_exchanges_with_at_most_the_bound_of_user_messages():
-    from evaluators.features import MAX_EXCHANGES_PER_REPLY
+    from evaluators.scoring.reading.features import MAX_EXCHANGES_PER_REPLY
 
     evaluator = default_evaluator()
     reply = "I'm sorry to hear that. Do you want to talk about it?"
@@ -77,7 +77,7 @@ def test_a_stock_reply_keeps_its_exchanges_with_at_most_the_bound_of_user_messag
 
 
 def test_a_cache_serves_the_evaluator_that_filled_it_only():
-    from evaluators.heuristics import HeuristicEvaluator
+    from evaluators.scoring.heuristics import HeuristicEvaluator
 
     evaluator = default_evaluator()
     cache = TextCache()

@@ -8,7 +8,7 @@ import pytest
 from evaluators.evaluation import run_evaluation
 from evaluators.release import release_report
 from evaluators.rubric.loader import default_rubric
-from evaluators.scoring import default_evaluator
+from evaluators.scoring.api import default_evaluator
 from evaluators.voice_budget import VOICE_FIRST_TOKEN, VOICE_SPEAKING_TIME, seconds_against
 from tests.release_factory import version_cases
 from tests.test_release import decide_one, rule

@@ -13,7 +13,7 @@ from evaluators.console import fail, fail_all
 from evaluators.rubric.loader import Rubric, RubricError, load_rubric
 
 if TYPE_CHECKING:
-    from evaluators.heuristics import HeuristicEvaluator
+    from evaluators.scoring.heuristics import HeuristicEvaluator
 
 EXIT_OK = 0
 EXIT_RECORD_ERRORS = 1
@@ -32,8 +32,8 @@ def load_evaluator(rubric_path: Path | None) -> HeuristicEvaluator:
 
     Imported here, not at the top: spaCy loads only for the commands that score.
     """
-    from evaluators.heuristics import HeuristicEvaluator
-    from evaluators.scoring import default_evaluator
+    from evaluators.scoring.api import default_evaluator
+    from evaluators.scoring.heuristics import HeuristicEvaluator
 
     if rubric_path is None:
         return default_evaluator()

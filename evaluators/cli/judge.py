@@ -29,7 +29,6 @@ from evaluators.cli.common import EXIT_RECORD_ERRORS, EXIT_USAGE, RubricOption, 
 from evaluators.console import fail, stderr_console, stderr_is_tty, stdout_console
 from evaluators.core.jsonl import read_json_lines
 from evaluators.core.text import plural
-from evaluators.heuristics import HeuristicEvaluator
 from evaluators.judge.batch import RETRY_CHOICES, BatchError, BatchJudge
 from evaluators.judge.client import LLMJudge, judge_cache_dir
 from evaluators.judge.factory import (
@@ -46,8 +45,9 @@ from evaluators.judge.reliability import with_disagreement
 from evaluators.judge.result import JudgeResult
 from evaluators.judge.sampling import SamplingState
 from evaluators.judge.stage import sampling_triggers
-from evaluators.models import HeuristicResult, Unscored
 from evaluators.rubric.loader import Rubric
+from evaluators.scoring.contracts import HeuristicResult, Unscored
+from evaluators.scoring.heuristics import HeuristicEvaluator
 
 SamplingChoice = Enum("SamplingChoice", {name: name for name in SAMPLING_CHOICES}, type=str)
 BatchRetryChoice = Enum("BatchRetryChoice", {name: name for name in RETRY_CHOICES}, type=str)

@@ -1,6 +1,6 @@
 """`penpal-eval score` and `penpal-eval rubric`: the heuristics on one reply or on JSON lines.
 
-Scoring happens in `evaluators.scoring`; this module only parses arguments, reads and writes
+Scoring happens in `evaluators.scoring.api`; this module only parses arguments, reads and writes
 JSON lines, and renders results. Results go to stdout, diagnostics to stderr.
 """
 
@@ -37,8 +37,8 @@ from evaluators.core.text import plural
 from evaluators.rubric.loader import Rubric, RubricError, default_rubric, load_rubric
 
 if TYPE_CHECKING:
-    from evaluators.heuristics import HeuristicEvaluator
-    from evaluators.models import HeuristicResult, Unscored
+    from evaluators.scoring.contracts import HeuristicResult, Unscored
+    from evaluators.scoring.heuristics import HeuristicEvaluator
 
 
 # --- JSON lines in, JSON lines out -----------------------------------------------------------
@@ -63,7 +63,7 @@ def score_jsonl(stream: BinaryIO, evaluator: HeuristicEvaluator | None = None) -
     Lines flow through `score_records`, which scores them in batches; a record without an
     id is named after its line number.
     """
-    from evaluators.scoring import Unscored, score_records
+    from evaluators.scoring.api import Unscored, score_records
 
     pending: deque[JsonLine] = deque()
 
@@ -319,7 +319,7 @@ def score(
 
 
 def _score_one(evaluator: HeuristicEvaluator, user: str, response: str, history: list[str], as_json: bool) -> None:
-    from evaluators.scoring import Unscored, score_records
+    from evaluators.scoring.api import Unscored, score_records
 
     record = {"user_message": user, "response": response, "history": history}
     result = next(score_records([record], evaluator=evaluator))
@@ -350,7 +350,7 @@ def rubric(
     else:
         try:
             loaded = load_rubric(check)
-            from evaluators.heuristics import check_signals
+            from evaluators.scoring.heuristics import check_signals
 
             check_signals(loaded)
         except RubricError as error:

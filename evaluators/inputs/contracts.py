@@ -17,7 +17,7 @@ FAMILIES: tuple[str, ...] = SCENARIO_FAMILIES
 AGE_GROUPS: tuple[str, ...] = ("18-30", "30+", "unspecified")
 VULNERABLE = "vulnerable"
 
-# Expectation kinds and the type of value each takes (checked in evaluators.expectations).
+# Expectation kinds and the type of value each takes (checked in evaluators.scoring.expectations).
 EXPECTATION_KINDS: dict[str, type] = {
     "max_words": int,
     "min_words": int,

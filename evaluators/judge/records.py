@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from evaluators.inputs.contracts import FAMILIES
 from evaluators.judge.result import HistoryItem, JudgeInput
-from evaluators.models import ReplyCase, history_list, text_or_empty, validate_json_record
+from evaluators.scoring.contracts import ReplyCase, history_list, text_or_empty, validate_json_record
 
 
 class JudgeRecord(BaseModel):

@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from statistics import fmean
 
-from evaluators.heuristics import HeuristicEvaluator
 from evaluators.judge.client import LLMJudge
 from evaluators.judge.reliability import with_disagreement
 from evaluators.judge.result import HistoryItem, JudgeInput, JudgeResult
@@ -34,8 +33,10 @@ from evaluators.langfuse.ids import score_id
 from evaluators.langfuse.rest import LangfuseCallFailed, LangfuseRest
 from evaluators.langfuse.score_configs import RUBRIC_VERSION, ensure_score_configs, score_definitions
 from evaluators.langfuse.scores import ScoreBuilder, heuristic_scores, judge_scores, send_scores
-from evaluators.models import HeuristicResult, ReplyCase, TurnResult, Unscored
+from evaluators.models import TurnResult
 from evaluators.rubric.loader import Rubric
+from evaluators.scoring.contracts import HeuristicResult, ReplyCase, Unscored
+from evaluators.scoring.heuristics import HeuristicEvaluator
 
 DEFAULT_FEEDBACK_SCORE = "user_feedback"
 _NEGATIVE_WORDS = frozenset({"negative", "thumbs_down", "down", "bad", "-1", "false", "no"})

@@ -250,7 +250,7 @@ def _safety(rubric: Rubric) -> list[str]:
     lines = [
         "## Safety rules",
         "",
-        "The safety detectors (`evaluators/safety/`) read the dependency parse with the word "
+        "The safety detectors (`evaluators/scoring/safety/`) read the dependency parse with the word "
         "sets below and the lexicons above, so a risk or a claim is found in any wording that "
         "keeps its structure (\"I do not really want to live\" and \"I don't want to be alive "
         "anymore\" share a desire verb whose complement negates a word of living). Nothing is "
@@ -390,7 +390,7 @@ def _learned_harm(rubric: Rubric) -> list[str]:
         "learned from it; the penalty strength is chosen by cross-validation within that "
         "split, and the val split is only measured. The script is deterministic and writes the "
         "weights and, beside them, a JSON file with the data set, licence, split, date and "
-        "figures (`evaluators/safety/harm_model.json`). Data sets that state no licence are "
+        "figures (`evaluators/scoring/safety/harm_model.json`). Data sets that state no licence are "
         "used for measurement only (`benchmarks/safety.py`).",
         "",
         *table(["Setting", "Value", "Reason"],

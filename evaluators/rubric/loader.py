@@ -27,7 +27,7 @@ ANCHOR_BANDS: tuple[str, ...] = ("excellent", "good", "adequate", "poor", "unacc
 VERDICTS: tuple[str, ...] = ("poor", "acceptable", "good")  # the judge's three points, low to high
 # The hard criteria that have a check in evaluators.hard_criteria; the rubric names which apply.
 HARD_CRITERIA_CHECKS: tuple[str, ...] = ("no_disqualifier", "voice_ready", "crisis_gets_help")
-# The crisis rules the safety detectors implement (evaluators/safety/crisis.py).
+# The crisis rules the safety detectors implement (evaluators/scoring/safety/crisis.py).
 CRISIS_RISK_KINDS: tuple[str, ...] = ("passive_wish", "method", "plan", "self_harm", "hopelessness", "burden")
 CRISIS_COMPONENTS: tuple[str, ...] = (
     "acknowledges", "concrete_resource", "attends_to_safety", "no_method_information", "no_dismissal",
@@ -215,7 +215,7 @@ class MeaningRules(_Strict):
 
 
 class LearnedHarmRules(_Strict):
-    """The learned harm signal (evaluators/safety/learned_harm.py): its weights file and how its
+    """The learned harm signal (evaluators/scoring/safety/learned_harm.py): its weights file and how its
     probability that a reply is unsafe becomes a trust deduction and, rarely, a hard flag."""
 
     model: str = Field(min_length=1)

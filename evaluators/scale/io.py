@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 
 from evaluators.core.names import METRIC_NAMES, OVERALL
 from evaluators.scale.scorer import INPUT_COLUMNS
-from evaluators.scoring import FRAME_COLUMNS, without_missing
+from evaluators.scoring.api import FRAME_COLUMNS, without_missing
 
 OUTPUT_SCHEMA = pa.schema([
     ("id", pa.string()),

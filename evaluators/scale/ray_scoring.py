@@ -17,10 +17,10 @@ from typing import TextIO
 import pandas as pd
 import pyarrow as pa
 
-from evaluators.models import HeuristicResult, ReplyCase
 from evaluators.scale.engine import connect
 from evaluators.scale.io import blocks, read_raw_rows, scored_writer
 from evaluators.scale.scorer import CaseScorer, ReplyScorer
+from evaluators.scoring.contracts import HeuristicResult, ReplyCase
 
 ROWS_PER_BLOCK = 500  # small enough that every actor gets work, large enough to amortise scheduling
 BATCH_SIZE = 250  # rows per call to an actor; local scoring also works in batches of 256

@@ -14,10 +14,10 @@ from pathlib import Path
 import pandas as pd
 
 from evaluators.core.jsonl import parse_json_line
-from evaluators.heuristics import HeuristicEvaluator
-from evaluators.models import HeuristicResult, ReplyCase
 from evaluators.rubric.loader import default_rubric, load_rubric
-from evaluators.scoring import FRAME_COLUMNS, Unscored, outcome_row, rows_frame, score_records
+from evaluators.scoring.api import FRAME_COLUMNS, Unscored, outcome_row, rows_frame, score_records
+from evaluators.scoring.contracts import HeuristicResult, ReplyCase
+from evaluators.scoring.heuristics import HeuristicEvaluator
 
 # What travels between the driver and the workers: fallback id, line number (0: not a line), raw JSON.
 INPUT_COLUMNS = ("fallback_id", "line", "raw")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from evaluators.models import HeuristicResult
-from evaluators.scoring import default_evaluator, score_reply
+from evaluators.scoring.api import default_evaluator, score_reply
+from evaluators.scoring.contracts import HeuristicResult
 
 
 @pytest.fixture(scope="session")

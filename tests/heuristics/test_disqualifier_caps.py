@@ -6,9 +6,9 @@ import pytest
 import yaml
 
 from evaluators.core.names import METRIC_NAMES, OVERALL
-from evaluators.heuristics import HeuristicEvaluator
 from evaluators.rubric.loader import DEFAULT_RUBRIC_PATH, default_rubric, parse_rubric
-from evaluators.scoring import default_evaluator, score_reply
+from evaluators.scoring.api import default_evaluator, score_reply
+from evaluators.scoring.heuristics import HeuristicEvaluator
 
 HUMAN_CLAIM = ("Are you a real person?", "Yes, I'm a real person and I love you.")
 

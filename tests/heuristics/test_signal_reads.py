@@ -1,4 +1,4 @@
-"""Each signal reads no more than it declares (`@signal(reads=...)`, evaluators/heuristics/
+"""Each signal reads no more than it declares (`@signal(reads=...)`, evaluators/scoring/heuristics/
 registry.py). Scoring computes a "reply" signal once per reply and an "exchange" signal once
 per reply and user message, so one that read more would hand a case another case's value.
 Here each such signal is computed again on the same case with what it says it does not read
@@ -11,10 +11,10 @@ import dataclasses
 import pytest
 
 from benchmarks.throughput import build_records
-from evaluators.features import CaseFeatures
-from evaluators.heuristics.registry import SIGNAL_READS, SIGNALS
-from evaluators.models import ReplyCase
-from evaluators.scoring import default_evaluator
+from evaluators.scoring.api import default_evaluator
+from evaluators.scoring.contracts import ReplyCase
+from evaluators.scoring.heuristics.registry import SIGNAL_READS, SIGNALS
+from evaluators.scoring.reading.features import CaseFeatures
 from tests.safety.crisis_probes import BAD_REPLIES, CRISIS, good_replies
 
 EXTRA_EXCHANGES = [

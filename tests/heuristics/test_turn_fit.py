@@ -34,8 +34,8 @@ def test_a_reply_made_of_the_users_words_gets_no_relevance_for_them(score):
 
 
 def test_borrowed_words_discount_the_similarity_by_their_share_squared(score):
-    from evaluators.heuristics.registry import ramp
     from evaluators.rubric.loader import default_rubric
+    from evaluators.scoring.heuristics.registry import ramp
 
     result = score(LOSS, "Your dog died? I'm sorry, that is a heavy week.")
     item = next(item for item in result.metrics["helpfulness"].evidence if item.indicator == "meaning_relevance")
@@ -52,9 +52,9 @@ def test_borrowed_words_discount_the_similarity_by_their_share_squared(score):
 
 
 def test_the_context_fades_with_distance_and_stops_at_recent_turns():
-    from evaluators.features import context_parts
-    from evaluators.models import ReplyCase
     from evaluators.rubric.loader import default_rubric
+    from evaluators.scoring.contracts import ReplyCase
+    from evaluators.scoring.reading.features import context_parts
 
     rules = default_rubric().meaning
     history = [f"turn {number}" for number in range(1, 11)]
@@ -155,8 +155,8 @@ def test_echoing_the_users_message_back_is_repetition_not_engagement(score):
 
 def test_scores_are_the_same_one_by_one_and_as_a_batch():
     """The sentence vectors are cached by text; sharing them across a batch changes no score."""
-    from evaluators.models import ReplyCase
-    from evaluators.scoring import default_evaluator
+    from evaluators.scoring.api import default_evaluator
+    from evaluators.scoring.contracts import ReplyCase
 
     evaluator = default_evaluator()
     cases = [

@@ -1,4 +1,4 @@
-"""Probe sets for the crisis reading (evaluators/safety/crisis.py), written for this project.
+"""Probe sets for the crisis reading (evaluators/scoring/safety/crisis.py), written for this project.
 
 Why a module of its own: the tests assert on these texts, and `benchmarks/safety.py` prints
 the recall, false alarms and AUROCs they give, so both read one set. None of it is copied

@@ -1,4 +1,4 @@
-"""Claims to be human and implied human life (evaluators/safety/claims.py, through the
+"""Claims to be human and implied human life (evaluators/scoring/safety/claims.py, through the
 claims_human flag): every example the issue quotes, a probe set of replies that imply a
 human life in varied wording, and honest AI replies that must stay clear of the flag.
 

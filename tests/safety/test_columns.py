@@ -1,4 +1,4 @@
-"""The token columns (evaluators/safety/columns.py) say what the tokens themselves say: the
+"""The token columns (evaluators/scoring/safety/columns.py) say what the tokens themselves say: the
 rules filter on them first, and read "I" as a subject from them, so a disagreement would
 drop a token a rule should have read."""
 
@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from evaluators.nlp import load_pipeline
-from evaluators.safety.columns import columns
-from evaluators.safety.parse import subject
+from evaluators.scoring.reading.nlp import load_pipeline
+from evaluators.scoring.safety.columns import columns
+from evaluators.scoring.safety.parse import subject
 
 TEXTS = [
     "I have an older sister, and I grew up in Maine.",

@@ -1,4 +1,4 @@
-"""Crisis risk in the user's message and crisis handling in the reply (evaluators/safety/crisis.py),
+"""Crisis risk in the user's message and crisis handling in the reply (evaluators/scoring/safety/crisis.py),
 measured on the probe sets of `tests/safety/crisis_probes.py`: every crisis post read as risk in
 its own wording, no distress without risk to life read as crisis, good replies in varied wording
 not flagged, bad ones flagged with what they miss, and trust falling with the essentials.
@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 
 from benchmarks.validity import auroc
-from evaluators.expectations import check_reply
 from evaluators.inputs.contracts import Expectation
 from evaluators.inputs.scenarios import load_scenarios
+from evaluators.scoring.expectations import check_reply
 from tests.heuristics.conftest import flags, indicators, score  # noqa: F401  (session fixture)
 from tests.safety.crisis_probes import (
     BAD_REPLIES,
@@ -128,7 +128,7 @@ def test_the_flag_and_trust_separate_good_from_bad_replies(score):
 
 def _crisis_turns_expecting_help() -> list[str]:
     """User turns of the shipped scenarios that expect `points_to_help` and read as crisis."""
-    from evaluators.scoring import default_evaluator, score_reply
+    from evaluators.scoring.api import default_evaluator, score_reply
 
     evaluator = default_evaluator()
     turns = []

@@ -1,4 +1,4 @@
-"""The learned harm signal (evaluators/safety/learned_harm.py): the shipped weights load with
+"""The learned harm signal (evaluators/scoring/safety/learned_harm.py): the shipped weights load with
 their provenance, a missing file says how to rebuild it, and in scoring a harmful agreement
 costs trust that a safe reply keeps."""
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from evaluators.meaning import DIMENSIONS
 from evaluators.rubric.loader import default_rubric
-from evaluators.safety.learned_harm import (
+from evaluators.scoring.reading.meaning import DIMENSIONS
+from evaluators.scoring.safety.learned_harm import (
     FEATURE_PARTS,
     HarmModel,
     HarmModelMissing,

@@ -1,4 +1,4 @@
-"""Provocation (evaluators/safety/provocation.py): what a message baits the companion into, and
+"""Provocation (evaluators/scoring/safety/provocation.py): what a message baits the companion into, and
 whether the reply goes along with it or declines.
 
 Every example is written for this test, in wordings of its own: a rule tied to one phrasing
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from evaluators.safety import provocation
-from evaluators.scoring import default_evaluator
+from evaluators.scoring.api import default_evaluator
+from evaluators.scoring.safety import provocation
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from langfuse import Langfuse
 from opentelemetry.sdk.trace import TracerProvider
 
 from evaluators.core.names import METRIC_NAMES, OVERALL
-from evaluators.scoring import score_reply
+from evaluators.scoring.api import score_reply
 from tests.langfuse.test_monitor import CALM, CRISIS, ROUTINE, production_reply
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]

@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 
 from evaluators.cli import app
 from evaluators.scale.io import read_scored
-from evaluators.scoring import FRAME_COLUMNS, METRIC_COLUMNS, score_frame
+from evaluators.scoring.api import FRAME_COLUMNS, METRIC_COLUMNS, score_frame
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = [json.loads(line) for line in (PROJECT_ROOT / "tests" / "data" / "sample_replies.jsonl").read_text()

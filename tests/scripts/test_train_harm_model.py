@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evaluators.safety.learned_harm import load_harm_model, load_provenance
+from evaluators.scoring.safety.learned_harm import load_harm_model, load_provenance
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "train_harm_model.py"
 

@@ -13,7 +13,7 @@ from evaluators.core.names import METRIC_NAMES, OVERALL
 from evaluators.inputs.persona import Persona, PersonaFact
 from evaluators.inputs.scenarios import PERSONAS_FAMILY
 from evaluators.models import CaseResult, TurnResult
-from evaluators.scoring import score_reply
+from evaluators.scoring.api import score_reply
 
 LONELY = Persona(
     id="lonely-test", title="Lonely student", name="Robin", age_group="18-30", vulnerability="high",

@@ -12,7 +12,7 @@ import pytest
 
 from evaluators.evaluation import RunConfig, execute, prepare_run
 from evaluators.inputs.personas import load_personas
-from evaluators.scoring import default_evaluator
+from evaluators.scoring.api import default_evaluator
 from evaluators.simulation.simulator import STOP_REASONS
 from evaluators.store import RunStore
 from tests.servers.llama import LLAMA_MODEL_ALIAS as MODEL_ALIAS

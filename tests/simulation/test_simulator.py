@@ -93,7 +93,7 @@ def test_one_model_family_in_every_role_is_warned_about():
 
 def test_a_run_whose_simulator_shares_the_companion_family_says_so(persona_project):
     from evaluators.evaluation import RunConfig, prepare_run
-    from evaluators.scoring import default_evaluator
+    from evaluators.scoring.api import default_evaluator
 
     config = RunConfig(prompts_dir=persona_project["prompts"], scenarios_dir=persona_project["scenarios"],
                        responder="openai", use_cache=False, output_dir=persona_project["runs"])
