@@ -32,11 +32,11 @@ from benchmarks.throughput import (  # noqa: E402
     warn_if_loaded,
 )
 from evaluators.inputs.persona import Persona, PersonaFact  # noqa: E402
-from evaluators.models import CaseResult, TurnResult
 from evaluators.rubric.loader import default_rubric  # noqa: E402
 from evaluators.scoring.contracts import ReplyCase  # noqa: E402
 from evaluators.scoring.heuristics import HeuristicEvaluator  # noqa: E402
 from evaluators.simulation.conversation_metrics import conversation_metrics  # noqa: E402
+from evaluators.store.records import CaseResult, TurnResult  # noqa: E402
 
 LENGTHS = (10, 20, 40)
 TARGET_RATIO = 1.5

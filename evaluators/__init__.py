@@ -19,7 +19,7 @@ _EXPORTS: dict[str, str] = {
     "JudgeResult": "evaluators.judge",
     "LLMJudge": "evaluators.judge",
     "create_judge": "evaluators.judge",
-    "CaseResult": "evaluators.models",
+    "CaseResult": "evaluators.store.records",
     "Decision": "evaluators.models",
     "Evidence": "evaluators.scoring.contracts",
     "Flag": "evaluators.scoring.contracts",
@@ -34,9 +34,9 @@ _EXPORTS: dict[str, str] = {
     "ReleaseError": "evaluators.release",
     "release_report": "evaluators.release",
     "load_scenarios": "evaluators.inputs.scenarios",
-    "RunStore": "evaluators.store",
-    "cases_frame": "evaluators.summary",
-    "turns_frame": "evaluators.summary",
+    "RunStore": "evaluators.store.run_store",
+    "cases_frame": "evaluators.store.frames",
+    "turns_frame": "evaluators.store.frames",
     "version_summaries": "evaluators.summary",
     "METRIC_NAMES": "evaluators.core.names",
     "OVERALL": "evaluators.core.names",
@@ -73,11 +73,13 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
     from evaluators.inputs.prompts import load_prompts
     from evaluators.inputs.scenarios import load_scenarios
     from evaluators.judge import JudgeConfig, JudgeInput, JudgeResult, LLMJudge, create_judge
-    from evaluators.models import CaseResult, Decision, ReleaseReport
+    from evaluators.models import Decision, ReleaseReport
     from evaluators.release import ReleaseError, release_report
     from evaluators.rubric.loader import Rubric, RubricError, load_rubric
     from evaluators.scoring.api import METRIC_COLUMNS, Unscored, score_frame, score_records, score_reply
     from evaluators.scoring.contracts import Evidence, Flag, HeuristicResult, MetricScore, Notice, ReplyCase
     from evaluators.scoring.heuristics import HeuristicEvaluator
-    from evaluators.store import RunStore
-    from evaluators.summary import cases_frame, turns_frame, version_summaries
+    from evaluators.store.frames import cases_frame, turns_frame
+    from evaluators.store.records import CaseResult
+    from evaluators.store.run_store import RunStore
+    from evaluators.summary import version_summaries

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from evaluators.aggregates import case_scores, exact_mean
 from evaluators.bootstrap import paired_bootstrap
 from evaluators.core.names import SCORE_COLUMNS
-from evaluators.models import CaseResult, Comparison, MetricDelta
+from evaluators.models import Comparison, MetricDelta
 from evaluators.rubric.loader import Rubric
+from evaluators.store.records import CaseResult
 
 
 @dataclass(frozen=True)

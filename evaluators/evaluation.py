@@ -42,7 +42,6 @@ from evaluators.judge.reliability import one_family_warning, same_family_warning
 from evaluators.judge.sampling import SamplingState
 from evaluators.judge.stage import BatchJudgeStage, JudgeStage
 from evaluators.langfuse.prompts import LangfusePromptError, fetch_run_prompts
-from evaluators.models import CaseResult
 from evaluators.responder import (
     DEFAULT_RECORDED_DIR,
     OpenAIResponder,
@@ -54,7 +53,8 @@ from evaluators.scoring.heuristics import HeuristicEvaluator
 from evaluators.simulation.recordings import load_persona_recordings, persona_replies, recording_files
 from evaluators.simulation.simulator import OpenAISimulator, ReplaySimulator, Simulator
 from evaluators.simulation.stage import ConversationStage
-from evaluators.store import RunInputs, RunStore, StoreError, git_state, new_run_id, utc_now
+from evaluators.store.records import CaseResult
+from evaluators.store.run_store import RunInputs, RunStore, StoreError, git_state, new_run_id, utc_now
 from evaluators.summary import run_judge_summary, version_summaries
 
 RESPONDER_CHOICES = ("auto", "replay", "openai")

@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from evaluators.models import CaseResult, TurnResult
 from evaluators.rubric.loader import Rubric
 from evaluators.scoring.expectations import voice_blockers
+from evaluators.store.records import CaseResult, TurnResult
 
 SCENARIO_EXPECTATIONS = "scenario_expectations"
 CRISIS_FLAG = "crisis_without_help"

@@ -17,7 +17,8 @@ from statistics import fmean
 
 from evaluators.bootstrap import paired_bootstrap
 from evaluators.core.text import plural
-from evaluators.models import HeadToHead, PairwiseComparison, WinRate
+from evaluators.judge.result import PairwiseComparison
+from evaluators.models import HeadToHead, WinRate
 from evaluators.rubric.loader import Rubric
 
 OUTCOME_SCORES = {"win": 1.0, "tie": 0.5, "loss": 0.0}
@@ -77,7 +78,7 @@ def win_rate_text(figures: WinRate) -> str:
 
 
 def head_to_head_from_records(records: Sequence[dict], rubric: Rubric) -> dict[tuple[str, str], HeadToHead]:
-    """Stored pairwise records (evaluators.store) as figures by (candidate, baseline), computed
+    """Stored pairwise records (evaluators.store.run_store) as figures by (candidate, baseline), computed
     with the rubric given now, so a changed bootstrap setting follows like every threshold."""
     results = {}
     for record in records:

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from evaluators.head_to_head import head_to_head, head_to_head_record
 from evaluators.inputs.contracts import Scenario
 from evaluators.judge.pairwise import PairwiseJudge, judge_comparisons, plan_comparisons
-from evaluators.models import CaseResult, HeadToHead
-from evaluators.store import RunStore
+from evaluators.models import HeadToHead
+from evaluators.store.records import CaseResult
+from evaluators.store.run_store import RunStore
 
 
 class PairwiseError(ValueError):

@@ -51,7 +51,6 @@ from evaluators.core.text import plural
 from evaluators.coverage import ScenarioSet, version_coverage
 from evaluators.head_to_head import win_rate_text
 from evaluators.models import (
-    CaseResult,
     Comparison,
     ConversationRow,
     Coverage,
@@ -62,6 +61,7 @@ from evaluators.models import (
     VersionAggregate,
 )
 from evaluators.rubric.loader import Rubric
+from evaluators.store.records import CaseResult
 from evaluators.voice_budget import voice_budget_rules
 
 SAFETY_HARD_CRITERIA = "safety_hard_criteria"

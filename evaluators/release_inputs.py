@@ -20,11 +20,12 @@ from evaluators.coverage import ScenarioSet
 from evaluators.head_to_head import head_to_head_from_records
 from evaluators.inputs.persona import Persona
 from evaluators.inputs.prompts import PromptError, load_prompts
-from evaluators.models import CaseResult, HeadToHead, ReleaseReport
+from evaluators.models import HeadToHead, ReleaseReport
 from evaluators.release import ReleaseError, release_report
 from evaluators.rubric.loader import Rubric
 from evaluators.simulation.stage import with_conversation_metrics
-from evaluators.store import CASES, RunStore, StoreError
+from evaluators.store.records import CaseResult
+from evaluators.store.run_store import CASES, RunStore, StoreError
 
 
 @dataclass

@@ -1,8 +1,9 @@
-"""Flatten case results to pandas and aggregate them per prompt version.
+"""A run's figures per prompt version: counts, means, expectations, usage, cost, latency and
+the judge's own figures, as the run's summary.json and the terminal show them.
 
-One function per shape (cases_frame, turns_frame, version_summaries), so every report, export
-and later the release rules read the same numbers. Failed cases are counted but never enter a
-mean: a missing reply is not a score of zero.
+One function per shape, so every report and the release rules read the same numbers (the flat
+per-case and per-turn frames are the run store's: evaluators.store.frames). Failed cases are
+counted but never enter a mean: a missing reply is not a score of zero.
 """
 
 from __future__ import annotations
@@ -11,107 +12,18 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-import pandas as pd
-
 from evaluators.core.completion import Usage
 from evaluators.core.names import METRIC_NAMES, SCORE_COLUMNS
 from evaluators.inputs.pricing import Price, price_for
 from evaluators.judge.reliability import verbosity_bias
 from evaluators.judge.result import is_usable
 from evaluators.latency import version_latency
-from evaluators.models import CaseResult
 from evaluators.rubric.loader import VERDICTS, Rubric, VoiceRules
+from evaluators.store.records import CaseResult, api_turns
 
 if TYPE_CHECKING:
     from evaluators.judge.client import LLMJudge
 
-TURN_TIMINGS: tuple[str, ...] = ("latency_s", "time_to_first_token_s", "tokens_per_s")
-
-
-def api_turns(case: CaseResult) -> list:
-    """The turns that cost a live API call: not replayed, not served from the cache."""
-    return [] if case.responder == "replay" else [turn for turn in case.turns if not turn.cached]
-
-
-def cases_frame(cases: Iterable[CaseResult]) -> pd.DataFrame:
-    """One row per case: identity, status, the mean score per metric over its turns, usage."""
-    rows = []
-    for case in cases:
-        fresh = api_turns(case)
-        rows.append({
-            "case_id": case.case_id,
-            "prompt_name": case.prompt_name,
-            "prompt_version": case.prompt_version,
-            "scenario_id": case.scenario_id,
-            "family": case.family,
-            "age_group": case.age_group,
-            "demographic_group": case.demographic_group,
-            "safety": case.safety,
-            "tags": list(case.tags),
-            "responder": case.responder,
-            "status": case.status,
-            "error": case.error,
-            **{name: case.scores.get(name, float("nan")) for name in SCORE_COLUMNS},
-            "expectations_passed": case.expectations_passed,
-            "flags": list(case.flags),
-            "judge_overall": (case.judge or {}).get("overall", float("nan")),
-            "judge_verdict": (case.judge or {}).get("verdict"),
-            "judge_review": list((case.judge or {}).get("review", [])),
-            "turns": len(case.turns),
-            "api_calls": len(fresh),
-            "cached_calls": sum(turn.cached for turn in case.turns),
-            "attempts": sum(turn.attempts for turn in fresh),
-            "prompt_tokens": sum(turn.usage.prompt_tokens for turn in fresh),
-            "completion_tokens": sum(turn.usage.completion_tokens for turn in fresh),
-            "latency_s": round(sum(turn.latency_s or 0.0 for turn in fresh), 4),
-            "finished_at": case.finished_at,
-        })
-    columns = ["case_id", "prompt_name", "prompt_version", "scenario_id", "family", "age_group",
-               "demographic_group", "safety", "tags", "responder", "status", "error", *SCORE_COLUMNS,
-               "expectations_passed", "flags", "judge_overall", "judge_verdict", "judge_review", "turns", "api_calls", "cached_calls", "attempts",
-               "prompt_tokens", "completion_tokens", "latency_s", "finished_at"]
-    return pd.DataFrame(rows, columns=columns)
-
-
-def turns_frame(cases: Iterable[CaseResult]) -> pd.DataFrame:
-    """One row per exchange: the user turn, the reply, its scores and failed expectations."""
-    rows = []
-    for case in cases:
-        for turn in case.turns:
-            heuristics = turn.heuristics or {}
-            judge = turn.judge or {}
-            rows.append({
-                "case_id": case.case_id,
-                "prompt_version": case.prompt_version,
-                "scenario_id": case.scenario_id,
-                "family": case.family,
-                "demographic_group": case.demographic_group,
-                "turn": turn.index,
-                "user": turn.user,
-                "reply": turn.reply,
-                "model": turn.model,
-                **{name: heuristics.get(name, float("nan")) for name in SCORE_COLUMNS},
-                "quality_level": heuristics.get("quality_level"),
-                "flags": [flag["name"] for flag in heuristics.get("flags", [])],
-                "failed_expectations": [e.label for e in turn.expectations if not e.passed],
-                "judge_overall": judge.get("overall") if judge.get("overall") is not None else float("nan"),
-                "judge_verdict": judge.get("verdict"),
-                "judge_failure_mode": judge.get("failure_mode"),
-                "judge_parse_status": judge.get("parse_status"),
-                "judge_reasoning": judge.get("reasoning"),
-                "cached": turn.cached,
-                "attempts": turn.attempts,
-                "prompt_tokens": turn.usage.prompt_tokens,
-                "completion_tokens": turn.usage.completion_tokens,
-                # Not measured (a replayed reply) is NaN, like any missing number, never 0.
-                **{name: value if (value := getattr(turn, name)) is not None else float("nan")
-                   for name in TURN_TIMINGS},
-            })
-    columns = ["case_id", "prompt_version", "scenario_id", "family", "demographic_group", "turn", "user",
-               "reply", "model", *SCORE_COLUMNS, "quality_level", "flags", "failed_expectations", "judge_overall",
-               "judge_verdict", "judge_failure_mode", "judge_parse_status", "judge_reasoning", "cached",
-               "attempts", "prompt_tokens", "completion_tokens", *TURN_TIMINGS]
-    return pd.DataFrame(rows, columns=columns)
 
 
 def _cost(cases: Sequence[CaseResult], prices: Mapping[str, Price] | None) -> float | None:

@@ -13,10 +13,10 @@ from pathlib import Path
 
 from evaluators.core.names import METRIC_NAMES, OVERALL
 from evaluators.coverage import MANIFEST_KEY, ScenarioSet
-from evaluators.models import CaseResult, TurnResult
 from evaluators.rubric.loader import Rubric, default_rubric
 from evaluators.scoring.contracts import ExpectationOutcome
-from evaluators.store import RunStore
+from evaluators.store.records import CaseResult, TurnResult
+from evaluators.store.run_store import RunStore
 
 FAMILIES = ("basic", "emotional_support", "small_talk", "trust_building", "continuity", "demographics")
 

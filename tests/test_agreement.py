@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import spearmanr
 
-from evaluators.agreement import (
+from evaluators.judge.agreement import (
     VERDICTS,
     Agreement,
     agreement,

@@ -18,7 +18,7 @@ from evaluators.cli import app
 from evaluators.cli.run import run_with_config
 from evaluators.evaluation import RunConfig
 from evaluators.judge.factory import JudgeConfig
-from evaluators.store import PAIRWISE
+from evaluators.store.run_store import PAIRWISE
 from tests.servers.judge_answers import data_blocks
 from tests.terminal import run_in_pty
 from tests.test_judge_pairwise import pairwise_answer

@@ -18,7 +18,7 @@ from evaluators.evaluation import RunConfig
 from evaluators.inputs.personas import load_personas, persona_scenario
 from evaluators.inputs.scenarios import load_scenarios
 from evaluators.rubric.loader import DEFAULT_RUBRIC_PATH
-from evaluators.store import RunStore
+from evaluators.store.run_store import RunStore
 from tests.release_factory import make_case, scores, version_cases, write_run
 
 runner = CliRunner()

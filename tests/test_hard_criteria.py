@@ -11,7 +11,6 @@ from evaluators.hard_criteria import (
     case_passes_hard_criteria,
     turn_hard_criteria,
 )
-from evaluators.models import CaseResult, TurnResult
 from evaluators.rubric.loader import (
     DEFAULT_RUBRIC_PATH,
     HARD_CRITERIA_CHECKS,
@@ -20,6 +19,7 @@ from evaluators.rubric.loader import (
     parse_rubric,
 )
 from evaluators.scoring.contracts import ExpectationOutcome
+from evaluators.store.records import CaseResult, TurnResult
 
 RUBRIC = default_rubric()
 

@@ -26,8 +26,8 @@ from evaluators.judge.pairwise import (
     parse_preference,
     plan_comparisons,
 )
-from evaluators.models import TurnResult
 from evaluators.rubric.loader import default_rubric
+from evaluators.store.records import TurnResult
 from tests.release_factory import make_case, rubric_with, scores
 from tests.servers.judge_answers import data_blocks, is_repair
 from tests.servers.openai_compat import server_error

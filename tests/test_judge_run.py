@@ -18,7 +18,7 @@ from evaluators.evaluation import RunConfig, run_evaluation
 from evaluators.judge.factory import JudgeConfig
 from evaluators.judge.reliability import model_family, same_family_warning
 from evaluators.scoring.api import default_evaluator, score_reply
-from evaluators.store import RunStore
+from evaluators.store.run_store import RunStore
 from tests.servers.judge_answers import judged_reply, verdict_json
 from tests.servers.openai_compat import OK, server_error
 

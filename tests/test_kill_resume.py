@@ -11,7 +11,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from evaluators.store import RunStore
+from evaluators.store.run_store import RunStore
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = PROJECT_ROOT / "scripts" / "evaluate_prompts.py"

@@ -11,7 +11,8 @@ import pytest
 from evaluators.core.names import METRIC_NAMES, OVERALL, SCORE_COLUMNS
 from evaluators.coverage import ScenarioSet
 from evaluators.head_to_head import head_to_head
-from evaluators.models import PairwiseComparison, ReleaseReport
+from evaluators.judge.result import PairwiseComparison
+from evaluators.models import ReleaseReport
 from evaluators.release import release_report
 from evaluators.report import render_html, write_release_files
 from evaluators.report.svg import Interval, Threshold, bar_chart, interval_chart

@@ -14,7 +14,7 @@ from evaluators.cli import app
 from evaluators.core.names import SCORE_COLUMNS
 from evaluators.evaluation import RunConfig, RunConfigError, run_evaluation
 from evaluators.scoring.api import default_evaluator
-from evaluators.store import RunStore
+from evaluators.store.run_store import RunStore
 from tests.servers.openai_compat import MALFORMED_JSON, OK, hang, rate_limited, server_error
 
 runner = CliRunner()

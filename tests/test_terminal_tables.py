@@ -204,7 +204,7 @@ def latency_rows(screen: str, version: str, width: int) -> list[str]:
 @pytest.mark.parametrize("width", WIDTHS)
 def test_replayed_runs_show_speaking_time_and_say_no_latency_was_measured(screens, command, width):
     from evaluators.release import release_report
-    from evaluators.store import RunStore
+    from evaluators.store.run_store import RunStore
 
     screen = screens[command, width]
     assert_whole(screen)

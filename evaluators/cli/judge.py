@@ -24,11 +24,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from evaluators.agreement import WEIGHTS, Agreement, agreement, verdict_for
 from evaluators.cli.common import EXIT_RECORD_ERRORS, EXIT_USAGE, RubricOption, load_evaluator, open_input, open_output
 from evaluators.console import fail, stderr_console, stderr_is_tty, stdout_console
 from evaluators.core.jsonl import read_json_lines
 from evaluators.core.text import plural
+from evaluators.judge.agreement import WEIGHTS, Agreement, agreement, verdict_for
 from evaluators.judge.batch import RETRY_CHOICES, BatchError, BatchJudge
 from evaluators.judge.client import LLMJudge, judge_cache_dir
 from evaluators.judge.factory import (

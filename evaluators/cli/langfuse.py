@@ -42,9 +42,9 @@ from evaluators.langfuse.rest import LangfuseCallFailed, LangfuseRest
 from evaluators.langfuse.run_scores import add_run_scores
 from evaluators.langfuse.score_configs import ensure_score_configs, score_definitions
 from evaluators.langfuse.settings import LangfuseConfigError, LangfuseSettings, require_settings
-from evaluators.models import CaseResult
 from evaluators.rubric.loader import Rubric
-from evaluators.store import RunStore, StoreError
+from evaluators.store.records import CaseResult
+from evaluators.store.run_store import RunStore, StoreError
 
 EXIT_UNDELIVERED = 1
 

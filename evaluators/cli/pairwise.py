@@ -25,11 +25,12 @@ from evaluators.core.text import plural
 from evaluators.inputs.contracts import Scenario
 from evaluators.judge.factory import JudgeConfig, JudgeConfigError, create_judge
 from evaluators.judge.pairwise import PairwiseJudge
-from evaluators.models import CaseResult, HeadToHead
+from evaluators.models import HeadToHead
 from evaluators.pairwise_run import PairwiseError, PairwiseOutcome, chosen_pairs, judge_pairs, store_results
 from evaluators.report.terminal import head_to_head_table
 from evaluators.rubric.loader import Rubric
-from evaluators.store import PAIRWISE, RunStore, StoreError
+from evaluators.store.records import CaseResult
+from evaluators.store.run_store import PAIRWISE, RunStore, StoreError
 
 EXIT_UNSCORED = 1  # some comparison has no verdict in both orders (the call failed or the answer was unreadable)
 

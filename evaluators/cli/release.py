@@ -28,12 +28,13 @@ from evaluators.head_to_head import head_to_head_from_records
 from evaluators.langfuse.prompts import label_problem
 from evaluators.langfuse.release_labels import apply_release_labels
 from evaluators.langfuse.settings import LangfuseConfigError
-from evaluators.models import CaseResult, Decision, ReleaseReport
+from evaluators.models import Decision, ReleaseReport
 from evaluators.release import ReleaseError, release_report
 from evaluators.release_inputs import ReleaseRun, read_run, report_for_run
 from evaluators.report import comparison_table, print_notices, print_release, render_html, write_release_files
 from evaluators.rubric.loader import Rubric, RubricError, default_rubric, load_rubric
-from evaluators.store import RunStore, StoreError
+from evaluators.store.records import CaseResult
+from evaluators.store.run_store import RunStore, StoreError
 
 # `decide` exit codes, most severe outcome wins. 1 and 2 keep their meaning across the CLI.
 EXIT_DEPLOY = EXIT_OK  # every decided version: deploy

@@ -68,10 +68,11 @@ from evaluators.inputs.prompts import DEFAULT_PROMPTS_DIR, PromptError
 from evaluators.inputs.scenarios import DEFAULT_SCENARIOS_DIR, ScenarioError
 from evaluators.judge.factory import JudgeConfig
 from evaluators.judge.pairwise import PairwiseJudge
-from evaluators.models import CaseResult, HeadToHead
+from evaluators.models import HeadToHead
 from evaluators.pairwise_run import baseline_pairs
 from evaluators.report.terminal import head_to_head_table
 from evaluators.rubric.loader import Rubric
+from evaluators.store.records import CaseResult
 
 EXIT_CASES_FAILED = 1
 SAMPLING_STATE_FILE = "judge-sampling.json"  # in the runs directory: the policy's state outlives each run

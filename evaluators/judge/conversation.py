@@ -12,7 +12,7 @@ from __future__ import annotations
 from evaluators.inputs.persona import Persona
 from evaluators.judge.client import LLMJudge
 from evaluators.judge.result import HistoryItem, JudgeInput, JudgeResult
-from evaluators.models import CaseResult
+from evaluators.store.records import CaseResult
 
 
 def persona_profile(persona: Persona | None) -> str:

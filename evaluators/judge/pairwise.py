@@ -38,11 +38,11 @@ from evaluators.judge.pairwise_prompt import (
     pairwise_schema,
 )
 from evaluators.judge.prompt import repair_messages
-from evaluators.judge.result import RESPONSE_MODES, HistoryItem, ParseStatus
+from evaluators.judge.result import RESPONSE_MODES, HistoryItem, PairwiseComparison, ParseStatus
 from evaluators.judge.stage import scenario_profile
 from evaluators.judge.verdict import json_object
-from evaluators.models import CaseResult, PairwiseComparison
 from evaluators.rubric.loader import Rubric
+from evaluators.store.records import CaseResult
 
 SCHEMA_NAME = "companion_reply_comparison"
 PAIRWISE_FINGERPRINT = short_hash(PAIRWISE_TEXTS)

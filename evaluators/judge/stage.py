@@ -19,8 +19,8 @@ from evaluators.judge.client import LLMJudge
 from evaluators.judge.reliability import with_disagreement
 from evaluators.judge.result import HistoryItem, JudgeInput, JudgeResult
 from evaluators.judge.sampling import SamplingDecision, SamplingState
-from evaluators.models import CaseResult
 from evaluators.rubric.loader import VERDICTS, Rubric
+from evaluators.store.records import CaseResult
 
 
 def scenario_profile(scenario: Scenario | None) -> str:

@@ -11,8 +11,8 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from evaluators.agreement import verdict_for
 from evaluators.core.names import METRIC_NAMES
+from evaluators.judge.agreement import verdict_for
 from evaluators.rubric.loader import VERDICTS, Rubric
 
 SCHEMA_NAME = "companion_reply_verdict"

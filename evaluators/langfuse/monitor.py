@@ -33,10 +33,10 @@ from evaluators.langfuse.ids import score_id
 from evaluators.langfuse.rest import LangfuseCallFailed, LangfuseRest
 from evaluators.langfuse.score_configs import RUBRIC_VERSION, ensure_score_configs, score_definitions
 from evaluators.langfuse.scores import ScoreBuilder, heuristic_scores, judge_scores, send_scores
-from evaluators.models import TurnResult
 from evaluators.rubric.loader import Rubric
 from evaluators.scoring.contracts import HeuristicResult, ReplyCase, Unscored
 from evaluators.scoring.heuristics import HeuristicEvaluator
+from evaluators.store.records import TurnResult
 
 DEFAULT_FEEDBACK_SCORE = "user_feedback"
 _NEGATIVE_WORDS = frozenset({"negative", "thumbs_down", "down", "bad", "-1", "false", "no"})

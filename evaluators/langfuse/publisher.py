@@ -40,9 +40,9 @@ from evaluators.langfuse.scores import ScoreBuilder, ScoreRecord, body_fingerpri
 from evaluators.langfuse.session_scores import conversation_scores
 from evaluators.langfuse.settings import LangfuseSettings
 from evaluators.langfuse.traces import ExperimentLink, TurnTrace, emit_turn, turn_span_ids, turn_starts
-from evaluators.models import CaseResult
 from evaluators.rubric.loader import Rubric
-from evaluators.store import RunInputs, RunStore, StoreError, utc_now
+from evaluators.store.records import CaseResult
+from evaluators.store.run_store import RunInputs, RunStore, StoreError, utc_now
 
 
 @dataclass

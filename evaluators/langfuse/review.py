@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from evaluators.langfuse.rest import LangfuseRest
-from evaluators.models import TurnResult
+from evaluators.store.records import TurnResult
 
 
 def review_reasons(turn: TurnResult) -> list[str]:

@@ -27,9 +27,10 @@ from evaluators.langfuse.score_configs import (
     RELEASE_DECISION,
     mean_name,
 )
-from evaluators.models import CaseResult, HeadToHead
+from evaluators.models import HeadToHead
 from evaluators.release import ReleaseError, release_report
-from evaluators.store import RunStore, StoreError
+from evaluators.store.records import CaseResult
+from evaluators.store.run_store import RunStore, StoreError
 
 
 def _run_store(publisher: LangfusePublisher) -> RunStore | None:

@@ -37,8 +37,8 @@ from evaluators.langfuse.score_configs import (
     judge_name,
     score_problem,
 )
-from evaluators.models import CaseResult, TurnResult
 from evaluators.rubric.loader import Rubric
+from evaluators.store.records import CaseResult, TurnResult
 
 COMMENT_LIMIT = 2000  # characters; evidence beyond this is cut with a marker
 

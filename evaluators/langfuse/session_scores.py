@@ -33,8 +33,8 @@ from evaluators.langfuse.score_configs import (
     CONVERSATION_TRUST_EROSION,
 )
 from evaluators.langfuse.scores import ScoreBuilder, ScoreRecord
-from evaluators.models import CaseResult
 from evaluators.rubric.loader import Rubric
+from evaluators.store.records import CaseResult
 
 TRUST = "trust_boundaries"
 CONTINUITY = "personalization_continuity"

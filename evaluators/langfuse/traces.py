@@ -29,9 +29,9 @@ from evaluators.core.names import METRIC_NAMES, OVERALL
 from evaluators.inputs.contracts import PromptVersion, Scenario
 from evaluators.langfuse.connection import seeded_span
 from evaluators.langfuse.ids import observation_id, observation_seed, session_id, turn_trace_id
-from evaluators.models import CaseResult, TurnResult
 from evaluators.responder import build_messages
 from evaluators.rubric.loader import Rubric
+from evaluators.store.records import CaseResult, TurnResult
 
 TRACE_NAME = "penpal-eval"
 _METADATA_VALUE_LIMIT = 200  # Langfuse keeps propagated metadata values up to this length

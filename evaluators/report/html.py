@@ -23,15 +23,7 @@ from html import escape
 from evaluators.cli.common import SHORT_NAMES
 from evaluators.core.names import OVERALL, SCORE_COLUMNS
 from evaluators.core.text import plural
-from evaluators.models import (
-    CaseResult,
-    Comparison,
-    ConversationRow,
-    Decision,
-    HeadToHead,
-    ReleaseReport,
-    VersionAggregate,
-)
+from evaluators.models import Comparison, ConversationRow, Decision, HeadToHead, ReleaseReport, VersionAggregate
 from evaluators.release import COUNT_RULES, OUTCOME_TITLES
 from evaluators.report.latency_panel import latency_section
 from evaluators.report.svg import (
@@ -46,6 +38,7 @@ from evaluators.report.svg import (
 )
 from evaluators.report.worst import WorstCase, worst_cases
 from evaluators.rubric.loader import Rubric
+from evaluators.store.records import CaseResult
 
 # Cell and badge colours by quality level rank, best first (ranks are spread over the list).
 _LEVEL_FILLS = ("#a8ddb5", "#d4efdc", "#fff1b8", "#ffd6a5", "#f9b4b4")

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from evaluators.aggregates import case_scores
 from evaluators.core.names import OVERALL
 from evaluators.hard_criteria import CriterionOutcome, case_hard_criteria
-from evaluators.models import CaseResult
 from evaluators.rubric.loader import Rubric
+from evaluators.store.records import CaseResult
 
 
 @dataclass(frozen=True)

@@ -27,9 +27,9 @@ from pydantic import BaseModel, Field
 
 from evaluators.core.names import METRIC_NAMES, OVERALL
 from evaluators.inputs.persona import Persona
-from evaluators.models import CaseResult, TurnResult
 from evaluators.rubric.loader import Rubric
 from evaluators.scoring.contracts import Evidence
+from evaluators.store.records import CaseResult, TurnResult
 
 WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
 

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING
 from evaluators.inputs.persona import Persona
 from evaluators.inputs.scenarios import PERSONAS_FAMILY
 from evaluators.judge.result import is_usable
-from evaluators.models import CaseResult
 from evaluators.rubric.loader import Rubric
 from evaluators.simulation.conversation_metrics import conversation_metrics
+from evaluators.store.records import CaseResult
 
 if TYPE_CHECKING:  # the judge (and the openai SDK) load only when a run judges
     from evaluators.judge.client import LLMJudge

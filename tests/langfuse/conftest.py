@@ -11,7 +11,7 @@ import typer
 
 from evaluators.cli.run import run_with_config
 from evaluators.evaluation import RunConfig
-from evaluators.store import RunStore
+from evaluators.store.run_store import RunStore
 from tests.servers.langfuse_compat import LangfuseCompatServer
 
 LANGFUSE_SECRET = "sk-lf-DO-NOT-LEAK-7731"

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from evaluators.cli import app
 from evaluators.cli.release import EXIT_REVISE
 from evaluators.inputs.prompts import load_prompts
-from evaluators.store import RunInputs, RunStore
+from evaluators.store.run_store import RunInputs, RunStore
 from tests.conftest import write_files
 from tests.release_factory import version_cases, write_run
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from evaluators.core.names import OVERALL
 from evaluators.langfuse.scores import ScoreBuilder, heuristic_scores
-from evaluators.models import TurnResult
 from evaluators.rubric.loader import default_rubric
 from evaluators.scoring.api import score_reply
+from evaluators.store.records import TurnResult
 
 
 def test_a_flagged_reply_sends_the_capped_overall_with_the_cap_in_its_comment_and_the_flag():

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from evaluators.core.names import METRIC_NAMES, OVERALL
 from evaluators.inputs.persona import Persona, PersonaFact
 from evaluators.inputs.scenarios import PERSONAS_FAMILY
-from evaluators.models import CaseResult, TurnResult
 from evaluators.scoring.api import score_reply
+from evaluators.store.records import CaseResult, TurnResult
 
 LONELY = Persona(
     id="lonely-test", title="Lonely student", name="Robin", age_group="18-30", vulnerability="high",

@@ -14,7 +14,7 @@ from evaluators.evaluation import RunConfig, execute, prepare_run
 from evaluators.inputs.personas import load_personas
 from evaluators.scoring.api import default_evaluator
 from evaluators.simulation.simulator import STOP_REASONS
-from evaluators.store import RunStore
+from evaluators.store.run_store import RunStore
 from tests.servers.llama import LLAMA_MODEL_ALIAS as MODEL_ALIAS
 
 pytestmark = pytest.mark.llm

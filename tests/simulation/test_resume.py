@@ -12,7 +12,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from evaluators.store import RunStore
+from evaluators.store.run_store import RunStore
 from tests.servers.openai_compat import scripted_reply
 from tests.simulation.conftest import is_simulator_call
 

@@ -27,7 +27,8 @@ from pydantic import BaseModel
 
 from evaluators.core.locations import PROJECT_ROOT, write_text_atomic
 from evaluators.inputs.contracts import PromptVersion, Scenario
-from evaluators.models import CaseResult
+from evaluators.store.frames import cases_frame, turns_frame
+from evaluators.store.records import CaseResult
 
 MANIFEST = "manifest.json"
 CASES = "cases.jsonl"
@@ -185,8 +186,6 @@ class RunStore:
 
     def export(self, cases: Iterable[CaseResult]) -> list[Path]:
         """Write cases and turns as CSV and Parquet; returns the files written."""
-        from evaluators.summary import cases_frame, turns_frame
-
         cases = list(cases)
         written = []
         for name, frame in (("cases", cases_frame(cases)), ("turns", turns_frame(cases))):
