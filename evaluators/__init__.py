@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 
 # Public name -> module that defines it.
 _EXPORTS: dict[str, str] = {
-    "RunConfig": "evaluators.evaluation",
-    "run_evaluation": "evaluators.evaluation",
+    "RunConfig": "evaluators.run.config",
+    "run_evaluation": "evaluators.pipeline",
     "HeuristicEvaluator": "evaluators.scoring.heuristics",
     "JudgeConfig": "evaluators.judge",
     "JudgeInput": "evaluators.judge",
@@ -68,14 +68,15 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # what type checkers and IDEs see
     from evaluators.core.names import METRIC_NAMES, OVERALL
-    from evaluators.evaluation import RunConfig, run_evaluation
     from evaluators.inputs.contracts import PromptVersion, Scenario
     from evaluators.inputs.prompts import load_prompts
     from evaluators.inputs.scenarios import load_scenarios
     from evaluators.judge import JudgeConfig, JudgeInput, JudgeResult, LLMJudge, create_judge
     from evaluators.models import Decision, ReleaseReport
+    from evaluators.pipeline import run_evaluation
     from evaluators.release import ReleaseError, release_report
     from evaluators.rubric.loader import Rubric, RubricError, load_rubric
+    from evaluators.run.config import RunConfig
     from evaluators.scoring.api import METRIC_COLUMNS, Unscored, score_frame, score_records, score_reply
     from evaluators.scoring.contracts import Evidence, Flag, HeuristicResult, MetricScore, Notice, ReplyCase
     from evaluators.scoring.heuristics import HeuristicEvaluator

@@ -178,7 +178,7 @@ def version_aggregate(version: str, cases: Sequence[CaseResult], rubric: Rubric)
 
 
 def conversation_row(case: CaseResult) -> ConversationRow | None:
-    """A simulated conversation's metrics record (evaluators.simulation) as a row; None for any other case."""
+    """A simulated conversation's metrics record (evaluators.run.simulation) as a row; None for any other case."""
     record = case.conversation
     if not record or "trajectory" not in record:
         return None

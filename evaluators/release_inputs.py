@@ -23,7 +23,7 @@ from evaluators.inputs.prompts import PromptError, load_prompts
 from evaluators.models import HeadToHead, ReleaseReport
 from evaluators.release import ReleaseError, release_report
 from evaluators.rubric.loader import Rubric
-from evaluators.simulation.stage import with_conversation_metrics
+from evaluators.run.simulation.stage import with_conversation_metrics
 from evaluators.store.records import CaseResult
 from evaluators.store.run_store import CASES, RunStore, StoreError
 

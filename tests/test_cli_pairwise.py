@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 
 from evaluators.cli import app
 from evaluators.cli.run import run_with_config
-from evaluators.evaluation import RunConfig
 from evaluators.judge.factory import JudgeConfig
+from evaluators.run.config import RunConfig
 from evaluators.store.run_store import PAIRWISE
 from tests.servers.judge_answers import data_blocks
 from tests.terminal import run_in_pty

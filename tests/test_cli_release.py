@@ -14,10 +14,10 @@ from evaluators.cli import app
 from evaluators.cli.common import EXIT_USAGE
 from evaluators.cli.release import EXIT_AB_TEST, EXIT_DEPLOY, EXIT_INCOMPLETE, EXIT_REGRESSION, EXIT_REVISE
 from evaluators.cli.run import run_with_config
-from evaluators.evaluation import RunConfig
 from evaluators.inputs.personas import load_personas, persona_scenario
 from evaluators.inputs.scenarios import load_scenarios
 from evaluators.rubric.loader import DEFAULT_RUBRIC_PATH
+from evaluators.run.config import RunConfig
 from evaluators.store.run_store import RunStore
 from tests.release_factory import make_case, scores, version_cases, write_run
 

@@ -20,8 +20,8 @@ import pytest
 from typer.testing import CliRunner
 
 from evaluators.cli import app
-from evaluators.evaluation import run_evaluation
 from evaluators.judge.factory import JudgeConfig
+from evaluators.pipeline import run_evaluation
 from evaluators.scoring.api import default_evaluator
 from tests.servers.judge_answers import is_repair, judged_reply, verdict_json
 from tests.test_judge_run import config, isolated, use_judge  # noqa: F401 (isolated: autouse fixture)

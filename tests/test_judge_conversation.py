@@ -14,7 +14,7 @@ from evaluators.core.retry import RetryPolicy
 from evaluators.judge.client import JudgeSettings, LLMJudge, ModeMemory
 from evaluators.judge.conversation import conversation_input
 from evaluators.rubric.loader import default_rubric
-from evaluators.simulation.stage import ConversationStage
+from evaluators.run.simulation.stage import ConversationStage
 from tests.servers.judge_answers import data_blocks, is_repair, verdict_json
 from tests.servers.openai_compat import OK, rate_limited, server_error
 from tests.simulation.conversations import ERODING, LONELY, scored_case

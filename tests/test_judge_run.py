@@ -14,9 +14,10 @@ import pytest
 from typer.testing import CliRunner
 
 from evaluators.cli import app
-from evaluators.evaluation import RunConfig, run_evaluation
 from evaluators.judge.factory import JudgeConfig
 from evaluators.judge.reliability import model_family, same_family_warning
+from evaluators.pipeline import run_evaluation
+from evaluators.run.config import RunConfig
 from evaluators.scoring.api import default_evaluator, score_reply
 from evaluators.store.run_store import RunStore
 from tests.servers.judge_answers import judged_reply, verdict_json

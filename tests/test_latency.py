@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from evaluators.aggregates import version_aggregates
-from evaluators.evaluation import run_evaluation
 from evaluators.latency import percentile, speaking_seconds, spread, version_latency
+from evaluators.pipeline import run_evaluation
 from evaluators.rubric.loader import default_rubric
 from evaluators.scoring.api import default_evaluator
 from tests.release_factory import make_case, scores

@@ -17,8 +17,8 @@ from evaluators.core.retry import RetryPolicy
 from evaluators.inputs.scenarios import load_scenarios
 from evaluators.judge.client import JudgeSettings, LLMJudge, ModeMemory
 from evaluators.judge.stage import turn_inputs
-from evaluators.responder import load_recordings
 from evaluators.rubric.loader import default_rubric
+from evaluators.run.responder import load_recordings
 from evaluators.store.records import CaseResult, TurnResult
 from tests.servers.llama import LLAMA_MODEL_ALIAS
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from evaluators.evaluation import RunConfig, execute, prepare_run
 from evaluators.inputs.scenarios import load_scenarios
+from evaluators.pipeline import execute, prepare_run
+from evaluators.run.config import RunConfig
 from evaluators.scoring.api import default_evaluator
 from tests.servers.llama import LLAMA_MODEL_ALIAS as MODEL_ALIAS
 

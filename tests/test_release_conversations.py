@@ -16,7 +16,7 @@ from evaluators.release import (
 )
 from evaluators.release_inputs import read_run, report_for_run
 from evaluators.rubric.loader import default_rubric
-from evaluators.simulation.stage import with_conversation_metrics
+from evaluators.run.simulation.stage import with_conversation_metrics
 from tests.release_factory import version_cases, write_run
 from tests.simulation.conversations import ERODING, LONELY, STEADY, scored_case
 

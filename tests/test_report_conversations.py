@@ -13,7 +13,7 @@ from evaluators.release import release_report
 from evaluators.report import render_html, write_release_files
 from evaluators.report.svg import line_chart
 from evaluators.rubric.loader import default_rubric
-from evaluators.simulation.stage import with_conversation_metrics
+from evaluators.run.simulation.stage import with_conversation_metrics
 from tests.release_factory import version_cases
 from tests.simulation.conversations import ERODING, LONELY, STEADY, scored_case
 

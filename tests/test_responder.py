@@ -10,7 +10,7 @@ from evaluators.core.endpoints import safe_endpoint
 from evaluators.core.response_cache import ResponseCache
 from evaluators.core.retry import CallFailed, RetryPolicy
 from evaluators.inputs.contracts import PromptVersion, Scenario
-from evaluators.responder import ChatRequest, OpenAIResponder, ReplayResponder, build_messages
+from evaluators.run.responder import ChatRequest, OpenAIResponder, ReplayResponder, build_messages
 from tests.servers.openai_compat import (
     BROKEN_STREAM,
     MALFORMED_JSON,

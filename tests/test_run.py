@@ -12,7 +12,8 @@ from typer.testing import CliRunner
 
 from evaluators.cli import app
 from evaluators.core.names import SCORE_COLUMNS
-from evaluators.evaluation import RunConfig, RunConfigError, run_evaluation
+from evaluators.pipeline import run_evaluation
+from evaluators.run.config import RunConfig, RunConfigError
 from evaluators.scoring.api import default_evaluator
 from evaluators.store.run_store import RunStore
 from tests.servers.openai_compat import MALFORMED_JSON, OK, hang, rate_limited, server_error

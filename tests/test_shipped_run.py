@@ -16,8 +16,8 @@ import pytest
 from evaluators.inputs.personas import load_personas
 from evaluators.inputs.prompts import load_prompts
 from evaluators.inputs.scenarios import load_scenarios
-from evaluators.responder import load_recordings
-from evaluators.simulation.recordings import load_persona_recordings
+from evaluators.run.responder import load_recordings
+from evaluators.run.simulation.recordings import load_persona_recordings
 from evaluators.store.run_store import RunStore
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]

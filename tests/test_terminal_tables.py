@@ -20,7 +20,7 @@ from evaluators.inputs.prompts import load_prompts
 from evaluators.inputs.scenarios import load_scenarios
 from evaluators.release import OUTCOME_TITLES
 from evaluators.rubric.loader import default_rubric
-from evaluators.simulation.stage import with_conversation_metrics
+from evaluators.run.simulation.stage import with_conversation_metrics
 from tests.release_factory import version_cases, write_run
 from tests.simulation.conversations import ERODING, LONELY, STEADY, scored_case
 from tests.terminal import run_in_pty

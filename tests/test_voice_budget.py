@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from evaluators.evaluation import run_evaluation
+from evaluators.pipeline import run_evaluation
 from evaluators.release import release_report
 from evaluators.rubric.loader import default_rubric
 from evaluators.scoring.api import default_evaluator

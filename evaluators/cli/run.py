@@ -1,7 +1,7 @@
 """`penpal-eval run` (and scripts/evaluate_prompts.py): the evaluation run on the terminal.
 
 Everything here is presentation: options, the progress bar, notices and the per-version
-table. The run itself is evaluators.evaluation.
+table. The run itself is evaluators.pipeline.
 """
 
 from __future__ import annotations
@@ -52,16 +52,6 @@ from evaluators.console import (
 from evaluators.core.locations import PROJECT_ROOT, display_path
 from evaluators.core.names import SCORE_COLUMNS
 from evaluators.core.text import plural
-from evaluators.evaluation import (
-    PROMPT_SOURCES,
-    RESPONDER_CHOICES,
-    PreparedRun,
-    RunConfig,
-    RunConfigError,
-    RunReport,
-    execute,
-    prepare_run,
-)
 from evaluators.inputs.personas import PersonaError
 from evaluators.inputs.pricing import parse_price_override
 from evaluators.inputs.prompts import DEFAULT_PROMPTS_DIR, PromptError
@@ -70,8 +60,10 @@ from evaluators.judge.factory import JudgeConfig
 from evaluators.judge.pairwise import PairwiseJudge
 from evaluators.models import HeadToHead
 from evaluators.pairwise_run import baseline_pairs
+from evaluators.pipeline import PreparedRun, RunReport, execute, prepare_run
 from evaluators.report.terminal import head_to_head_table
 from evaluators.rubric.loader import Rubric
+from evaluators.run.config import PROMPT_SOURCES, RESPONDER_CHOICES, RunConfig, RunConfigError
 from evaluators.store.records import CaseResult
 
 EXIT_CASES_FAILED = 1

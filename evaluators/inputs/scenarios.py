@@ -20,7 +20,7 @@ from evaluators.core.yaml_io import describe_yaml_error, parse_yaml
 from evaluators.inputs.contracts import FAMILIES, Scenario
 from evaluators.rubric.loader import Rubric, default_rubric
 
-PERSONAS_FAMILY = "personas"  # played by a simulator (evaluators.simulation), never scripted
+PERSONAS_FAMILY = "personas"  # played by a simulator (evaluators.run.simulation), never scripted
 PERSONAS_SUBDIR = "personas"
 
 DEFAULT_SCENARIOS_DIR = PROJECT_ROOT / "scenarios"

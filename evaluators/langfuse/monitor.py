@@ -17,7 +17,6 @@ GET /api/public/v3/scores (the SDK's `api.observations.get_many` and `api.scores
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,36 +24,20 @@ from datetime import datetime
 from statistics import fmean
 
 from evaluators.judge.client import LLMJudge
-from evaluators.judge.reliability import with_disagreement
-from evaluators.judge.result import HistoryItem, JudgeInput, JudgeResult
+from evaluators.judge.result import HistoryItem
 from evaluators.judge.sampling import SamplingState
-from evaluators.judge.stage import sampling_triggers
 from evaluators.langfuse.ids import score_id
 from evaluators.langfuse.rest import LangfuseCallFailed, LangfuseRest
 from evaluators.langfuse.score_configs import RUBRIC_VERSION, ensure_score_configs, score_definitions
 from evaluators.langfuse.scores import ScoreBuilder, heuristic_scores, judge_scores, send_scores
 from evaluators.rubric.loader import Rubric
+from evaluators.run.production import ProductionReply, score_production
 from evaluators.scoring.contracts import HeuristicResult, ReplyCase, Unscored
 from evaluators.scoring.heuristics import HeuristicEvaluator
 from evaluators.store.records import TurnResult
 
 DEFAULT_FEEDBACK_SCORE = "user_feedback"
 _NEGATIVE_WORDS = frozenset({"negative", "thumbs_down", "down", "bad", "-1", "false", "no"})
-
-
-@dataclass(frozen=True)
-class ProductionReply:
-    """One companion reply from production, as read from its generation observation."""
-
-    observation_id: str
-    trace_id: str
-    started: datetime
-    user_message: str
-    history: tuple[HistoryItem, ...]
-    reply: str
-    model: str
-    prompt_version: str  # what the sampling policy counts uses of
-    environment: str | None
 
 
 def _decoded(value: object) -> object:
@@ -182,14 +165,6 @@ class MonitorReport:
         return lines
 
 
-async def _judge_all(judge: LLMJudge, inputs: Sequence[JudgeInput]) -> list[JudgeResult]:
-    """Judge concurrently (the judge bounds its own concurrency), then close its client in the same loop."""
-    try:
-        return list(await asyncio.gather(*(judge.judge(item) for item in inputs)))
-    finally:
-        await judge.aclose()
-
-
 def _score_configs(rest: LangfuseRest, rubric: Rubric, report: MonitorReport) -> tuple[dict[str, str], dict]:
     """The config ids to put on scores and the configs to check them against; a config that
     cannot be had costs its scores their configId, never the pass (the problem is reported)."""
@@ -208,6 +183,7 @@ def monitor(rest: LangfuseRest, evaluator: HeuristicEvaluator, since: datetime, 
             score_cases: Callable[[list[ReplyCase]], Iterable[HeuristicResult | Unscored]] | None = None) -> MonitorReport:
     """One pass: read, skip what is scored, score the rest, write the scores back.
 
+    The scoring is evaluators.run.production's; this reads the replies and writes the scores.
     The judge, when given, is closed at the end of the pass. `score_cases` scores elsewhere
     (on Ray: evaluators.scale); by default the evaluator scores here.
     """
@@ -227,28 +203,15 @@ def monitor(rest: LangfuseRest, evaluator: HeuristicEvaluator, since: datetime, 
             report.already_scored += 1
         else:
             replies.append(reply)
+    scored = score_production(replies, evaluator, judge=judge, sampling=sampling, feedback=feedback,
+                              score_cases=score_cases)
+    for reason, count in scored.unscored.items():
+        report.unreadable[reason] = report.unreadable.get(reason, 0) + count
+    report.judged, report.judge_failed = scored.judged, scored.judge_failed
+    report.not_judged_by_policy = scored.not_judged_by_policy
+    replies, heuristics, judgements = scored.replies, scored.heuristics, scored.judgements
     if not replies:
-        if judge is not None:
-            asyncio.run(judge.aclose())
         return report
-    cases = [ReplyCase(id=reply.observation_id, history=[item.text for item in reply.history if item.role == "user"],
-                       user_message=reply.user_message, response=reply.reply) for reply in replies]
-    outcomes = list((score_cases or evaluator.score_cases)(cases))
-    # A reply in a language the heuristics do not read gets no scores (and no marker, so a
-    # rubric that reads it later can score it); it is counted with the unreadable ones.
-    for outcome in outcomes:
-        if isinstance(outcome, Unscored):
-            reason = f"not scored: {', '.join(dict.fromkeys(n.name for n in outcome.notices)) or outcome.error}"
-            report.unreadable[reason] = report.unreadable.get(reason, 0) + 1
-    replies = [reply for reply, outcome in zip(replies, outcomes, strict=True) if not isinstance(outcome, Unscored)]
-    heuristics = [outcome for outcome in outcomes if not isinstance(outcome, Unscored)]
-    if not replies:
-        if judge is not None:
-            asyncio.run(judge.aclose())
-        return report
-    judgements: dict[str, JudgeResult] = {}
-    if judge is not None:
-        judgements = _judge_sampled(judge, sampling, rubric, replies, heuristics, feedback, report)
     bodies_by_reply: dict[str, list[dict]] = {}
     for reply, result in zip(replies, heuristics, strict=True):
         record = result.to_record()
@@ -283,32 +246,3 @@ def monitor(rest: LangfuseRest, evaluator: HeuristicEvaluator, since: datetime, 
     usable = [result.overall for result in judgements.values() if result.usable]
     report.judge_mean = round(fmean(usable), 4) if usable else None
     return report
-
-
-def _judge_sampled(judge: LLMJudge, sampling: SamplingState | None, rubric: Rubric,
-                   replies: Sequence[ProductionReply], heuristics: Sequence, feedback: Mapping[str, str],
-                   report: MonitorReport) -> dict[str, JudgeResult]:
-    """Judge the replies the sampling policy picks (every reply without a policy)."""
-    chosen: list[tuple[ProductionReply, float]] = []
-    for reply, result in zip(replies, heuristics, strict=True):
-        if sampling is not None:
-            triggers = sampling_triggers([flag.name for flag in result.flags], result.values(),
-                                         rubric.judge.sampling.trigger_metric_below, feedback.get(reply.trace_id))
-            if not sampling.decide(reply.prompt_version, reply.observation_id, triggers=triggers).judge:
-                report.not_judged_by_policy += 1
-                continue
-        chosen.append((reply, result.overall_quality))
-    inputs = [JudgeInput(id=reply.observation_id, history=reply.history, user_message=reply.user_message,
-                         reply=reply.reply) for reply, _ in chosen]
-    results = asyncio.run(_judge_all(judge, inputs))
-    judgements = {}
-    for (reply, overall), result in zip(chosen, results, strict=True):
-        result = with_disagreement(result, overall, rubric.judge.disagreement)
-        if result.status == "failed":
-            report.judge_failed += 1
-        else:
-            report.judged += 1
-        if sampling is not None:
-            sampling.record_verdict(reply.prompt_version, result.verdict if result.usable else None)
-        judgements[reply.observation_id] = result
-    return judgements

@@ -71,7 +71,7 @@ def _evidence(items: list[dict]) -> str:
 
 
 def simulated_conversation_scores(builder: ScoreBuilder, record: dict) -> None:
-    """The conversation metrics of a simulated conversation (evaluators.simulation), each with
+    """The conversation metrics of a simulated conversation (evaluators.run.simulation), each with
     the turns its comment names."""
     trajectory, dependency = record["trajectory"], record["dependency"]
     memory, consistency = record["memory"], record["consistency"]

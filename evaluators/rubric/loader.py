@@ -272,7 +272,7 @@ LABEL_PATTERN = r"^[a-z0-9_.-]{1,36}$"  # a prompt label `decide --apply` may se
 
 
 class ConversationThresholds(_Strict):
-    """Release thresholds on simulated conversations (evaluators.simulation.conversation_metrics)."""
+    """Release thresholds on simulated conversations (evaluators.run.simulation.conversation_metrics)."""
 
     max_trust_erosion: float = Field(ge=0.0, le=1.0)  # largest allowed fall of trust per turn (minus the slope)
     eroded_below: float = Field(ge=0.0, le=1.0)  # ...and erosion counts once the second half averages below this

@@ -57,9 +57,9 @@ class CaseResult(BaseModel):
     flags: list[str] = Field(default_factory=list)
     expectations_passed: bool | None = None
     judge: dict | None = None  # the judge's case summary (evaluators.judge.stage.case_summary)
-    # Conversation-level metrics of a simulated conversation (evaluators.simulation), else None.
+    # Conversation-level metrics of a simulated conversation (evaluators.run.simulation), else None.
     conversation: dict | None = None
-    # How a simulated conversation was played (evaluators.simulation.play.SimulatedTurns.record):
+    # How a simulated conversation was played (evaluators.run.simulation.play.SimulatedTurns.record):
     # persona, simulator kind and model, stop_reason (goal_reached | persona_left |
     # companion_ended | turn_limit), max_turns, and the simulator's own calls and tokens, counted
     # apart from the companion's. None for a scripted scenario.

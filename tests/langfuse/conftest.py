@@ -10,7 +10,7 @@ import pytest
 import typer
 
 from evaluators.cli.run import run_with_config
-from evaluators.evaluation import RunConfig
+from evaluators.run.config import RunConfig
 from evaluators.store.run_store import RunStore
 from tests.servers.langfuse_compat import LangfuseCompatServer
 

@@ -8,8 +8,8 @@ import asyncio
 import pytest
 
 from evaluators.rubric.loader import default_rubric
-from evaluators.simulation.conversation_metrics import conversation_metrics, least_squares_slope
-from evaluators.simulation.stage import ConversationStage, with_conversation_metrics
+from evaluators.run.simulation.conversation_metrics import conversation_metrics, least_squares_slope
+from evaluators.run.simulation.stage import ConversationStage, with_conversation_metrics
 from tests.simulation.conversations import ERODING, LONELY, STEADY, scored_case
 
 RUBRIC = default_rubric()

@@ -10,10 +10,11 @@ import asyncio
 
 import pytest
 
-from evaluators.evaluation import RunConfig, execute, prepare_run
 from evaluators.inputs.personas import load_personas
+from evaluators.pipeline import execute, prepare_run
+from evaluators.run.config import RunConfig
+from evaluators.run.simulation.simulator import STOP_REASONS
 from evaluators.scoring.api import default_evaluator
-from evaluators.simulation.simulator import STOP_REASONS
 from evaluators.store.run_store import RunStore
 from tests.servers.llama import LLAMA_MODEL_ALIAS as MODEL_ALIAS
 

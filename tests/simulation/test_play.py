@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from evaluators.evaluation import RunConfig, RunReport, execute, prepare_run
+from evaluators.pipeline import RunReport, execute, prepare_run
+from evaluators.run.config import RunConfig
 from evaluators.scoring.api import default_evaluator
 from evaluators.store.records import CaseResult
 from tests.servers.openai_compat import OK, Call, OpenAICompatServer, scripted_reply, server_error

@@ -8,7 +8,7 @@ import pytest
 
 from evaluators.core.retry import CallFailed, MalformedResponse
 from evaluators.inputs.personas import load_personas
-from evaluators.simulation.simulator import (
+from evaluators.run.simulation.simulator import (
     GOAL_REACHED,
     PERSONA_LEFT,
     RecordedConversation,
@@ -92,7 +92,8 @@ def test_one_model_family_in_every_role_is_warned_about():
 
 
 def test_a_run_whose_simulator_shares_the_companion_family_says_so(persona_project):
-    from evaluators.evaluation import RunConfig, prepare_run
+    from evaluators.pipeline import prepare_run
+    from evaluators.run.config import RunConfig
     from evaluators.scoring.api import default_evaluator
 
     config = RunConfig(prompts_dir=persona_project["prompts"], scenarios_dir=persona_project["scenarios"],

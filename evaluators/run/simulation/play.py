@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from evaluators.core.completion import Completion, Usage
 from evaluators.inputs.contracts import Scenario
 from evaluators.inputs.persona import Persona
-from evaluators.simulation.simulator import (
+from evaluators.run.simulation.simulator import (
     COMPANION_ENDED,
     TURN_LIMIT,
     Simulator,

@@ -21,7 +21,7 @@ from evaluators.core.completion import Completion
 from evaluators.core.response_cache import ResponseCache
 from evaluators.core.retry import CallFailed, MalformedResponse, RetryPolicy
 from evaluators.inputs.persona import Persona
-from evaluators.responder import OpenAIResponder
+from evaluators.run.responder import OpenAIResponder
 
 # Why a simulated conversation stopped (CaseResult.simulation["stop_reason"]).
 GOAL_REACHED = "goal_reached"  # the persona got what it came for (simulator wrote [DONE])

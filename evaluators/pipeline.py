@@ -26,9 +26,8 @@ from evaluators.coverage import ScenarioSet
 from evaluators.inputs.contracts import PromptVersion, Scenario
 from evaluators.inputs.persona import Persona
 from evaluators.inputs.personas import load_personas, persona_scenario, personas_dir
-from evaluators.inputs.pricing import Price
-from evaluators.inputs.prompts import DEFAULT_PROMPTS_DIR, load_prompts
-from evaluators.inputs.scenarios import DEFAULT_SCENARIOS_DIR, load_scenarios
+from evaluators.inputs.prompts import load_prompts
+from evaluators.inputs.scenarios import load_scenarios
 from evaluators.judge.batch import BatchJudge
 from evaluators.judge.client import LLMJudge
 from evaluators.judge.factory import (
@@ -42,24 +41,28 @@ from evaluators.judge.reliability import one_family_warning, same_family_warning
 from evaluators.judge.sampling import SamplingState
 from evaluators.judge.stage import BatchJudgeStage, JudgeStage
 from evaluators.langfuse.prompts import LangfusePromptError, fetch_run_prompts
-from evaluators.responder import (
-    DEFAULT_RECORDED_DIR,
+from evaluators.run.config import (
+    DEFAULT_PROMPT_LABELS,
+    PROMPT_SOURCES,
+    RESPONDER_CHOICES,
+    RESUMED_INPUTS,
+    RunConfig,
+    RunConfigError,
+)
+from evaluators.run.responder import (
     OpenAIResponder,
     ReplayResponder,
     Responder,
 )
-from evaluators.runner import CaseSink, CaseStage, Runner, RunOutcome, RunPlan
+from evaluators.run.runner import CaseSink, CaseStage, Runner, RunOutcome, RunPlan
+from evaluators.run.simulation.recordings import load_persona_recordings, persona_replies, recording_files
+from evaluators.run.simulation.simulator import OpenAISimulator, ReplaySimulator, Simulator
+from evaluators.run.simulation.stage import ConversationStage
 from evaluators.scoring.heuristics import HeuristicEvaluator
-from evaluators.simulation.recordings import load_persona_recordings, persona_replies, recording_files
-from evaluators.simulation.simulator import OpenAISimulator, ReplaySimulator, Simulator
-from evaluators.simulation.stage import ConversationStage
 from evaluators.store.records import CaseResult
 from evaluators.store.run_store import RunInputs, RunStore, StoreError, git_state, new_run_id, utc_now
 from evaluators.summary import run_judge_summary, version_summaries
 
-RESPONDER_CHOICES = ("auto", "replay", "openai")
-PROMPT_SOURCES = ("local", "langfuse")
-DEFAULT_PROMPT_LABELS = ("production",)
 BATCH_STATE_FILE = "judge-batch.json"  # in the run directory: the Batch API batches this run submitted
 REPLAY_NOTICE = (
     "No OPENAI_API_KEY or OPENAI_BASE_URL is set, so this run replays the recorded replies in "
@@ -67,52 +70,6 @@ REPLAY_NOTICE = (
     "(and OPENAI_BASE_URL for an OpenAI-compatible server) to evaluate a live model."
 )
 
-
-class RunConfigError(ValueError):
-    """The run cannot start as configured; the message says what to change."""
-
-
-@dataclass
-class RunConfig:
-    prompt_versions: list[str] | None = None  # None: every version in prompts_dir
-    families: list[str] | None = None  # None: every family
-    scenario_ids: list[str] | None = None
-    persona_ids: list[str] | None = None  # None: every persona (when the family is selected)
-    max_turns: int | None = None  # None: each persona's own max_turns
-    responder: str = "auto"
-    model: str | None = None
-    concurrency: int = 8
-    timeout_s: float = 60.0
-    max_attempts: int = 5
-    use_cache: bool = True
-    cache_dir: Path | None = None
-    output_dir: Path = PROJECT_ROOT / "runs"
-    run_id: str | None = None
-    resume: Path | None = None
-    prompts_dir: Path = DEFAULT_PROMPTS_DIR
-    scenarios_dir: Path = DEFAULT_SCENARIOS_DIR
-    recorded_dir: Path = DEFAULT_RECORDED_DIR
-    prices: dict[str, Price] = field(default_factory=dict)
-    retry_base_delay_s: float = 0.5
-    judge: JudgeConfig | None = None  # None: heuristics only
-    prompt_source: str = "local"  # "langfuse": fetch the prompts from Langfuse prompt management
-    prompt_labels: list[str] | None = None  # Langfuse labels to fetch; None: production
-    langfuse_prompt_names: list[str] | None = None  # None: the names of the prompts in prompts_dir
-    langfuse: bool | None = None  # push to Langfuse; None: when its keys are set
-    given: frozenset[str] = frozenset()  # fields set explicitly on the command line (checked on resume)
-
-
-# What --resume restores from the manifest, by RunConfig field, and the flag that sets it: given
-# again on resume, such a flag must agree with the run, or the resume is refused naming it.
-RESUMED_INPUTS: dict[str, str] = {
-    "prompt_versions": "--prompt", "families": "--family", "scenario_ids": "--scenario",
-    "persona_ids": "--persona", "max_turns": "--turns", "responder": "--responder", "model": "--model",
-    "prompts_dir": "--prompts-dir",
-    "scenarios_dir": "--scenarios-dir", "recorded_dir": "--recorded-dir", "run_id": "--run-id",
-    "prompt_source": "--prompt-source", "prompt_labels": "--label", "langfuse_prompt_names": "--langfuse-prompt",
-    "judge": "--judge", "judge_model": "--judge-model", "judge_samples": "--judge-samples",
-    "judge_sampling": "--judge-sampling", "judge_sample_rate": "--judge-sample-rate",
-}
 
 @dataclass
 class PreparedRun:
@@ -358,15 +315,15 @@ def _check_resume_flags(config: RunConfig, restored: RunConfig, directory: Path)
         "judge_sample_rate": (judge_now.sample_rate, judge_then.sample_rate),
     }
     conflicts = []
-    for field, flag in RESUMED_INPUTS.items():
-        if field not in config.given or field == "judge":
+    for name, flag in RESUMED_INPUTS.items():
+        if name not in config.given or name == "judge":
             continue
-        given, then = values.get(field) or (getattr(config, field), getattr(restored, field))
-        if field == "responder" and given == "auto":
+        given, then = values.get(name) or (getattr(config, name), getattr(restored, name))
+        if name == "responder" and given == "auto":
             continue
-        if field == "prompt_versions" and then is None:
+        if name == "prompt_versions" and then is None:
             continue  # the run took every version; naming them all again agrees
-        if not _same(field, given, then):
+        if not _same(name, given, then):
             conflicts.append(f"{flag} {_shown(given)} (the run has {_shown(then)})")
     if conflicts:
         raise RunConfigError(f"cannot resume {display_path(directory)} with {'; '.join(conflicts)}: a resumed run "

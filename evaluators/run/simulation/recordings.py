@@ -13,8 +13,8 @@ import yaml
 
 from evaluators.core.locations import display_path, read_data_file
 from evaluators.core.yaml_io import describe_yaml_error, parse_yaml
-from evaluators.responder import DEFAULT_RECORDED_DIR, RecordingError
-from evaluators.simulation.simulator import STOP_REASONS, RecordedConversation
+from evaluators.run.responder import DEFAULT_RECORDED_DIR, RecordingError
+from evaluators.run.simulation.simulator import STOP_REASONS, RecordedConversation
 
 PERSONA_RECORDINGS_SUBDIR = "personas"
 _TOP_LEVEL_KEYS = ("sample_data", "persona", "conversations")

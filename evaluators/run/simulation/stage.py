@@ -15,7 +15,7 @@ from evaluators.inputs.persona import Persona
 from evaluators.inputs.scenarios import PERSONAS_FAMILY
 from evaluators.judge.result import is_usable
 from evaluators.rubric.loader import Rubric
-from evaluators.simulation.conversation_metrics import conversation_metrics
+from evaluators.run.simulation.conversation_metrics import conversation_metrics
 from evaluators.store.records import CaseResult
 
 if TYPE_CHECKING:  # the judge (and the openai SDK) load only when a run judges
@@ -43,7 +43,7 @@ def with_metrics(case: CaseResult, personas: Mapping[str, Persona], rubric: Rubr
 
 
 class ConversationStage:
-    """A `CaseStage` (evaluators.runner) that fills `case.conversation` for simulated conversations.
+    """A `CaseStage` (evaluators.run.runner) that fills `case.conversation` for simulated conversations.
 
     With a `judge` (a run with `--judge`) the conversation judge reads each simulated
     conversation once and its verdict is stored as `case.conversation["judge"]`; a usable

@@ -24,12 +24,12 @@ from evaluators.core.names import SCORE_COLUMNS
 from evaluators.core.retry import CallFailed
 from evaluators.inputs.contracts import PromptVersion, Scenario
 from evaluators.inputs.persona import Persona
-from evaluators.responder import ChatRequest, Responder, build_messages
+from evaluators.run.responder import ChatRequest, Responder, build_messages
+from evaluators.run.simulation.play import ScriptedTurns, SimulatedTurns
+from evaluators.run.simulation.simulator import Simulator
 from evaluators.scoring.contracts import ReplyCase, Unscored
 from evaluators.scoring.expectations import check_reply
 from evaluators.scoring.heuristics import HeuristicEvaluator
-from evaluators.simulation.play import ScriptedTurns, SimulatedTurns
-from evaluators.simulation.simulator import Simulator
 from evaluators.store.records import CaseResult, TurnResult, case_id
 from evaluators.store.run_store import RunStore, utc_now
 
