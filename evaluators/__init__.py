@@ -20,24 +20,24 @@ _EXPORTS: dict[str, str] = {
     "LLMJudge": "evaluators.judge",
     "create_judge": "evaluators.judge",
     "CaseResult": "evaluators.store.records",
-    "Decision": "evaluators.models",
+    "Decision": "evaluators.release.contracts",
     "Evidence": "evaluators.scoring.contracts",
     "Flag": "evaluators.scoring.contracts",
     "HeuristicResult": "evaluators.scoring.contracts",
     "MetricScore": "evaluators.scoring.contracts",
     "Notice": "evaluators.scoring.contracts",
     "PromptVersion": "evaluators.inputs.contracts",
-    "ReleaseReport": "evaluators.models",
+    "ReleaseReport": "evaluators.release.contracts",
     "ReplyCase": "evaluators.scoring.contracts",
     "Scenario": "evaluators.inputs.contracts",
     "load_prompts": "evaluators.inputs.prompts",
-    "ReleaseError": "evaluators.release",
-    "release_report": "evaluators.release",
+    "ReleaseError": "evaluators.release.rules",
+    "release_report": "evaluators.release.rules",
     "load_scenarios": "evaluators.inputs.scenarios",
     "RunStore": "evaluators.store.run_store",
     "cases_frame": "evaluators.store.frames",
     "turns_frame": "evaluators.store.frames",
-    "version_summaries": "evaluators.summary",
+    "version_summaries": "evaluators.release.summaries",
     "METRIC_NAMES": "evaluators.core.names",
     "OVERALL": "evaluators.core.names",
     "Rubric": "evaluators.rubric.loader",
@@ -72,9 +72,10 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
     from evaluators.inputs.prompts import load_prompts
     from evaluators.inputs.scenarios import load_scenarios
     from evaluators.judge import JudgeConfig, JudgeInput, JudgeResult, LLMJudge, create_judge
-    from evaluators.models import Decision, ReleaseReport
     from evaluators.pipeline import run_evaluation
-    from evaluators.release import ReleaseError, release_report
+    from evaluators.release.contracts import Decision, ReleaseReport
+    from evaluators.release.rules import ReleaseError, release_report
+    from evaluators.release.summaries import version_summaries
     from evaluators.rubric.loader import Rubric, RubricError, load_rubric
     from evaluators.run.config import RunConfig
     from evaluators.scoring.api import METRIC_COLUMNS, Unscored, score_frame, score_records, score_reply
@@ -83,4 +84,3 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
     from evaluators.store.frames import cases_frame, turns_frame
     from evaluators.store.records import CaseResult
     from evaluators.store.run_store import RunStore
-    from evaluators.summary import version_summaries

@@ -21,8 +21,6 @@ from pathlib import Path
 from evaluators.core.locations import PROJECT_ROOT, display_path, manifest_path, read_data_file, short_hash
 from evaluators.core.response_cache import ResponseCache
 from evaluators.core.retry import RetryPolicy
-from evaluators.coverage import MANIFEST_KEY as COVERAGE_KEY
-from evaluators.coverage import ScenarioSet
 from evaluators.inputs.contracts import PromptVersion, Scenario
 from evaluators.inputs.persona import Persona
 from evaluators.inputs.personas import load_personas, persona_scenario, personas_dir
@@ -41,6 +39,9 @@ from evaluators.judge.reliability import one_family_warning, same_family_warning
 from evaluators.judge.sampling import SamplingState
 from evaluators.judge.stage import BatchJudgeStage, JudgeStage
 from evaluators.langfuse.prompts import LangfusePromptError, fetch_run_prompts
+from evaluators.release.coverage import MANIFEST_KEY as COVERAGE_KEY
+from evaluators.release.coverage import ScenarioSet
+from evaluators.release.summaries import run_judge_summary, version_summaries
 from evaluators.run.config import (
     DEFAULT_PROMPT_LABELS,
     PROMPT_SOURCES,
@@ -61,7 +62,6 @@ from evaluators.run.simulation.stage import ConversationStage
 from evaluators.scoring.heuristics import HeuristicEvaluator
 from evaluators.store.records import CaseResult
 from evaluators.store.run_store import RunInputs, RunStore, StoreError, git_state, new_run_id, utc_now
-from evaluators.summary import run_judge_summary, version_summaries
 
 BATCH_STATE_FILE = "judge-batch.json"  # in the run directory: the Batch API batches this run submitted
 REPLAY_NOTICE = (
@@ -93,7 +93,7 @@ class RunReport:
     outcome: RunOutcome
     summaries: dict[str, dict]
     exports: list[Path]
-    judge: dict | None = None  # run-level judge figures (evaluators.summary.run_judge_summary)
+    judge: dict | None = None  # run-level judge figures (evaluators.release.summaries.run_judge_summary)
 
 
 def _scenario_set_hash(scenarios: Sequence[Scenario]) -> str:

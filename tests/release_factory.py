@@ -2,7 +2,7 @@
 
 Each case has one turn whose reply is plain speakable text; a case meant to fail its hard
 criteria gets a failed scenario expectation (and optionally a flag), which is what
-evaluators.hard_criteria reads. Nothing here scores text: the numbers are the test's.
+evaluators.release.hard_criteria reads. Nothing here scores text: the numbers are the test's.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from evaluators.core.names import METRIC_NAMES, OVERALL
-from evaluators.coverage import MANIFEST_KEY, ScenarioSet
+from evaluators.release.coverage import MANIFEST_KEY, ScenarioSet
 from evaluators.rubric.loader import Rubric, default_rubric
 from evaluators.scoring.contracts import ExpectationOutcome
 from evaluators.store.records import CaseResult, TurnResult

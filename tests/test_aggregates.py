@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from evaluators.aggregates import (
+from evaluators.core.names import METRIC_NAMES, OVERALL
+from evaluators.release.aggregates import (
     average_of_label,
     case_scores,
     exact_mean,
@@ -12,8 +13,7 @@ from evaluators.aggregates import (
     group_means,
     version_aggregate,
 )
-from evaluators.core.names import METRIC_NAMES, OVERALL
-from evaluators.models import GroupMeans
+from evaluators.release.contracts import GroupMeans
 from evaluators.rubric.loader import default_rubric
 from tests.release_factory import make_case, rubric_with, scores
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from evaluators.bootstrap import BootstrapInterval, paired_bootstrap, percentile_interval, resampled_means
+from evaluators.release.bootstrap import BootstrapInterval, paired_bootstrap, percentile_interval, resampled_means
 
 
 def test_resampled_means_follow_the_index_rows_by_hand():

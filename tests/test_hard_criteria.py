@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from evaluators.hard_criteria import (
+from evaluators.release.hard_criteria import (
     CHECKS,
     SCENARIO_EXPECTATIONS,
     case_hard_criteria,

@@ -8,11 +8,11 @@ import asyncio
 
 import pytest
 
-from evaluators.aggregates import conversation_row
 from evaluators.core.response_cache import JsonFileCache
 from evaluators.core.retry import RetryPolicy
 from evaluators.judge.client import JudgeSettings, LLMJudge, ModeMemory
 from evaluators.judge.conversation import conversation_input
+from evaluators.release.aggregates import conversation_row
 from evaluators.rubric.loader import default_rubric
 from evaluators.run.simulation.stage import ConversationStage
 from tests.servers.judge_answers import data_blocks, is_repair, verdict_json

@@ -17,7 +17,6 @@ import pytest
 from evaluators.core.names import METRIC_NAMES
 from evaluators.core.response_cache import JsonFileCache
 from evaluators.core.retry import RetryPolicy
-from evaluators.head_to_head import head_to_head
 from evaluators.judge.client import JudgeSettings, LLMJudge, ModeMemory
 from evaluators.judge.pairwise import (
     PairwiseJudge,
@@ -26,6 +25,7 @@ from evaluators.judge.pairwise import (
     parse_preference,
     plan_comparisons,
 )
+from evaluators.release.head_to_head import head_to_head
 from evaluators.rubric.loader import default_rubric
 from evaluators.store.records import TurnResult
 from tests.release_factory import make_case, rubric_with, scores

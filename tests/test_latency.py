@@ -1,13 +1,13 @@
-"""Latency and speaking time per version (evaluators.latency), measured on real runs through the
+"""Latency and speaking time per version (evaluators.release.latency), measured on real runs through the
 `openai` SDK against the local server's paced streams."""
 
 from __future__ import annotations
 
 import pytest
 
-from evaluators.aggregates import version_aggregates
-from evaluators.latency import percentile, speaking_seconds, spread, version_latency
 from evaluators.pipeline import run_evaluation
+from evaluators.release.aggregates import version_aggregates
+from evaluators.release.latency import percentile, speaking_seconds, spread, version_latency
 from evaluators.rubric.loader import default_rubric
 from evaluators.scoring.api import default_evaluator
 from tests.release_factory import make_case, scores

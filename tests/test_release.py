@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from evaluators.core.names import METRIC_NAMES, OVERALL
-from evaluators.models import Decision
-from evaluators.release import (
+from evaluators.release.contracts import Decision
+from evaluators.release.rules import (
     AVERAGE_DEPLOY,
     AVERAGE_FLOOR,
     BASELINE_REGRESSIONS,
@@ -23,8 +23,8 @@ from evaluators.release import (
     ReleaseError,
     release_report,
 )
+from evaluators.release.voice_budget import VOICE_FIRST_TOKEN, VOICE_SPEAKING_TIME
 from evaluators.rubric.loader import default_rubric
-from evaluators.voice_budget import VOICE_FIRST_TOKEN, VOICE_SPEAKING_TIME
 from tests.release_factory import make_case, rubric_with, scores, version_cases
 
 # Twelve scenarios whose overall averages exactly 0.7, with float-unfriendly values.

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from evaluators.release import (
+from evaluators.release.rules import (
     CONVERSATION_CONSISTENCY,
     CONVERSATION_DEPENDENCY,
     CONVERSATION_EROSION,
@@ -14,7 +14,7 @@ from evaluators.release import (
     CONVERSATION_MEMORY,
     release_report,
 )
-from evaluators.release_inputs import read_run, report_for_run
+from evaluators.release.stored_run import read_run, report_for_run
 from evaluators.rubric.loader import default_rubric
 from evaluators.run.simulation.stage import with_conversation_metrics
 from tests.release_factory import version_cases, write_run

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import pytest
 
-from evaluators.head_to_head import head_to_head, head_to_head_record
 from evaluators.judge.result import PairwiseComparison
-from evaluators.release import BEATS_BASELINE
-from evaluators.release_inputs import read_run, report_for_run
+from evaluators.release.head_to_head import head_to_head, head_to_head_record
+from evaluators.release.rules import BEATS_BASELINE
+from evaluators.release.stored_run import read_run, report_for_run
 from evaluators.rubric.loader import default_rubric
 from evaluators.store.run_store import RunStore
 from tests.release_factory import FAMILIES, rubric_with, version_cases, write_run

@@ -9,7 +9,7 @@ import re
 import pandas as pd
 import pytest
 
-from evaluators.release import release_report
+from evaluators.release.rules import release_report
 from evaluators.report import render_html, write_release_files
 from evaluators.report.svg import line_chart
 from evaluators.rubric.loader import default_rubric

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from evaluators.core.names import METRIC_NAMES, OVERALL, SCORE_COLUMNS
-from evaluators.coverage import ScenarioSet
-from evaluators.head_to_head import head_to_head
 from evaluators.judge.result import PairwiseComparison
-from evaluators.models import ReleaseReport
-from evaluators.release import release_report
+from evaluators.release.contracts import ReleaseReport
+from evaluators.release.coverage import ScenarioSet
+from evaluators.release.head_to_head import head_to_head
+from evaluators.release.rules import release_report
 from evaluators.report import render_html, write_release_files
 from evaluators.report.svg import Interval, Threshold, bar_chart, interval_chart
 from evaluators.rubric.loader import default_rubric

@@ -130,7 +130,7 @@ def test_a_flag_on_any_turn_caps_its_case_in_the_store(shipped_run):
 
 # --- release decisions on the shipped data (docs/release.md) ----------------------------------------
 def _release(store):
-    from evaluators.release import release_report
+    from evaluators.release.rules import release_report
     from evaluators.rubric.loader import default_rubric
 
     return release_report(store.read_cases(), default_rubric(), baselines=store.manifest["config"]["baselines"])
@@ -146,7 +146,7 @@ def test_the_main_job_ends_with_the_decisions(shipped_run):
 
 
 def test_the_decisions_differ_the_way_the_versions_were_written(shipped_run):
-    from evaluators.release import (
+    from evaluators.release.rules import (
         AVERAGE_DEPLOY,
         AVERAGE_FLOOR,
         BASELINE_REGRESSIONS,

@@ -18,7 +18,7 @@ from evaluators.cli.common import SHORT_NAMES
 from evaluators.core.names import METRIC_NAMES, OVERALL
 from evaluators.inputs.prompts import load_prompts
 from evaluators.inputs.scenarios import load_scenarios
-from evaluators.release import OUTCOME_TITLES
+from evaluators.release.rules import OUTCOME_TITLES
 from evaluators.rubric.loader import default_rubric
 from evaluators.run.simulation.stage import with_conversation_metrics
 from tests.release_factory import version_cases, write_run
@@ -203,7 +203,7 @@ def latency_rows(screen: str, version: str, width: int) -> list[str]:
 @pytest.mark.parametrize("command", ["decide", "report"])
 @pytest.mark.parametrize("width", WIDTHS)
 def test_replayed_runs_show_speaking_time_and_say_no_latency_was_measured(screens, command, width):
-    from evaluators.release import release_report
+    from evaluators.release.rules import release_report
     from evaluators.store.run_store import RunStore
 
     screen = screens[command, width]
@@ -220,7 +220,7 @@ def test_replayed_runs_show_speaking_time_and_say_no_latency_was_measured(screen
 def test_measured_latency_rows_are_whole(width):
     from rich.console import Console
 
-    from evaluators.release import release_report
+    from evaluators.release.rules import release_report
     from evaluators.report.terminal import latency_table
     from tests.release_factory import version_cases
     from tests.test_voice_budget import timed

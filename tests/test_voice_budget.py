@@ -1,4 +1,4 @@
-"""The voice budget's release rules (evaluators.voice_budget): over budget never deploys, and the
+"""The voice budget's release rules (evaluators.release.voice_budget): over budget never deploys, and the
 reasons give the observed p95 against the budget; latency nobody measured neither blocks nor passes."""
 
 from __future__ import annotations
@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from evaluators.pipeline import run_evaluation
-from evaluators.release import release_report
+from evaluators.release.rules import release_report
+from evaluators.release.voice_budget import VOICE_FIRST_TOKEN, VOICE_SPEAKING_TIME, seconds_against
 from evaluators.rubric.loader import default_rubric
 from evaluators.scoring.api import default_evaluator
-from evaluators.voice_budget import VOICE_FIRST_TOKEN, VOICE_SPEAKING_TIME, seconds_against
 from tests.release_factory import version_cases
 from tests.test_release import decide_one, rule
 from tests.test_run import config, no_api_configured, use_server  # noqa: F401 - the fixture keeps the env clean

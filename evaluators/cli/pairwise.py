@@ -1,7 +1,7 @@
 """`penpal-eval pairwise`: two prompt versions of a run judged head to head, and `run --pairwise`.
 
 Presentation only: the judging is evaluators.judge.pairwise, the pairs and the storing
-evaluators.pairwise_run, the win rates evaluators.head_to_head.
+evaluators.release.pairwise_run, the win rates evaluators.release.head_to_head.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from evaluators.core.text import plural
 from evaluators.inputs.contracts import Scenario
 from evaluators.judge.factory import JudgeConfig, JudgeConfigError, create_judge
 from evaluators.judge.pairwise import PairwiseJudge
-from evaluators.models import HeadToHead
-from evaluators.pairwise_run import PairwiseError, PairwiseOutcome, chosen_pairs, judge_pairs, store_results
+from evaluators.release.contracts import HeadToHead
+from evaluators.release.pairwise_run import PairwiseError, PairwiseOutcome, chosen_pairs, judge_pairs, store_results
 from evaluators.report.terminal import head_to_head_table
 from evaluators.rubric.loader import Rubric
 from evaluators.store.records import CaseResult

@@ -1,7 +1,7 @@
 """`penpal-eval decide`, `compare` and `report`: release decisions read from a run store.
 
-Presentation only: the aggregates, comparisons and rules are evaluators.aggregates,
-evaluators.comparison and evaluators.release; the files and the page are evaluators.report.
+Presentation only: the aggregates, comparisons and rules are evaluators.release.aggregates,
+evaluators.release.comparison and evaluators.release.rules; the files and the page are evaluators.report.
 `decide` exits with a code a CI pipeline can gate on (see EXIT_* below).
 """
 
@@ -18,19 +18,19 @@ from rich.console import Console
 from rich.text import Text
 
 from evaluators.cli.common import EXIT_OK, EXIT_USAGE, RubricOption
-from evaluators.comparison import compare_versions
 from evaluators.console import fail, fail_all, stderr_console, stdout_console
 from evaluators.core.locations import display_path
 from evaluators.core.text import plural
-from evaluators.coverage import MANIFEST_KEY as COVERAGE_KEY
-from evaluators.coverage import ScenarioSet
-from evaluators.head_to_head import head_to_head_from_records
 from evaluators.langfuse.prompts import label_problem
 from evaluators.langfuse.release_labels import apply_release_labels
 from evaluators.langfuse.settings import LangfuseConfigError
-from evaluators.models import Decision, ReleaseReport
-from evaluators.release import ReleaseError, release_report
-from evaluators.release_inputs import ReleaseRun, read_run, report_for_run
+from evaluators.release.comparison import compare_versions
+from evaluators.release.contracts import Decision, ReleaseReport
+from evaluators.release.coverage import MANIFEST_KEY as COVERAGE_KEY
+from evaluators.release.coverage import ScenarioSet
+from evaluators.release.head_to_head import head_to_head_from_records
+from evaluators.release.rules import ReleaseError, release_report
+from evaluators.release.stored_run import ReleaseRun, read_run, report_for_run
 from evaluators.report import comparison_table, print_notices, print_release, render_html, write_release_files
 from evaluators.rubric.loader import Rubric, RubricError, default_rubric, load_rubric
 from evaluators.store.records import CaseResult

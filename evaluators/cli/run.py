@@ -58,9 +58,9 @@ from evaluators.inputs.prompts import DEFAULT_PROMPTS_DIR, PromptError
 from evaluators.inputs.scenarios import DEFAULT_SCENARIOS_DIR, ScenarioError
 from evaluators.judge.factory import JudgeConfig
 from evaluators.judge.pairwise import PairwiseJudge
-from evaluators.models import HeadToHead
-from evaluators.pairwise_run import baseline_pairs
 from evaluators.pipeline import PreparedRun, RunReport, execute, prepare_run
+from evaluators.release.contracts import HeadToHead
+from evaluators.release.pairwise_run import baseline_pairs
 from evaluators.report.terminal import head_to_head_table
 from evaluators.rubric.loader import Rubric
 from evaluators.run.config import PROMPT_SOURCES, RESPONDER_CHOICES, RunConfig, RunConfigError

@@ -18,7 +18,7 @@ from evaluators.langfuse.connection import connect
 from evaluators.langfuse.prompts import PRODUCTION, get_prompt, prompt_config, version_label
 from evaluators.langfuse.rest import LangfuseRest
 from evaluators.langfuse.settings import require_settings
-from evaluators.models import Decision
+from evaluators.release.contracts import Decision
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Per prompt version, on its experiment: the aggregates and the release decision as run-level
 scores, so Langfuse's experiment comparison shows them beside the per-trace scores.
 
-The numbers are the ones `penpal-eval decide` prints (evaluators.release), computed from the
+The numbers are the ones `penpal-eval decide` prints (evaluators.release.rules), computed from the
 same stored cases, baselines and scenario set (the run's manifest), so Langfuse and the
 terminal never disagree; the coverage goes along as its own score, and so do the pairwise
 judge's win rate and position-bias rate when the run has pairwise results.
@@ -12,9 +12,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from evaluators.core.names import METRIC_NAMES, OVERALL
-from evaluators.coverage import MANIFEST_KEY as COVERAGE_KEY
-from evaluators.coverage import ScenarioSet
-from evaluators.head_to_head import head_to_head_from_records, win_rate_text
 from evaluators.langfuse.publisher import LangfusePublisher, version_scores
 from evaluators.langfuse.score_configs import (
     COMPOSITE,
@@ -27,8 +24,11 @@ from evaluators.langfuse.score_configs import (
     RELEASE_DECISION,
     mean_name,
 )
-from evaluators.models import HeadToHead
-from evaluators.release import ReleaseError, release_report
+from evaluators.release.contracts import HeadToHead
+from evaluators.release.coverage import MANIFEST_KEY as COVERAGE_KEY
+from evaluators.release.coverage import ScenarioSet
+from evaluators.release.head_to_head import head_to_head_from_records, win_rate_text
+from evaluators.release.rules import ReleaseError, release_report
 from evaluators.store.records import CaseResult
 from evaluators.store.run_store import RunStore, StoreError
 

@@ -20,7 +20,6 @@ from typing import Any
 
 from evaluators.core.names import METRIC_NAMES, OVERALL
 from evaluators.core.text import plural
-from evaluators.hard_criteria import turn_hard_criteria
 from evaluators.judge.result import is_usable
 from evaluators.langfuse.ids import score_id
 from evaluators.langfuse.rest import LangfuseCallFailed, LangfuseRest
@@ -37,6 +36,7 @@ from evaluators.langfuse.score_configs import (
     judge_name,
     score_problem,
 )
+from evaluators.release.hard_criteria import turn_hard_criteria
 from evaluators.rubric.loader import Rubric
 from evaluators.store.records import CaseResult, TurnResult
 

@@ -17,7 +17,6 @@ from statistics import fmean
 
 from evaluators.core.names import OVERALL
 from evaluators.core.text import plural
-from evaluators.hard_criteria import turn_hard_criteria
 from evaluators.judge.result import is_usable
 from evaluators.langfuse.score_configs import (
     CONVERSATION_CONTINUITY,
@@ -33,6 +32,7 @@ from evaluators.langfuse.score_configs import (
     CONVERSATION_TRUST_EROSION,
 )
 from evaluators.langfuse.scores import ScoreBuilder, ScoreRecord
+from evaluators.release.hard_criteria import turn_hard_criteria
 from evaluators.rubric.loader import Rubric
 from evaluators.store.records import CaseResult
 

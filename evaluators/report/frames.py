@@ -14,7 +14,7 @@ import pandas as pd
 
 from evaluators.core.locations import write_text_atomic
 from evaluators.core.names import SCORE_COLUMNS
-from evaluators.models import GroupMeans, ReleaseReport
+from evaluators.release.contracts import GroupMeans, ReleaseReport
 
 DECISIONS_FILE = "decisions.json"
 REPORT_FILE = "report.html"

@@ -23,8 +23,15 @@ from html import escape
 from evaluators.cli.common import SHORT_NAMES
 from evaluators.core.names import OVERALL, SCORE_COLUMNS
 from evaluators.core.text import plural
-from evaluators.models import Comparison, ConversationRow, Decision, HeadToHead, ReleaseReport, VersionAggregate
-from evaluators.release import COUNT_RULES, OUTCOME_TITLES
+from evaluators.release.contracts import (
+    Comparison,
+    ConversationRow,
+    Decision,
+    HeadToHead,
+    ReleaseReport,
+    VersionAggregate,
+)
+from evaluators.release.rules import COUNT_RULES, OUTCOME_TITLES
 from evaluators.report.latency_panel import latency_section
 from evaluators.report.svg import (
     Interval,

@@ -25,7 +25,7 @@ DEFAULT_RUBRIC_PATH = Path(__file__).with_name("rubric.yaml")
 
 ANCHOR_BANDS: tuple[str, ...] = ("excellent", "good", "adequate", "poor", "unacceptable")
 VERDICTS: tuple[str, ...] = ("poor", "acceptable", "good")  # the judge's three points, low to high
-# The hard criteria that have a check in evaluators.hard_criteria; the rubric names which apply.
+# The hard criteria that have a check in evaluators.release.hard_criteria; the rubric names which apply.
 HARD_CRITERIA_CHECKS: tuple[str, ...] = ("no_disqualifier", "voice_ready", "crisis_gets_help")
 # The crisis rules the safety detectors implement (evaluators/scoring/safety/crisis.py).
 CRISIS_RISK_KINDS: tuple[str, ...] = ("passive_wish", "method", "plan", "self_harm", "hopelessness", "burden")

@@ -11,7 +11,6 @@ from typer.testing import CliRunner
 
 from evaluators.cli import app
 from evaluators.core.names import METRIC_NAMES, OVERALL
-from evaluators.hard_criteria import SCENARIO_EXPECTATIONS
 from evaluators.judge.factory import JudgeConfig
 from evaluators.langfuse.ids import (
     dataset_item_id,
@@ -23,7 +22,8 @@ from evaluators.langfuse.ids import (
     turn_trace_id,
 )
 from evaluators.langfuse.ledger import LEDGER
-from evaluators.release import release_report
+from evaluators.release.hard_criteria import SCENARIO_EXPECTATIONS
+from evaluators.release.rules import release_report
 from evaluators.rubric.loader import default_rubric
 from tests.langfuse.conftest import LANGFUSE_SECRET, run_replay
 from tests.servers.judge_answers import judged_reply, verdict_json

@@ -9,8 +9,8 @@ streamed call was timed; on replayed replies it was never measured, and the rule
 
 from __future__ import annotations
 
-from evaluators.latency import NOT_MEASURED
-from evaluators.models import Percentiles, RuleOutcome, VersionAggregate, VersionLatency
+from evaluators.release.contracts import Percentiles, RuleOutcome, VersionAggregate, VersionLatency
+from evaluators.release.latency import NOT_MEASURED
 from evaluators.rubric.loader import Rubric
 
 VOICE_FIRST_TOKEN = "voice_first_token"

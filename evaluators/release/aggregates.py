@@ -16,13 +16,13 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 
 from evaluators.core.names import OVERALL, SCORE_COLUMNS
-from evaluators.hard_criteria import case_hard_criteria, case_passes_hard_criteria
 from evaluators.judge.result import is_usable
-from evaluators.latency import version_latency
-from evaluators.models import ConversationRow, FairnessGap, GroupMeans, VersionAggregate
+from evaluators.release.contracts import ConversationRow, FairnessGap, GroupMeans, VersionAggregate
+from evaluators.release.hard_criteria import case_hard_criteria, case_passes_hard_criteria
+from evaluators.release.latency import version_latency
+from evaluators.release.summaries import judge_aggregates
 from evaluators.rubric.loader import Rubric
 from evaluators.store.records import CaseResult
-from evaluators.summary import judge_aggregates
 
 UNSPECIFIED_GROUP = "unspecified"  # "no age group given" is not a group of people to compare
 _DECIMALS = 9

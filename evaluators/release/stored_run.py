@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from evaluators.core.locations import PROJECT_ROOT, display_path
-from evaluators.coverage import MANIFEST_KEY as COVERAGE_KEY
-from evaluators.coverage import ScenarioSet
-from evaluators.head_to_head import head_to_head_from_records
 from evaluators.inputs.persona import Persona
 from evaluators.inputs.prompts import PromptError, load_prompts
-from evaluators.models import HeadToHead, ReleaseReport
-from evaluators.release import ReleaseError, release_report
+from evaluators.release.contracts import HeadToHead, ReleaseReport
+from evaluators.release.coverage import MANIFEST_KEY as COVERAGE_KEY
+from evaluators.release.coverage import ScenarioSet
+from evaluators.release.head_to_head import head_to_head_from_records
+from evaluators.release.rules import ReleaseError, release_report
 from evaluators.rubric.loader import Rubric
 from evaluators.run.simulation.stage import with_conversation_metrics
 from evaluators.store.records import CaseResult
@@ -108,7 +108,7 @@ def read_run(directory: Path, rubric: Rubric, personas: Mapping[str, Persona] | 
 
 def report_for_run(run: ReleaseRun, rubric: Rubric, *, versions: list[str] | None = None,
                    baseline_override: str | None = None, partial: bool = False) -> ReleaseReport:
-    """The release report of a run read by `read_run` (`partial`: see evaluators.release)."""
+    """The release report of a run read by `read_run` (`partial`: see evaluators.release.rules)."""
     return release_report(run.cases, rubric, baselines=run.baselines, versions=versions,
                           baseline_override=baseline_override, run_id=run.run_id,
                           sample_data=run.sample_data, notices=run.notices, scenario_set=run.scenario_set,

@@ -17,7 +17,7 @@ from evaluators.core.names import METRIC_NAMES, SCORE_COLUMNS
 from evaluators.inputs.pricing import Price, price_for
 from evaluators.judge.reliability import verbosity_bias
 from evaluators.judge.result import is_usable
-from evaluators.latency import version_latency
+from evaluators.release.latency import version_latency
 from evaluators.rubric.loader import VERDICTS, Rubric, VoiceRules
 from evaluators.store.records import CaseResult, api_turns
 
@@ -66,7 +66,7 @@ def version_summaries(
     prices: Mapping[str, Price] | None = None, voice: VoiceRules | None = None,
 ) -> dict[str, dict]:
     """Per prompt version: counts, metric means over scored cases, expectations, usage, cost, and
-    (given the rubric's voice rules) latency and speaking time (evaluators.latency)."""
+    (given the rubric's voice rules) latency and speaking time (evaluators.release.latency)."""
     cases = list(cases)
     order = list(versions) if versions is not None else list(dict.fromkeys(c.prompt_version for c in cases))
     summaries: dict[str, dict] = {}

@@ -1,6 +1,8 @@
-"""Data contracts shared by every stage: what goes into scoring and what comes out.
+"""The release stage's contracts: per-version aggregates, comparisons with the baseline,
+head-to-head win rates, coverage, and the decision with every rule that was checked.
 
-Every score a user sees carries its reasons (evidence), so a number never travels alone.
+Every decision a user sees carries its reasons: the rules, what was observed, and against
+which threshold.
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from evaluators.core.names import OVERALL
 from evaluators.judge.result import PairwiseComparison
 
-# --- release decisions ---------------------------------------------------------------------------
 OUTCOMES: tuple[str, ...] = ("deploy", "ab_test", "revise", "incomplete")
 # What a rule means for the outcome: failing a "revise" rule forces revise; every "deploy" rule
 # must pass to deploy, every "ab_test" rule for an A/B candidate; a "flag" only informs; a
@@ -89,7 +90,7 @@ class Percentiles(BaseModel):
 
 
 class VersionLatency(BaseModel):
-    """How long a version keeps its user waiting and listening (evaluators.latency).
+    """How long a version keeps its user waiting and listening (evaluators.release.latency).
 
     The timings are None when no turn was timed (replayed replies): not measured, not zero.
     """
@@ -125,7 +126,7 @@ class VersionAggregate(BaseModel):
     judged_cases: int = 0  # scored cases whose decision scores include the judge's
     means: dict[str, float | None]
     heuristic_means: dict[str, float | None]
-    judge: dict | None = None  # evaluators.summary.judge_aggregates
+    judge: dict | None = None  # evaluators.release.summaries.judge_aggregates
     hard_criteria_pass_rate: float | None = None
     hard_criteria: dict[str, float] = Field(default_factory=dict)  # pass rate per criterion
     safety_cases: int = 0

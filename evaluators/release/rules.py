@@ -7,13 +7,13 @@ are reported:
   every metric's mean reaches `min_metric_mean`; the average reaches `revise_below_average`.
 - deploy rules (all must pass): the average reaches `deploy_min_average`; the p95 time to
   first token and p95 speaking time are within the rubric's `voice.budget`
-  (evaluators.voice_budget; unmeasured latency is a flag, never a pass or a block).
+  (evaluators.release.voice_budget; unmeasured latency is a flag, never a pass or a block).
 - A/B rules (all must pass): the average reaches `ab_test_min_average`; the version beats its
   baseline beyond noise by the evidence `ab_evidence` counts (a metric's paired bootstrap
   interval above zero, or the pairwise judge's win rate interval above 50%); no
   significant regression on the `regression_guard` metric.
 - the coverage rule: the run scored every scenario of the scenario set its manifest hashed,
-  including every safety scenario (evaluators.coverage). When it did not (interrupted,
+  including every safety scenario (evaluators.release.coverage). When it did not (interrupted,
   filtered, failed cases, no safety scenario in the set) the outcome is `incomplete`, saying
   what is missing and how to finish, whatever the other rules say: a fraction of the evidence
   neither ships a version nor blames its prompt. With `partial=True` (`decide --partial`) the
@@ -44,13 +44,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from statistics import fmean
 
-from evaluators.aggregates import version_aggregates
-from evaluators.comparison import compare_versions
 from evaluators.core.names import METRIC_NAMES
 from evaluators.core.text import plural
-from evaluators.coverage import ScenarioSet, version_coverage
-from evaluators.head_to_head import win_rate_text
-from evaluators.models import (
+from evaluators.release.aggregates import version_aggregates
+from evaluators.release.comparison import compare_versions
+from evaluators.release.contracts import (
     Comparison,
     ConversationRow,
     Coverage,
@@ -60,9 +58,11 @@ from evaluators.models import (
     RuleOutcome,
     VersionAggregate,
 )
+from evaluators.release.coverage import ScenarioSet, version_coverage
+from evaluators.release.head_to_head import win_rate_text
+from evaluators.release.voice_budget import voice_budget_rules
 from evaluators.rubric.loader import Rubric
 from evaluators.store.records import CaseResult
-from evaluators.voice_budget import voice_budget_rules
 
 SAFETY_HARD_CRITERIA = "safety_hard_criteria"
 METRIC_FLOOR = "metric_floor"
@@ -409,7 +409,7 @@ def decide(aggregate: VersionAggregate, rubric: Rubric, *, coverage: Coverage, b
            comparison: Comparison | None = None, head_to_head: HeadToHead | None = None,
            partial: bool = False) -> Decision:
     """The decision for one version from its aggregate, the run's coverage of its scenario set
-    (evaluators.coverage), its baseline comparison when it has one, and the pairwise judge's
+    (evaluators.release.coverage), its baseline comparison when it has one, and the pairwise judge's
     head-to-head against that baseline when the run has one.
 
     `partial`: decide on incomplete coverage by the rules, never to deploy.

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from evaluators.aggregates import case_scores, exact_mean
-from evaluators.bootstrap import paired_bootstrap
 from evaluators.core.names import SCORE_COLUMNS
-from evaluators.models import Comparison, MetricDelta
+from evaluators.release.aggregates import case_scores, exact_mean
+from evaluators.release.bootstrap import paired_bootstrap
+from evaluators.release.contracts import Comparison, MetricDelta
 from evaluators.rubric.loader import Rubric
 from evaluators.store.records import CaseResult
 

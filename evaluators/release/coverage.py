@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from evaluators.inputs.contracts import Scenario
-from evaluators.models import Coverage
+from evaluators.release.contracts import Coverage
 from evaluators.store.records import CaseResult
 
 MANIFEST_KEY = "coverage"

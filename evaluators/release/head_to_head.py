@@ -4,7 +4,7 @@ Each comparison gives the candidate a win (1), a tie (0.5) or a loss (0). A scen
 the mean of its comparisons (one per turn of a scripted scenario, one for a simulated
 conversation), so a long scenario weighs no more than a short one; the win rate is the mean
 over scenarios. Its interval resamples whole scenarios with the rubric's bootstrap settings
-(evaluators.bootstrap), so the comparisons of one conversation, which are not independent,
+(evaluators.release.bootstrap), so the comparisons of one conversation, which are not independent,
 move together. The candidate is better beyond noise when the interval lies above 50%.
 
 Pure: comparisons in, figures out. The judging is evaluators.judge.pairwise.
@@ -15,10 +15,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from statistics import fmean
 
-from evaluators.bootstrap import paired_bootstrap
 from evaluators.core.text import plural
 from evaluators.judge.result import PairwiseComparison
-from evaluators.models import HeadToHead, WinRate
+from evaluators.release.bootstrap import paired_bootstrap
+from evaluators.release.contracts import HeadToHead, WinRate
 from evaluators.rubric.loader import Rubric
 
 OUTCOME_SCORES = {"win": 1.0, "tie": 0.5, "loss": 0.0}

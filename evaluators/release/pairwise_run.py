@@ -3,7 +3,7 @@
 `penpal-eval pairwise RUN` and `penpal-eval run --pairwise` both come here: each candidate is
 compared with its baseline (the front-matter `baseline:` the manifest records, or the pair
 asked for) over the scenarios both scored, by the pairwise judge (evaluators.judge.pairwise);
-the win rates come from evaluators.head_to_head and the comparisons go to the run store's
+the win rates come from evaluators.release.head_to_head and the comparisons go to the run store's
 pairwise.json, where `decide` and `report` read them.
 """
 
@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from evaluators.head_to_head import head_to_head, head_to_head_record
 from evaluators.inputs.contracts import Scenario
 from evaluators.judge.pairwise import PairwiseJudge, judge_comparisons, plan_comparisons
-from evaluators.models import HeadToHead
+from evaluators.release.contracts import HeadToHead
+from evaluators.release.head_to_head import head_to_head, head_to_head_record
 from evaluators.store.records import CaseResult
 from evaluators.store.run_store import RunStore
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 
-from evaluators.models import Percentiles, VersionLatency
+from evaluators.release.contracts import Percentiles, VersionLatency
 from evaluators.rubric.loader import VoiceRules
 from evaluators.scoring.reading.readability import spoken_word_count
 from evaluators.store.records import CaseResult, TurnResult
