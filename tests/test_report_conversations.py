@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 
 from evaluators.release.rules import release_report
-from evaluators.report import render_html, write_release_files
+from evaluators.report.frames import write_release_files
+from evaluators.report.html import render_html
 from evaluators.report.svg import line_chart
 from evaluators.rubric.loader import default_rubric
 from evaluators.run.simulation.stage import with_conversation_metrics

@@ -14,7 +14,8 @@ from evaluators.release.contracts import ReleaseReport
 from evaluators.release.coverage import ScenarioSet
 from evaluators.release.head_to_head import head_to_head
 from evaluators.release.rules import release_report
-from evaluators.report import render_html, write_release_files
+from evaluators.report.frames import write_release_files
+from evaluators.report.html import render_html
 from evaluators.report.svg import Interval, Threshold, bar_chart, interval_chart
 from evaluators.rubric.loader import default_rubric
 from tests.browser import ARTIFACTS, browser_unavailable, offline_page

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from evaluators.release.rules import release_report
-from evaluators.report import render_html
+from evaluators.report.html import render_html
 from evaluators.report.svg import round_ticks
 from evaluators.rubric.loader import default_rubric
 from tests.release_factory import version_cases

@@ -14,11 +14,11 @@ from rich.cells import cell_len
 from typer.testing import CliRunner
 
 from evaluators.cli import app
-from evaluators.cli.common import SHORT_NAMES
 from evaluators.core.names import METRIC_NAMES, OVERALL
 from evaluators.inputs.prompts import load_prompts
 from evaluators.inputs.scenarios import load_scenarios
 from evaluators.release.rules import OUTCOME_TITLES
+from evaluators.report.labels import SHORT_NAMES
 from evaluators.rubric.loader import default_rubric
 from evaluators.run.simulation.stage import with_conversation_metrics
 from tests.release_factory import version_cases, write_run

@@ -11,8 +11,8 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
+from evaluators.cli.common import fail_all
 from evaluators.cli.lazy import LazyCommand, lazy_group
-from evaluators.console import compact_table, fail_all, stdout_console, text_column, value_column
 from evaluators.core.text import plural
 from evaluators.inputs.contracts import FAMILIES, PromptVersion
 from evaluators.inputs.personas import PersonaError, PersonaSet, load_personas, persona_scenario, personas_dir
@@ -24,6 +24,7 @@ from evaluators.inputs.scenarios import (
     ScenarioSet,
     load_scenarios,
 )
+from evaluators.report.console import compact_table, stdout_console, text_column, value_column
 
 EXIT_INVALID = 1
 

@@ -21,10 +21,9 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from evaluators.cli.common import EXIT_OK, EXIT_USAGE, RubricOption, load_evaluator
+from evaluators.cli.common import EXIT_OK, EXIT_USAGE, RubricOption, fail, load_evaluator
 from evaluators.cli.judge import JudgeModelOption, SamplingChoice, build_judge, judge_config
 from evaluators.cli.scale import AddressOption, Engine, EngineOption, WorkersOption
-from evaluators.console import fail, stderr_console, stdout_console
 from evaluators.core.locations import PROJECT_ROOT, display_path
 from evaluators.core.text import plural
 from evaluators.inputs.prompts import DEFAULT_PROMPTS_DIR, PromptError, load_prompts
@@ -42,6 +41,7 @@ from evaluators.langfuse.rest import LangfuseCallFailed, LangfuseRest
 from evaluators.langfuse.run_scores import add_run_scores
 from evaluators.langfuse.score_configs import ensure_score_configs, score_definitions
 from evaluators.langfuse.settings import LangfuseConfigError, LangfuseSettings, require_settings
+from evaluators.report.console import stderr_console, stdout_console
 from evaluators.rubric.loader import Rubric
 from evaluators.store.records import CaseResult
 from evaluators.store.run_store import RunStore, StoreError

@@ -16,10 +16,9 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from evaluators.cli.common import EXIT_OK, EXIT_USAGE, RubricOption
+from evaluators.cli.common import EXIT_OK, EXIT_USAGE, RubricOption, fail
 from evaluators.cli.judge import JudgeCacheOption, JudgeModelOption
 from evaluators.cli.release import _read, _results_console, load_rubric_option
-from evaluators.console import fail, stderr_console
 from evaluators.core.locations import display_path
 from evaluators.core.text import plural
 from evaluators.inputs.contracts import Scenario
@@ -27,6 +26,7 @@ from evaluators.judge.factory import JudgeConfig, JudgeConfigError, create_judge
 from evaluators.judge.pairwise import PairwiseJudge
 from evaluators.release.contracts import HeadToHead
 from evaluators.release.pairwise_run import PairwiseError, PairwiseOutcome, chosen_pairs, judge_pairs, store_results
+from evaluators.report.console import stderr_console
 from evaluators.report.terminal import head_to_head_table
 from evaluators.rubric.loader import Rubric
 from evaluators.store.records import CaseResult

@@ -17,8 +17,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from evaluators.cli.common import EXIT_OK, EXIT_USAGE, RubricOption
-from evaluators.console import fail, fail_all, stderr_console, stdout_console
+from evaluators.cli.common import EXIT_OK, EXIT_USAGE, RubricOption, fail, fail_all
 from evaluators.core.locations import display_path
 from evaluators.core.text import plural
 from evaluators.langfuse.prompts import label_problem
@@ -31,7 +30,10 @@ from evaluators.release.coverage import ScenarioSet
 from evaluators.release.head_to_head import head_to_head_from_records
 from evaluators.release.rules import ReleaseError, release_report
 from evaluators.release.stored_run import ReleaseRun, read_run, report_for_run
-from evaluators.report import comparison_table, print_notices, print_release, render_html, write_release_files
+from evaluators.report.console import stderr_console, stdout_console
+from evaluators.report.frames import write_release_files
+from evaluators.report.html import render_html
+from evaluators.report.terminal import comparison_table, print_notices, print_release
 from evaluators.rubric.loader import Rubric, RubricError, default_rubric, load_rubric
 from evaluators.store.records import CaseResult
 from evaluators.store.run_store import RunStore, StoreError

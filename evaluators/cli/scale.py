@@ -14,8 +14,8 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from evaluators.cli.common import EXIT_RECORD_ERRORS, EXIT_USAGE
-from evaluators.console import fail, stderr_console
+from evaluators.cli.common import EXIT_RECORD_ERRORS, EXIT_USAGE, fail
+from evaluators.report.console import stderr_console
 from evaluators.scale.engine import ENGINES, RayUnavailable
 
 Engine = Enum("Engine", {name: name for name in ENGINES}, type=str)

@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from html import escape
 
-from evaluators.cli.common import SHORT_NAMES
 from evaluators.core.names import OVERALL, SCORE_COLUMNS
 from evaluators.core.text import plural
 from evaluators.release.contracts import (
@@ -32,6 +31,7 @@ from evaluators.release.contracts import (
     VersionAggregate,
 )
 from evaluators.release.rules import COUNT_RULES, OUTCOME_TITLES
+from evaluators.report.labels import SHORT_NAMES
 from evaluators.report.latency_panel import latency_section
 from evaluators.report.svg import (
     Interval,

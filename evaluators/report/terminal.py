@@ -9,13 +9,13 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from evaluators.cli.common import SHORT_NAMES, level_style
-from evaluators.console import compact_table, key_legend, text_column, value_column
 from evaluators.core.text import plural
 from evaluators.release.contracts import Comparison, Decision, HeadToHead, ReleaseReport, RuleOutcome
 from evaluators.release.latency import NOT_MEASURED
 from evaluators.release.rules import COVERAGE, OUTCOME_TITLES
 from evaluators.release.voice_budget import within_budget
+from evaluators.report.console import compact_table, key_legend, text_column, value_column
+from evaluators.report.labels import SHORT_NAMES, level_style
 from evaluators.rubric.loader import Rubric
 
 OUTCOME_STYLES = {"deploy": "bold green", "ab_test": "bold cyan", "revise": "bold red", "incomplete": "bold yellow"}

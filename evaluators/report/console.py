@@ -1,4 +1,5 @@
-"""Terminal output shared by every command: results to stdout, diagnostics to stderr.
+"""Terminal output shared by every command and the terminal reports: results to stdout,
+diagnostics to stderr.
 
 Tables read whole at 80 columns: numbers, levels and decisions never wrap nor shrink (a cut
 value is worse than none), names and prose wrap at word or character boundaries instead of
@@ -8,15 +9,11 @@ ending in an ellipsis, and short column keys come with a legend (`key_legend`).
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
-import typer
 from rich import box
 from rich.console import Console
 from rich.table import Table
-from rich.text import Text
-
-from evaluators.core.text import plural
 
 
 def stdout_console() -> Console:
@@ -26,21 +23,6 @@ def stdout_console() -> Console:
 def stderr_console() -> Console:
     # soft_wrap: one diagnostic per line, never folded at the terminal width.
     return Console(stderr=True, highlight=False, soft_wrap=True)
-
-
-def fail(message: str, code: int) -> typer.Exit:
-    """Print `message` in red on stderr and return the Exit to raise."""
-    stderr_console().print(Text(message, style="red"))
-    return typer.Exit(code=code)
-
-
-def fail_all(problems: Sequence[str], code: int) -> typer.Exit:
-    """Every problem on its own line, then how many: a file's mistakes are all shown in one pass."""
-    errors = stderr_console()
-    for problem in problems:
-        errors.print(Text(f"error: {problem}", style="red"))
-    errors.print(Text(f"{plural(len(problems), 'problem')} found", style="bold red"))
-    return typer.Exit(code=code)
 
 
 def stderr_is_tty() -> bool:
