@@ -26,6 +26,7 @@ from evaluators.inputs.persona import Persona
 from evaluators.inputs.personas import load_personas, persona_scenario, personas_dir
 from evaluators.inputs.prompts import load_prompts
 from evaluators.inputs.scenarios import load_scenarios
+from evaluators.integrations.langfuse.prompts import LangfusePromptError, fetch_run_prompts
 from evaluators.judge.batch import BatchJudge
 from evaluators.judge.client import LLMJudge
 from evaluators.judge.factory import (
@@ -38,7 +39,6 @@ from evaluators.judge.factory import (
 from evaluators.judge.reliability import one_family_warning, same_family_warning
 from evaluators.judge.sampling import SamplingState
 from evaluators.judge.stage import BatchJudgeStage, JudgeStage
-from evaluators.langfuse.prompts import LangfusePromptError, fetch_run_prompts
 from evaluators.release.coverage import MANIFEST_KEY as COVERAGE_KEY
 from evaluators.release.coverage import ScenarioSet
 from evaluators.release.summaries import run_judge_summary, version_summaries

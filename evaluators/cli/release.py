@@ -20,9 +20,9 @@ from rich.text import Text
 from evaluators.cli.common import EXIT_OK, EXIT_USAGE, RubricOption, fail, fail_all
 from evaluators.core.locations import display_path
 from evaluators.core.text import plural
-from evaluators.langfuse.prompts import label_problem
-from evaluators.langfuse.release_labels import apply_release_labels
-from evaluators.langfuse.settings import LangfuseConfigError
+from evaluators.integrations.langfuse.prompts import label_problem
+from evaluators.integrations.langfuse.release_labels import apply_release_labels
+from evaluators.integrations.langfuse.settings import LangfuseConfigError
 from evaluators.release.comparison import compare_versions
 from evaluators.release.contracts import Decision, ReleaseReport
 from evaluators.release.coverage import MANIFEST_KEY as COVERAGE_KEY

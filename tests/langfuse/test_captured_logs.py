@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 
-from evaluators.langfuse.connection import CapturedLogs
+from evaluators.integrations.langfuse.connection import CapturedLogs
 
 
 def emit(logs: CapturedLogs, message: str) -> None:

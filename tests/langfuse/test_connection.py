@@ -7,7 +7,7 @@ import pytest
 from typer.testing import CliRunner
 
 from evaluators.cli import app
-from evaluators.langfuse.connection import MIN_SERVER_VERSION, version_problem
+from evaluators.integrations.langfuse.connection import MIN_SERVER_VERSION, version_problem
 from tests.langfuse.conftest import run_replay
 
 runner = CliRunner()

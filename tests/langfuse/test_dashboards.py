@@ -8,7 +8,7 @@ import httpx
 from typer.testing import CliRunner
 
 from evaluators.cli import app
-from evaluators.langfuse.dashboards import DASHBOARD_NAME, widget_specs
+from evaluators.integrations.langfuse.dashboards import DASHBOARD_NAME, widget_specs
 from evaluators.rubric.loader import default_rubric
 
 runner = CliRunner()

@@ -12,8 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from evaluators.cli import app
-from evaluators.langfuse.ids import turn_trace_id
-from evaluators.langfuse.ledger import LEDGER
+from evaluators.integrations.langfuse.ids import turn_trace_id
+from evaluators.integrations.langfuse.ledger import LEDGER
 from tests.langfuse.conftest import run_replay
 from tests.servers.langfuse_compat import DROP, OK, hang, rate_limited, server_error
 

@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 from evaluators.cli import app
 from evaluators.cli.langfuse import parse_since
 from evaluators.core.names import METRIC_NAMES, OVERALL
+from evaluators.integrations.langfuse.monitor import read_reply
 from evaluators.judge.sampling import SamplingPolicy, SamplingState
-from evaluators.langfuse.monitor import read_reply
 from tests.servers.judge_answers import judged_reply, verdict_json
 from tests.servers.langfuse_compat import OK, server_error
 

@@ -8,7 +8,7 @@ import json
 from typer.testing import CliRunner
 
 from evaluators.cli import app
-from evaluators.langfuse.ids import observation_id, turn_trace_id
+from evaluators.integrations.langfuse.ids import observation_id, turn_trace_id
 from tests.langfuse.conftest import run_replay
 
 runner = CliRunner()
@@ -101,7 +101,7 @@ def test_labels_the_server_would_refuse_are_refused_before_anything_is_sent(smal
 
 
 def test_version_labels_fit_the_servers_pattern_and_length():
-    from evaluators.langfuse.prompts import label_problem, version_label
+    from evaluators.integrations.langfuse.prompts import label_problem, version_label
 
     long_one, long_two = "v" + "x" * 60 + "-a", "v" + "x" * 60 + "-b"
     for version in ("v2-warm-boundaries", "V3 Verbose/Formatted", long_one, long_two):

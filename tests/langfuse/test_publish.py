@@ -11,8 +11,7 @@ from typer.testing import CliRunner
 
 from evaluators.cli import app
 from evaluators.core.names import METRIC_NAMES, OVERALL
-from evaluators.judge.factory import JudgeConfig
-from evaluators.langfuse.ids import (
+from evaluators.integrations.langfuse.ids import (
     dataset_item_id,
     experiment_id,
     experiment_run_name,
@@ -21,7 +20,8 @@ from evaluators.langfuse.ids import (
     session_id,
     turn_trace_id,
 )
-from evaluators.langfuse.ledger import LEDGER
+from evaluators.integrations.langfuse.ledger import LEDGER
+from evaluators.judge.factory import JudgeConfig
 from evaluators.release.hard_criteria import SCENARIO_EXPECTATIONS
 from evaluators.release.rules import release_report
 from evaluators.rubric.loader import default_rubric

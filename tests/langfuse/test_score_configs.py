@@ -9,7 +9,13 @@ from collections import Counter
 from typer.testing import CliRunner
 
 from evaluators.cli import app
-from evaluators.langfuse.score_configs import BOOLEAN, CATEGORICAL, NUMERIC, config_fields, score_definitions
+from evaluators.integrations.langfuse.score_configs import (
+    BOOLEAN,
+    CATEGORICAL,
+    NUMERIC,
+    config_fields,
+    score_definitions,
+)
 from evaluators.rubric.loader import default_rubric
 from tests.langfuse.conftest import run_replay
 from tests.servers.langfuse_compat import OK, Fault

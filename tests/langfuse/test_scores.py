@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from evaluators.core.names import OVERALL
-from evaluators.langfuse.scores import ScoreBuilder, heuristic_scores
+from evaluators.integrations.langfuse.scores import ScoreBuilder, heuristic_scores
 from evaluators.rubric.loader import default_rubric
 from evaluators.scoring.api import score_reply
 from evaluators.store.records import TurnResult

@@ -8,7 +8,7 @@ from statistics import fmean
 
 import pytest
 
-from evaluators.langfuse.ids import score_id, session_id
+from evaluators.integrations.langfuse.ids import score_id, session_id
 from tests.langfuse.conftest import run_replay
 
 

@@ -8,8 +8,8 @@ from collections import Counter
 from typer.testing import CliRunner
 
 from evaluators.cli import app
-from evaluators.langfuse.ids import turn_trace_id
-from evaluators.langfuse.score_configs import MAX_NAME_LENGTH, score_definitions
+from evaluators.integrations.langfuse.ids import turn_trace_id
+from evaluators.integrations.langfuse.score_configs import MAX_NAME_LENGTH, score_definitions
 from evaluators.rubric.loader import default_rubric
 from tests.conftest import RECORDED
 from tests.langfuse.conftest import run_replay

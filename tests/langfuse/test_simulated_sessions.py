@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from evaluators.cli import app
-from evaluators.langfuse.ids import score_id, session_id, turn_trace_id
+from evaluators.integrations.langfuse.ids import score_id, session_id, turn_trace_id
 from evaluators.rubric.loader import default_rubric
 from evaluators.run.simulation.stage import with_conversation_metrics
 from tests.langfuse.conftest import run_replay

@@ -11,8 +11,8 @@ from datetime import datetime
 from typer.testing import CliRunner
 
 from evaluators.cli import app
-from evaluators.langfuse.ids import turn_trace_id
-from evaluators.langfuse.ledger import LEDGER
+from evaluators.integrations.langfuse.ids import turn_trace_id
+from evaluators.integrations.langfuse.ledger import LEDGER
 from evaluators.rubric.loader import DEFAULT_RUBRIC_PATH as RUBRIC_FILE
 from tests.langfuse.conftest import run_replay
 from tests.servers.langfuse_compat import OK, server_error

@@ -20,7 +20,7 @@ import pytest
 from typer.testing import CliRunner
 
 from evaluators.cli import app
-from evaluators.scale.io import read_scored
+from evaluators.integrations.scale.io import read_scored
 from evaluators.scoring.api import FRAME_COLUMNS, METRIC_COLUMNS, score_frame
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]

@@ -23,13 +23,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from statistics import fmean
 
+from evaluators.integrations.langfuse.ids import score_id
+from evaluators.integrations.langfuse.rest import LangfuseCallFailed, LangfuseRest
+from evaluators.integrations.langfuse.score_configs import RUBRIC_VERSION, ensure_score_configs, score_definitions
+from evaluators.integrations.langfuse.scores import ScoreBuilder, heuristic_scores, judge_scores, send_scores
 from evaluators.judge.client import LLMJudge
 from evaluators.judge.result import HistoryItem
 from evaluators.judge.sampling import SamplingState
-from evaluators.langfuse.ids import score_id
-from evaluators.langfuse.rest import LangfuseCallFailed, LangfuseRest
-from evaluators.langfuse.score_configs import RUBRIC_VERSION, ensure_score_configs, score_definitions
-from evaluators.langfuse.scores import ScoreBuilder, heuristic_scores, judge_scores, send_scores
 from evaluators.rubric.loader import Rubric
 from evaluators.run.production import ProductionReply, score_production
 from evaluators.scoring.contracts import HeuristicResult, ReplyCase, Unscored
@@ -185,7 +185,7 @@ def monitor(rest: LangfuseRest, evaluator: HeuristicEvaluator, since: datetime, 
 
     The scoring is evaluators.run.production's; this reads the replies and writes the scores.
     The judge, when given, is closed at the end of the pass. `score_cases` scores elsewhere
-    (on Ray: evaluators.scale); by default the evaluator scores here.
+    (on Ray: evaluators.integrations.scale); by default the evaluator scores here.
     """
     rubric = evaluator.rubric
     report = MonitorReport()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from evaluators.langfuse.rest import LangfuseRest
+from evaluators.integrations.langfuse.rest import LangfuseRest
 from evaluators.store.records import TurnResult
 
 

@@ -13,7 +13,7 @@ import uuid
 
 from langfuse import Langfuse
 
-from evaluators.langfuse.connection import span_id_for
+from evaluators.integrations.langfuse.connection import span_id_for
 
 _NAMESPACE = uuid.UUID("5b0e7c1e-4f1d-4b7a-9d38-7a9c2f1e6a10")  # penpal-eval's own uuid5 namespace
 

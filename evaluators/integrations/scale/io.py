@@ -20,7 +20,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from evaluators.core.names import METRIC_NAMES, OVERALL
-from evaluators.scale.scorer import INPUT_COLUMNS
+from evaluators.integrations.scale.scorer import INPUT_COLUMNS
 from evaluators.scoring.api import FRAME_COLUMNS, without_missing
 
 OUTPUT_SCHEMA = pa.schema([

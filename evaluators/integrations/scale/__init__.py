@@ -4,6 +4,6 @@ Ray is an optional extra (`pip install -e '.[scale]'`); nothing here imports it 
 command asks for the Ray engine, so the package, its CLI and its tests work without it.
 """
 
-from evaluators.scale.engine import ENGINES, RayUnavailable, require_ray
+from evaluators.integrations.scale.engine import ENGINES, RayUnavailable, require_ray
 
 __all__ = ["ENGINES", "RayUnavailable", "require_ray"]

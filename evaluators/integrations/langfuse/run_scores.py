@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from evaluators.core.names import METRIC_NAMES, OVERALL
-from evaluators.langfuse.publisher import LangfusePublisher, version_scores
-from evaluators.langfuse.score_configs import (
+from evaluators.integrations.langfuse.publisher import LangfusePublisher, version_scores
+from evaluators.integrations.langfuse.score_configs import (
     COMPOSITE,
     HARD_CRITERIA_PASS_RATE,
     JUDGE_OVERALL,

@@ -22,13 +22,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from evaluators.core.text import plural
-from evaluators.langfuse.connection import LangfuseConnection, connect
-from evaluators.langfuse.datasets import DatasetSync, sync_dataset
-from evaluators.langfuse.ids import experiment_id, experiment_run_name, session_id, turn_trace_id
-from evaluators.langfuse.ledger import DeliveryLedger
-from evaluators.langfuse.rest import LangfuseCallFailed, LangfuseRest
-from evaluators.langfuse.review import add_to_queue, create_queue, find_queue, queued_trace_ids, review_reasons
-from evaluators.langfuse.score_configs import (
+from evaluators.integrations.langfuse.connection import LangfuseConnection, connect
+from evaluators.integrations.langfuse.datasets import DatasetSync, sync_dataset
+from evaluators.integrations.langfuse.ids import experiment_id, experiment_run_name, session_id, turn_trace_id
+from evaluators.integrations.langfuse.ledger import DeliveryLedger
+from evaluators.integrations.langfuse.rest import LangfuseCallFailed, LangfuseRest
+from evaluators.integrations.langfuse.review import (
+    add_to_queue,
+    create_queue,
+    find_queue,
+    queued_trace_ids,
+    review_reasons,
+)
+from evaluators.integrations.langfuse.score_configs import (
     CATEGORICAL,
     NUMERIC,
     REVIEW_CONFIGS,
@@ -36,10 +42,16 @@ from evaluators.langfuse.score_configs import (
     ensure_score_configs,
     score_definitions,
 )
-from evaluators.langfuse.scores import ScoreBuilder, ScoreRecord, body_fingerprint, send_scores, turn_scores
-from evaluators.langfuse.session_scores import conversation_scores
-from evaluators.langfuse.settings import LangfuseSettings
-from evaluators.langfuse.traces import ExperimentLink, TurnTrace, emit_turn, turn_span_ids, turn_starts
+from evaluators.integrations.langfuse.scores import (
+    ScoreBuilder,
+    ScoreRecord,
+    body_fingerprint,
+    send_scores,
+    turn_scores,
+)
+from evaluators.integrations.langfuse.session_scores import conversation_scores
+from evaluators.integrations.langfuse.settings import LangfuseSettings
+from evaluators.integrations.langfuse.traces import ExperimentLink, TurnTrace, emit_turn, turn_span_ids, turn_starts
 from evaluators.rubric.loader import Rubric
 from evaluators.store.records import CaseResult
 from evaluators.store.run_store import RunInputs, RunStore, StoreError, utc_now

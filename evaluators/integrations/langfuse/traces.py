@@ -27,8 +27,8 @@ from opentelemetry import trace as otel_trace
 
 from evaluators.core.names import METRIC_NAMES, OVERALL
 from evaluators.inputs.contracts import PromptVersion, Scenario
-from evaluators.langfuse.connection import seeded_span
-from evaluators.langfuse.ids import observation_id, observation_seed, session_id, turn_trace_id
+from evaluators.integrations.langfuse.connection import seeded_span
+from evaluators.integrations.langfuse.ids import observation_id, observation_seed, session_id, turn_trace_id
 from evaluators.rubric.loader import Rubric
 from evaluators.run.responder import build_messages
 from evaluators.store.records import CaseResult, TurnResult

@@ -20,10 +20,9 @@ from typing import Any
 
 from evaluators.core.names import METRIC_NAMES, OVERALL
 from evaluators.core.text import plural
-from evaluators.judge.result import is_usable
-from evaluators.langfuse.ids import score_id
-from evaluators.langfuse.rest import LangfuseCallFailed, LangfuseRest
-from evaluators.langfuse.score_configs import (
+from evaluators.integrations.langfuse.ids import score_id
+from evaluators.integrations.langfuse.rest import LangfuseCallFailed, LangfuseRest
+from evaluators.integrations.langfuse.score_configs import (
     BOOLEAN,
     CATEGORICAL,
     HARD_CRITERIA,
@@ -36,6 +35,7 @@ from evaluators.langfuse.score_configs import (
     judge_name,
     score_problem,
 )
+from evaluators.judge.result import is_usable
 from evaluators.release.hard_criteria import turn_hard_criteria
 from evaluators.rubric.loader import Rubric
 from evaluators.store.records import CaseResult, TurnResult

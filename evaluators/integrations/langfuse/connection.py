@@ -43,7 +43,7 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.id_generator import IdGenerator
 
 from evaluators.core.locations import url_without_credentials
-from evaluators.langfuse.settings import LangfuseConfigError, LangfuseSettings
+from evaluators.integrations.langfuse.settings import LangfuseConfigError, LangfuseSettings
 
 OTLP_PATH = "/api/public/otel/v1/traces"
 HEALTH_PATH = "/api/public/health"

@@ -19,9 +19,9 @@ from pydantic import ValidationError
 
 from evaluators.core.locations import field_path, short_hash
 from evaluators.inputs.contracts import PromptVersion
-from evaluators.langfuse.connection import connect
-from evaluators.langfuse.rest import LangfuseCallFailed, LangfuseRest
-from evaluators.langfuse.settings import LangfuseConfigError, require_settings
+from evaluators.integrations.langfuse.connection import connect
+from evaluators.integrations.langfuse.rest import LangfuseCallFailed, LangfuseRest
+from evaluators.integrations.langfuse.settings import LangfuseConfigError, require_settings
 
 PRODUCTION = "production"
 CONFIG_KEYS = ("model", "temperature", "max_tokens")

@@ -17,8 +17,7 @@ from statistics import fmean
 
 from evaluators.core.names import OVERALL
 from evaluators.core.text import plural
-from evaluators.judge.result import is_usable
-from evaluators.langfuse.score_configs import (
+from evaluators.integrations.langfuse.score_configs import (
     CONVERSATION_CONTINUITY,
     CONVERSATION_CONTRADICTIONS,
     CONVERSATION_DEPENDENCY,
@@ -31,7 +30,8 @@ from evaluators.langfuse.score_configs import (
     CONVERSATION_TRUST_BOUNDARIES,
     CONVERSATION_TRUST_EROSION,
 )
-from evaluators.langfuse.scores import ScoreBuilder, ScoreRecord
+from evaluators.integrations.langfuse.scores import ScoreBuilder, ScoreRecord
+from evaluators.judge.result import is_usable
 from evaluators.release.hard_criteria import turn_hard_criteria
 from evaluators.rubric.loader import Rubric
 from evaluators.store.records import CaseResult

@@ -22,7 +22,7 @@ from typing import Any
 from langfuse.api import ConfigCategory
 
 from evaluators.core.names import METRIC_NAMES, OVERALL
-from evaluators.langfuse.rest import LangfuseCallFailed, LangfuseRest
+from evaluators.integrations.langfuse.rest import LangfuseCallFailed, LangfuseRest
 from evaluators.release.hard_criteria import SCENARIO_EXPECTATIONS
 from evaluators.rubric.loader import VERDICTS, Rubric
 

@@ -21,8 +21,8 @@ from typing import Any
 
 from evaluators.core.names import METRIC_NAMES, OVERALL
 from evaluators.core.text import plural
-from evaluators.langfuse.rest import LangfuseCallFailed, LangfuseRest
-from evaluators.langfuse.score_configs import (
+from evaluators.integrations.langfuse.rest import LangfuseCallFailed, LangfuseRest
+from evaluators.integrations.langfuse.score_configs import (
     CONVERSATION_TRUST_BOUNDARIES,
     JUDGE_OVERALL,
     RELEASE_DECISION,

@@ -13,8 +13,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from evaluators.inputs.contracts import Scenario
-from evaluators.langfuse.ids import dataset_item_id
-from evaluators.langfuse.rest import LangfuseCallFailed, LangfuseRest
+from evaluators.integrations.langfuse.ids import dataset_item_id
+from evaluators.integrations.langfuse.rest import LangfuseCallFailed, LangfuseRest
 
 DATASET_DESCRIPTION = ("Penpal scenario sets (basic, emotional support, small talk, trust-building, continuity, "
                        "age demographics): one item per scripted user turn. Written by penpal-eval.")

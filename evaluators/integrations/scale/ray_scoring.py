@@ -17,9 +17,9 @@ from typing import TextIO
 import pandas as pd
 import pyarrow as pa
 
-from evaluators.scale.engine import connect
-from evaluators.scale.io import blocks, read_raw_rows, scored_writer
-from evaluators.scale.scorer import CaseScorer, ReplyScorer
+from evaluators.integrations.scale.engine import connect
+from evaluators.integrations.scale.io import blocks, read_raw_rows, scored_writer
+from evaluators.integrations.scale.scorer import CaseScorer, ReplyScorer
 from evaluators.scoring.contracts import HeuristicResult, ReplyCase
 
 ROWS_PER_BLOCK = 500  # small enough that every actor gets work, large enough to amortise scheduling

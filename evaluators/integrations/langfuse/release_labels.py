@@ -14,10 +14,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from evaluators.inputs.contracts import PromptVersion
-from evaluators.langfuse.connection import connect
-from evaluators.langfuse.prompts import PRODUCTION, get_prompt, prompt_config, version_label
-from evaluators.langfuse.rest import LangfuseRest
-from evaluators.langfuse.settings import require_settings
+from evaluators.integrations.langfuse.connection import connect
+from evaluators.integrations.langfuse.prompts import PRODUCTION, get_prompt, prompt_config, version_label
+from evaluators.integrations.langfuse.rest import LangfuseRest
+from evaluators.integrations.langfuse.settings import require_settings
 from evaluators.release.contracts import Decision
 
 
