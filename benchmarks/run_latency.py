@@ -17,7 +17,7 @@ always does, once per concurrency. For each it prints:
   added first-token time: for each turn, the run's measurement minus the server's own time
   from that request to its first word (the server's log, paired call by call). That is what the
   client puts into the figure the voice budget checks; it should not grow with concurrency,
-  since the calls are made in a process that does nothing else (evaluators/responder_process.py).
+  since the calls are made in a process that does nothing else (evaluators/run/responder_process.py).
 """
 
 from __future__ import annotations
@@ -36,11 +36,12 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 if str(PROJECT_ROOT) not in sys.path:
     sys.path.insert(0, str(PROJECT_ROOT))
 
-from evaluators.evaluation import RunConfig, execute, prepare_run  # noqa: E402
-from evaluators.latency import spread  # noqa: E402
-from evaluators.models import CaseResult  # noqa: E402
-from evaluators.responder import build_messages  # noqa: E402
-from evaluators.scoring import default_evaluator, score_reply  # noqa: E402
+from evaluators.pipeline import execute, prepare_run  # noqa: E402
+from evaluators.release.latency import spread  # noqa: E402
+from evaluators.run.config import RunConfig  # noqa: E402
+from evaluators.run.responder import build_messages  # noqa: E402
+from evaluators.scoring.api import default_evaluator, score_reply  # noqa: E402
+from evaluators.store.records import CaseResult  # noqa: E402
 from tests.servers.openai_compat import conversation_key  # noqa: E402
 
 TARGET_RATIO = 1.3

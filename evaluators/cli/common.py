@@ -1,19 +1,25 @@
-"""Pieces every command shares: exit codes, the --rubric option, loading the evaluator."""
+"""Pieces every command shares: exit codes, the --rubric option, loading the evaluator, and
+how a command fails (a red message on stderr and the exit code)."""
 
 from __future__ import annotations
 
+import signal
 import sys
-from contextlib import ExitStack
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Annotated, BinaryIO
 
 import typer
+from rich.text import Text
 
-from evaluators.console import fail, fail_all
-from evaluators.rubric import Rubric, RubricError, load_rubric
+from evaluators.core.text import plural
+from evaluators.report.console import stderr_console
+from evaluators.rubric.loader import RubricError, load_rubric
 
 if TYPE_CHECKING:
-    from evaluators.heuristics import HeuristicEvaluator
+    from evaluators.scoring.heuristics import HeuristicEvaluator
 
 EXIT_OK = 0
 EXIT_RECORD_ERRORS = 1
@@ -32,8 +38,8 @@ def load_evaluator(rubric_path: Path | None) -> HeuristicEvaluator:
 
     Imported here, not at the top: spaCy loads only for the commands that score.
     """
-    from evaluators.heuristics import HeuristicEvaluator
-    from evaluators.scoring import default_evaluator
+    from evaluators.scoring.api import default_evaluator
+    from evaluators.scoring.heuristics import HeuristicEvaluator
 
     if rubric_path is None:
         return default_evaluator()
@@ -43,29 +49,19 @@ def load_evaluator(rubric_path: Path | None) -> HeuristicEvaluator:
         raise fail_all(error.problems, EXIT_USAGE) from None
 
 
-_LEVEL_STYLES = ("bold green", "green", "yellow", "dark_orange", "red")
+def fail(message: str, code: int) -> typer.Exit:
+    """Print `message` in red on stderr and return the Exit to raise."""
+    stderr_console().print(Text(message, style="red"))
+    return typer.Exit(code=code)
 
 
-def level_style(rubric: Rubric, level: str) -> str:
-    """Colour for a quality level by its rank in the rubric (best green, worst red)."""
-    names = [item.name for item in sorted(rubric.quality_levels, key=lambda item: -item.min)]
-    if level not in names:
-        return ""
-    rank = names.index(level)
-    position = round(rank * (len(_LEVEL_STYLES) - 1) / max(len(names) - 1, 1))
-    return _LEVEL_STYLES[position]
-
-
-# Column headers for tables with one column per metric.
-SHORT_NAMES = {
-    "appropriateness": "appr",
-    "conversational_quality": "conv",
-    "helpfulness": "help",
-    "emotional_intelligence": "emo",
-    "personalization_continuity": "pers",
-    "trust_boundaries": "trust",
-    "overall_quality": "overall",
-}
+def fail_all(problems: Sequence[str], code: int) -> typer.Exit:
+    """Every problem on its own line, then how many: a file's mistakes are all shown in one pass."""
+    errors = stderr_console()
+    for problem in problems:
+        errors.print(Text(f"error: {problem}", style="red"))
+    errors.print(Text(f"{plural(len(problems), 'problem')} found", style="bold red"))
+    return typer.Exit(code=code)
 
 
 def open_input(stack: ExitStack, file: Path) -> BinaryIO:
@@ -86,3 +82,27 @@ def open_output(stack: ExitStack, output: Path | None) -> IO[str]:
         return stack.enter_context(output.open("w", encoding="utf-8"))
     except OSError as error:
         raise fail(f"error: cannot write {output}: {error.strerror}", EXIT_USAGE) from None
+
+
+@contextmanager
+def terminate_as_interrupt() -> Iterator[None]:
+    """Inside, SIGTERM (what a cancelled CI job or `kill` sends) is handled as SIGINT (Ctrl-C):
+    the command stops where it is, keeps what it finished and says how to go on, with the exit
+    code of an interruption, instead of dying with nothing written. Only the main thread can
+    take signals; elsewhere this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def as_interrupt(signum: int, frame: object) -> None:
+        handler = signal.getsignal(signal.SIGINT)  # asyncio.run's, while a loop runs: it cancels the run
+        if callable(handler):
+            handler(signal.SIGINT, frame)
+        else:
+            raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, as_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

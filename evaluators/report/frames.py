@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from evaluators.locations import write_text_atomic
-from evaluators.models import GroupMeans, ReleaseReport
-from evaluators.store import spreadsheet_frame
-from evaluators.summary import SCORE_COLUMNS
+from evaluators.core.locations import write_text_atomic
+from evaluators.core.names import SCORE_COLUMNS
+from evaluators.release.contracts import GroupMeans, ReleaseReport
+from evaluators.store.run_store import spreadsheet_frame
 
 DECISIONS_FILE = "decisions.json"
 REPORT_FILE = "report.html"

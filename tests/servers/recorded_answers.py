@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evaluators.prompts import load_prompts
-from evaluators.responder import build_messages, load_recordings
-from evaluators.scenarios import load_scenarios
+from evaluators.inputs.prompts import load_prompts
+from evaluators.inputs.scenarios import load_scenarios
+from evaluators.run.responder import build_messages, load_recordings
 from tests.servers.openai_compat import AnswerPlan, Call, scripted_reply
 
 
