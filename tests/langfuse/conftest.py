@@ -12,7 +12,7 @@ import typer
 from evaluators.cli.run import run_with_config
 from evaluators.evaluation import RunConfig
 from evaluators.store import RunStore
-from tests.servers.langfuse_compat import LangfuseCompatServer
+from tests.servers.langfuse import LangfuseCompatServer
 
 LANGFUSE_SECRET = "sk-lf-DO-NOT-LEAK-7731"
 

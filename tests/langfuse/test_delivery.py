@@ -15,7 +15,7 @@ from evaluators.cli import app
 from evaluators.langfuse.ids import turn_trace_id
 from evaluators.langfuse.ledger import LEDGER
 from tests.langfuse.conftest import run_replay
-from tests.servers.langfuse_compat import DROP, OK, hang, rate_limited, server_error
+from tests.servers.langfuse import DROP, OK, hang, rate_limited, server_error
 
 runner = CliRunner()
 UNDELIVERED = re.compile(r"NOT DELIVERED: (\d+) spans?, (\d+) scores?")

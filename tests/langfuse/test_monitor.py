@@ -17,7 +17,7 @@ from evaluators.judge.sampling import SamplingPolicy, SamplingState
 from evaluators.langfuse.monitor import read_reply
 from evaluators.rubric import METRIC_NAMES, OVERALL
 from tests.servers.judge_answers import judged_reply, verdict_json
-from tests.servers.langfuse_compat import OK, server_error
+from tests.servers.langfuse import OK, server_error
 
 runner = CliRunner()
 PROMPT = "penpal-companion"

@@ -26,7 +26,7 @@ from evaluators.rubric import METRIC_NAMES, OVERALL, default_rubric
 from evaluators.judge.factory import JudgeConfig
 from tests.langfuse.conftest import LANGFUSE_SECRET, run_replay
 from tests.servers.judge_answers import judged_reply, verdict_json
-from tests.servers.langfuse_compat import DEFAULT_SPEC
+from tests.servers.langfuse import DEFAULT_SPEC
 from tests.test_cli_pairwise import prefers_longer
 
 runner = CliRunner()

@@ -12,7 +12,7 @@ from evaluators.cli import app
 from evaluators.langfuse.score_configs import BOOLEAN, CATEGORICAL, NUMERIC, config_fields, score_definitions
 from evaluators.rubric import default_rubric
 from tests.langfuse.conftest import run_replay
-from tests.servers.langfuse_compat import OK, Fault
+from tests.servers.langfuse import OK, Fault
 
 runner = CliRunner()
 CONFIGS = "/api/public/score-configs"

@@ -15,7 +15,7 @@ from evaluators.langfuse.ids import turn_trace_id
 from evaluators.langfuse.ledger import LEDGER
 from evaluators.rubric import DEFAULT_RUBRIC_PATH as RUBRIC_FILE
 from tests.langfuse.conftest import run_replay
-from tests.servers.langfuse_compat import OK, server_error
+from tests.servers.langfuse import OK, server_error
 
 runner = CliRunner()
 
