@@ -3,9 +3,7 @@
 
 Keys come from the environment (LANGFUSE_PUBLIC_KEY, LANGFUSE_SECRET_KEY, LANGFUSE_BASE_URL).
 Without them `run` works as before and says that it pushed nothing; the commands here that
-cannot work without Langfuse stop with exit code 2 and say which variable to set. A server
-older than the SDK supports gets the same treatment: one line naming the version needed,
-and nothing sent.
+cannot work without Langfuse stop with exit code 2 and say which variable to set.
 """
 
 from __future__ import annotations
@@ -26,7 +24,7 @@ from evaluators.cli.judge import JudgeModelOption, SamplingChoice, build_judge, 
 from evaluators.cli.scale import AddressOption, Engine, EngineOption, WorkersOption
 from evaluators.console import fail, plural, stderr_console, stdout_console
 from evaluators.judge.factory import judge_configured
-from evaluators.langfuse.connection import LangfuseConnection, LangfuseVersionError, connect
+from evaluators.langfuse.connection import connect
 from evaluators.langfuse.dashboards import DashboardsUnavailable, recipe_lines, sync_dashboard
 from evaluators.langfuse.datasets import sync_dataset
 from evaluators.langfuse.ledger import LedgerError
@@ -58,30 +56,19 @@ def _settings_or_exit() -> LangfuseSettings:
         raise fail(f"error: {error}", EXIT_USAGE) from None
 
 
-def _connection_or_exit(settings: LangfuseSettings) -> LangfuseConnection:
-    """The connection, or exit 2 with the version line for a server the SDK cannot serve."""
-    try:
-        return connect(settings)
-    except LangfuseVersionError as error:
-        raise fail(f"error: {error}", EXIT_USAGE) from None
-
-
 def _rest(settings: LangfuseSettings) -> LangfuseRest:
-    return LangfuseRest(_connection_or_exit(settings).api, timeout_s=settings.timeout_s)
+    return connect(settings).rest()
 
 
 def _shutdown(settings: LangfuseSettings) -> None:
-    """Stop the SDK's background work, if a connection was made (not for a refused old server)."""
-    try:
-        connect(settings).shutdown()
-    except LangfuseVersionError:
-        pass
+    """Stop the SDK's background work."""
+    connect(settings).shutdown()
 
 
 def print_delivery(report: DeliveryReport) -> None:
     errors = stderr_console()
     for line in report.lines():
-        style = "yellow" if line.startswith(("NOT DELIVERED", "problem", "sdk")) else ""
+        style = "yellow" if line.startswith(("NOT DELIVERED", "problem", "warning", "sdk")) else ""
         errors.print(Text(line, style=style))
 
 
@@ -143,9 +130,6 @@ def start_run_publishing(store: RunStore, rubric: Rubric, enabled: bool | None,
         publisher = publisher_for_store(store, rubric, settings)
     except (StoreError, LedgerError) as error:
         raise fail(f"error: {error}", EXIT_USAGE) from None
-    except LangfuseVersionError as error:  # the run goes on; nothing is sent to a server that would garble it
-        stderr_console().print(Text(f"langfuse: {error}", style="yellow"))
-        return RunPublishing(None, f"Langfuse at {settings.endpoint} is too old for the SDK")
     stderr_console().print(Text(f"langfuse: publishing to {settings.endpoint} (dataset {settings.dataset})"))
     publisher.prepare()
     return RunPublishing(publisher)
@@ -171,7 +155,7 @@ def push(
     in RUN_DIR/langfuse.json.
 
     Exit codes: 0 everything delivered; 1 something was not delivered (run push again later);
-    2 Langfuse not configured or older than 4.59, or the run cannot be pushed.
+    2 Langfuse not configured, or the run cannot be pushed.
     """
     settings = _settings_or_exit()
     evaluator = load_evaluator(rubric_path)
@@ -179,7 +163,7 @@ def push(
         store = RunStore.open(run_dir)
         publisher = publisher_for_store(store, evaluator.rubric, settings, resend_all=all_ or republish_traces,
                                         republish=republish_traces)
-    except (StoreError, LedgerError, LangfuseVersionError) as error:
+    except (StoreError, LedgerError) as error:
         raise fail(f"error: {error}", EXIT_USAGE) from None
     if republish_traces:
         stderr_console().print(Text(
@@ -210,7 +194,7 @@ def setup(
     The dataset holds one item per scripted user turn; items of removed scenarios are archived.
 
     Exit codes: 0 done; 1 Langfuse refused (a config: the others are still created) or
-    failed; 2 not configured, Langfuse older than 4.59, or invalid scenarios.
+    failed; 2 not configured, or invalid scenarios.
     """
     settings = _settings_or_exit()
     rubric = load_evaluator(rubric_path).rubric
@@ -250,8 +234,8 @@ def dashboards(rubric_path: RubricOption = None) -> None:
     heuristics, conversation trust & boundaries, and release decisions. A second call changes
     nothing and says so. A server without the dashboards API gets the recipe to build it by hand.
 
-    Exit codes: 0 done; 1 Langfuse refused, failed or has no dashboards API; 2 not configured
-    or Langfuse older than 4.59.
+    Exit codes: 0 done; 1 Langfuse refused a widget, failed or has no dashboards API; 2 not
+    configured.
     """
     settings = _settings_or_exit()
     rubric = load_evaluator(rubric_path).rubric
@@ -319,7 +303,7 @@ def monitor(
     pushes the scores onto their traces. A second pass over the same window adds nothing.
 
     Exit codes: 0 done; 1 some scores were not delivered, a score config is missing, or
-    Langfuse failed; 2 bad options, Langfuse not configured or older than 4.59.
+    Langfuse failed; 2 bad options or Langfuse not configured.
     """
     moment = parse_since(since)
     settings = _settings_or_exit()
@@ -371,8 +355,8 @@ def prompts_push(
     Each local version becomes a version of the Langfuse prompt named by its front matter
     `name`, labelled with the local version's name; an unchanged version creates nothing.
 
-    Exit codes: 0 done; 1 Langfuse refused or failed; 2 invalid prompt files or labels, not
-    configured, or Langfuse older than 4.59.
+    Exit codes: 0 done; 1 Langfuse refused or failed; 2 invalid prompt files or labels, or not
+    configured.
     """
     settings = _settings_or_exit()
     problems = label_problems(label or [])

@@ -3,8 +3,8 @@
 The Langfuse SDK sends spans through OpenTelemetry's batch processor and, when the server
 fails, gives up after a few retries with only a log line. Four things are added here:
 
-- the server's version is read from its health endpoint first: SDK 5 needs Langfuse 4.59
-  or later, and an older server gets one clear line instead of half-understood data;
+- the server's version is read from its health endpoint once, for the reports: what the
+  server takes is found by trying it (score batches, see scores.py), not by a version number;
 - span ids and start times come from a plan set just before each span starts
   (`seeded_span`), so the same case always produces the same observation ids *and* start
   times. Langfuse keeps observations as append-only events, one row per span id and start
@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import base64
 import contextvars
-import re
 import hashlib
 import logging
 import random
@@ -42,43 +41,18 @@ from opentelemetry.sdk.trace import ReadableSpan, Tracer, TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.id_generator import IdGenerator
 
+from evaluators.langfuse.rest import LangfuseRest
 from evaluators.langfuse.settings import LangfuseConfigError, LangfuseSettings
-from evaluators.locations import url_without_credentials
 
 OTLP_PATH = "/api/public/otel/v1/traces"
 HEALTH_PATH = "/api/public/health"
 SDK_LOGGERS = ("langfuse", "opentelemetry")
-# SDK 5 sends score batches as JSON arrays and score timestamps; servers before 4.59 take one
-# score object per request and ignore the timestamp (web/src/pages/api/public/scores in 4.16).
-MIN_SERVER_VERSION = (4, 59)
-CLOUD_HOST = re.compile(r"(^|\.)cloud\.langfuse\.com$")  # Langfuse Cloud runs the current release
-
-
-class LangfuseVersionError(LangfuseConfigError):
-    """The server is older than the SDK supports; the message says which version is needed."""
-
-
-def _version_numbers(version: str) -> tuple[int, ...] | None:
-    match = re.match(r"^v?(\d+)\.(\d+)", version.strip())
-    return (int(match.group(1)), int(match.group(2))) if match else None
-
-
-def version_problem(version: str | None, base_url: str) -> str | None:
-    """Why this server cannot take what SDK 5 sends, or None (Cloud, a recent or an unknown version)."""
-    if CLOUD_HOST.search(httpx.URL(base_url).host or ""):
-        return None
-    numbers = _version_numbers(version or "")
-    if numbers is None or numbers >= MIN_SERVER_VERSION:
-        return None
-    needed = ".".join(map(str, MIN_SERVER_VERSION))
-    return (f"Langfuse at {url_without_credentials(base_url)} is version {version}; the suite's SDK (langfuse 5) needs "
-            f"Langfuse {needed} or later (it sends score batches and score times that older servers refuse or "
-            "ignore): upgrade the server, or use Langfuse Cloud")
 
 
 def server_version(settings: LangfuseSettings) -> str | None:
-    """The version the health endpoint reports; None when it cannot be read (the calls that
-    follow report an unreachable server themselves)."""
+    """The version the health endpoint reports (web/src/pages/api/public/health.ts), for the
+    reports; None when it cannot be read (the calls that follow report an unreachable server
+    themselves)."""
     try:
         answer = httpx.get(f"{settings.base_url}{HEALTH_PATH}", timeout=settings.timeout_s)
         version = answer.json().get("version")
@@ -282,12 +256,22 @@ class LangfuseConnection:
     exporter: RecordingSpanExporter
     logs: CapturedLogs
     environment: str
+    server_version: str | None = None  # as the health endpoint reported it
     _shut_down: bool = field(default=False, repr=False)
 
     @property
     def api(self):
         """The SDK's synchronous REST client (scores, configs, datasets, prompts, traces)."""
         return self.client.api
+
+    def describe(self) -> str:
+        """"Langfuse at URL (version V)", for messages about what this server takes."""
+        version = f" (version {self.server_version})" if self.server_version else ""
+        return f"Langfuse at {self.settings.endpoint}{version}"
+
+    def rest(self) -> LangfuseRest:
+        """The REST client with the suite's retry rules, for one push or command."""
+        return LangfuseRest(self.api, timeout_s=self.settings.timeout_s, server=self.describe())
 
     def flush(self, timeout_s: float | None = None) -> bool:
         """Export every finished span; False when the server did not take them in time."""
@@ -308,11 +292,7 @@ _connections_lock = threading.Lock()
 
 
 def connect(settings: LangfuseSettings, environment: str = "penpal-eval") -> LangfuseConnection:
-    """The process's connection for these keys, created on first use after the version gate.
-
-    Raises LangfuseVersionError (nothing sent but the health check) for a server older than
-    SDK 5 supports.
-    """
+    """The process's connection for these keys, created on first use."""
     with _connections_lock:
         existing = _connections.get(settings.public_key)
         if existing is not None:
@@ -321,9 +301,6 @@ def connect(settings: LangfuseSettings, environment: str = "penpal-eval") -> Lan
                     f"this process already talks to Langfuse at {existing.settings.endpoint} with public key "
                     f"{settings.public_key}; the SDK allows one server per key and process")
             return existing
-        problem = version_problem(server_version(settings), settings.base_url)
-        if problem is not None:
-            raise LangfuseVersionError(problem)
         logs = CapturedLogs([settings.secret_key])
         for name in SDK_LOGGERS:
             logging.getLogger(name).addHandler(logs)
@@ -332,6 +309,7 @@ def connect(settings: LangfuseSettings, environment: str = "penpal-eval") -> Lan
         client = Langfuse(public_key=settings.public_key, secret_key=settings.secret_key, base_url=settings.base_url,
                           timeout=max(1, round(settings.timeout_s)), environment=environment,
                           tracer_provider=provider, span_exporter=exporter)
-        connection = LangfuseConnection(settings, client, provider, exporter, logs, environment)
+        connection = LangfuseConnection(settings, client, provider, exporter, logs, environment,
+                                        server_version(settings))
         _connections[settings.public_key] = connection
         return connection

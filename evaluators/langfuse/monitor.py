@@ -162,6 +162,7 @@ class MonitorReport:
     scores_sent: int = 0
     scores_undelivered: int = 0
     problems: list[str] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)  # about the server; nothing was lost
     heuristic_mean: float | None = None
     judge_mean: float | None = None
     flagged: int = 0
@@ -177,6 +178,7 @@ class MonitorReport:
             judge = f", judge {self.judge_mean:.2f}" if self.judge_mean is not None else ""
             lines.append(f"mean overall quality of the replies scored now: heuristics {self.heuristic_mean:.2f}{judge}")
         lines += [f"unreadable ({count}): {reason}" for reason, count in self.unreadable.items()]
+        lines += [f"warning: {notice}" for notice in self.notices]
         lines += [f"problem: {problem}" for problem in self.problems]
         return lines
 
@@ -278,6 +280,7 @@ def monitor(rest: LangfuseRest, evaluator: HeuristicEvaluator, since: datetime, 
     report.scores_sent = delivery.sent + marker_delivery.sent
     report.scores_undelivered = delivery.undelivered + marker_delivery.undelivered
     report.problems += delivery.problems + marker_delivery.problems
+    report.notices += delivery.notices + marker_delivery.notices
     report.heuristic_mean = round(fmean(result.overall_quality for result in heuristics), 4)
     usable = [result.overall for result in judgements.values() if result.usable]
     report.judge_mean = round(fmean(usable), 4) if usable else None

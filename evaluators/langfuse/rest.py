@@ -21,14 +21,18 @@ T = TypeVar("T")
 class LangfuseCallFailed(RuntimeError):
     """A Langfuse API call failed for good; the message is the reason (never a key)."""
 
-    def __init__(self, message: str, status: int | None = None) -> None:
+    def __init__(self, message: str, status: int | None = None, body: Any = None) -> None:
         super().__init__(message)
         self.status = status  # the HTTP status when the server answered, e.g. 404
+        self.body = body  # the error body the server answered with (JSON, text or a parsed model)
 
 
 class LangfuseRest:
-    def __init__(self, api: Any, *, timeout_s: float, retry: RetryPolicy | None = None) -> None:
+    def __init__(self, api: Any, *, timeout_s: float, retry: RetryPolicy | None = None,
+                 server: str = "Langfuse") -> None:
         self.api = api  # langfuse.api.LangfuseAPI
+        self.server = server  # "Langfuse at URL (version V)", for messages about the server
+        self.score_form: str | None = None  # "array" or "object": what POST /scores took (scores.py)
         self.retry = retry or RetryPolicy(max_attempts=4, base_delay_s=0.5, max_delay_s=8.0, max_retry_after_s=30.0)
         # The SDK's own retries are off: ours also cover dropped connections and count attempts.
         self.options = {"max_retries": 0, "timeout_in_seconds": max(1, round(timeout_s))}
@@ -43,7 +47,9 @@ class LangfuseRest:
         except CallFailed as error:
             if error.__cause__ is not None and is_retryable(error.__cause__):
                 self.unreachable = error.reason
-            raise LangfuseCallFailed(f"{what}: {error.reason}", getattr(error.__cause__, "status_code", None)) from None
+            cause = error.__cause__
+            raise LangfuseCallFailed(f"{what}: {error.reason}", getattr(cause, "status_code", None),
+                                     getattr(cause, "body", None)) from None
         return result
 
     def pages(self, method: Callable[..., Any], *, what: str, page_size: int = 100, **arguments: Any) -> list:
