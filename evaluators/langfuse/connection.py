@@ -9,6 +9,11 @@ fails, gives up after a few retries with only a log line. Four things are added 
   (`seeded_span`), so the same case always produces the same observation ids *and* start
   times. Langfuse keeps observations as append-only events, one row per span id and start
   time, so anything else would add a row per push;
+- a trace's root span takes the trace id from the same plan (`seeded_trace`) and has no
+  parent. The SDK's own way to choose a trace id (`trace_context`) gives the root a random
+  parent id, and Langfuse v4 reads a score's trace version, tags and name from the trace's
+  event *without* a parent (packages/shared/src/features/query/dataModel.ts): such a trace
+  has none, and per-version score charts would show no version;
 - the OTLP exporter is wrapped so each span's outcome (delivered, or failed) is recorded,
   a span Langfuse already has is never exported again, and the SDK's warnings are
   captured, so a run can say how many spans did not arrive and why;
@@ -35,6 +40,7 @@ from dataclasses import dataclass, field
 
 import httpx
 from langfuse import Langfuse
+from opentelemetry import context as otel_context
 from opentelemetry.exporter.otlp.proto.http import Compression
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import ReadableSpan, Tracer, TracerProvider
@@ -61,10 +67,11 @@ def server_version(settings: LangfuseSettings) -> str | None:
     return str(version) if version else None
 
 
-# --- deterministic span ids and start times -------------------------------------------------------
+# --- deterministic trace ids, span ids and start times ---------------------------------------------
 # Each holds a one-element list: the next span started in this context takes (and consumes) it.
 _span_seed: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("penpal_span_seed", default=None)
 _span_start: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar("penpal_span_start", default=None)
+_trace_seed: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("penpal_trace_seed", default=None)
 
 
 def span_id_for(seed: str) -> str:
@@ -74,7 +81,11 @@ def span_id_for(seed: str) -> str:
 
 
 class SeededIdGenerator(IdGenerator):
-    """Span ids from the seed in context, random ones otherwise (spans we did not create)."""
+    """Span and trace ids from the seeds in context, random ones otherwise (spans we did not create).
+
+    OpenTelemetry asks for a trace id only for a span without a valid parent, so a seeded
+    trace id always belongs to a root span.
+    """
 
     def generate_span_id(self) -> int:
         pending = _span_seed.get()
@@ -83,7 +94,24 @@ class SeededIdGenerator(IdGenerator):
         return random.getrandbits(64) or 1
 
     def generate_trace_id(self) -> int:
+        pending = _trace_seed.get()
+        if pending:
+            return int(pending.pop(), 16)
         return random.getrandbits(128) or 1
+
+
+@contextmanager
+def seeded_trace(trace_id: str) -> Iterator[None]:
+    """The next span started inside is the root of trace `trace_id` (32 hex digits): no span
+    around it becomes its parent, and it takes this trace id. Start the span inside the `with`
+    (the SDK creates it on entering its own context manager)."""
+    token = _trace_seed.set([trace_id])
+    detached = otel_context.attach(otel_context.Context())  # no current span: the next one is a root
+    try:
+        yield
+    finally:
+        otel_context.detach(detached)
+        _trace_seed.reset(token)
 
 
 @contextmanager

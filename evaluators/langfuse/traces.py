@@ -25,7 +25,7 @@ from langfuse import Langfuse, propagate_attributes
 from langfuse._client.attributes import LangfuseOtelSpanAttributes as Attributes
 from opentelemetry import trace as otel_trace
 
-from evaluators.langfuse.connection import seeded_span
+from evaluators.langfuse.connection import seeded_span, seeded_trace
 from evaluators.langfuse.ids import observation_id, observation_seed, session_id, turn_trace_id
 from evaluators.models import CaseResult, PromptVersion, Scenario, TurnResult
 from evaluators.responder import build_messages
@@ -209,10 +209,12 @@ def emit_turn(client: Langfuse, *, run_id: str, case: CaseResult, turn: TurnResu
     """Hand one turn's trace to the SDK (exported in the background), starting at `start_ns`
     (from `turn_starts`); returns its spans. The exporter leaves out spans Langfuse already has."""
     trace_id = turn_trace_id(run_id, case.prompt_version, case.scenario_id, turn.index)
+    # The root has no parent (not trace_context, which gives it a random one): Langfuse v4 reads
+    # a score's trace version and tags from the trace's parentless event.
     root_manager = client.start_as_current_observation(
-        trace_context={"trace_id": trace_id}, name="companion-turn", as_type="span", input=turn.user,
-        output=turn.reply, metadata={"scenario_title": scenario.title if scenario else None}, end_on_exit=False)
-    with seeded_span(observation_seed(trace_id, "turn"), start_ns), root_manager as root:
+        name="companion-turn", as_type="span", input=turn.user, output=turn.reply,
+        metadata={"scenario_title": scenario.title if scenario else None}, end_on_exit=False)
+    with seeded_trace(trace_id), seeded_span(observation_seed(trace_id, "turn"), start_ns), root_manager as root:
         spans = {_current_span_id(): start_ns}
         attributes = (_experiment_attributes(experiment, item_id, root.id, case)
                       if experiment is not None and item_id is not None else {})

@@ -11,7 +11,7 @@ from datetime import datetime
 from typer.testing import CliRunner
 
 from evaluators.cli import app
-from evaluators.langfuse.ids import turn_trace_id
+from evaluators.langfuse.ids import observation_id, session_id, turn_trace_id
 from evaluators.langfuse.ledger import LEDGER
 from evaluators.rubric import DEFAULT_RUBRIC_PATH as RUBRIC_FILE
 from tests.langfuse.conftest import run_replay
@@ -120,3 +120,28 @@ def test_a_ledger_from_before_per_span_records_counts_its_traces_as_delivered(sm
     result = runner.invoke(app, ["push", str(store.directory)])
     assert result.exit_code == 0, result.output
     assert len(server.spans) == spans  # nothing sent twice
+
+
+def test_each_trace_has_a_parentless_root_event_with_its_version_tags_and_session(small_project, langfuse):
+    """Langfuse v4 gives a score its trace version and tags from the trace's event without a
+    parent (dataModel.ts); a root started with trace_context has a random parent and no such
+    event, so per-version score charts would lose the version."""
+    server = langfuse()
+    code, store = run_replay(small_project)
+    assert code == 0
+    run_id = store.manifest["run_id"]
+    turns = {turn_trace_id(run_id, case.prompt_version, case.scenario_id, turn.index): case
+             for case in store.read_cases() for turn in case.turns}
+    roots = server.root_events()
+    assert sorted(root["traceId"] for root in roots) == sorted(turns)  # exactly one per trace
+    for root in roots:
+        case = turns[root["traceId"]]
+        assert root["parentObservationId"] is None and root["name"] == "companion-turn"
+        assert root["id"] == observation_id(root["traceId"], "turn")
+        assert root["version"] == case.prompt_version
+        assert f"version:{case.prompt_version}" in root["traceTags"] and root["traceName"] == "penpal-eval"
+        assert root["sessionId"] == session_id(run_id, case.prompt_version, case.scenario_id)
+    turn_scores = [score for score in server.score_view_v2() if score.get("traceId")]
+    assert turn_scores and all(score["traceVersion"] == turns[score["traceId"]].prompt_version
+                               for score in turn_scores)
+    assert all(f"version:{turns[score['traceId']].prompt_version}" in score["tags"] for score in turn_scores)
