@@ -231,8 +231,10 @@ def dashboards(rubric_path: RubricOption = None) -> None:
 
     One dashboard, "penpal-eval scores", with the widgets docs/langfuse.md describes: quality
     and metric means per prompt version over time, hard-flag rates, the judge against the
-    heuristics, conversation trust & boundaries, and release decisions. A second call changes
-    nothing and says so. A server without the dashboards API gets the recipe to build it by hand.
+    heuristics, conversation trust & boundaries, and release decisions. A widget Langfuse
+    refuses is named with Langfuse's reason and the others are still built; a second call
+    builds what is missing, and changes nothing (and says so) when nothing is. A server
+    without the dashboards API gets the recipe to build it by hand.
 
     Exit codes: 0 done; 1 Langfuse refused a widget, failed or has no dashboards API; 2 not
     configured.
@@ -245,7 +247,7 @@ def dashboards(rubric_path: RubricOption = None) -> None:
         sync = sync_dashboard(rest, rubric)
     except DashboardsUnavailable:
         stderr_console().print(Text(f"error: Langfuse at {settings.endpoint} has no dashboards API (it answered 404 "
-                                    "on /api/public/unstable/dashboard-widgets); build the dashboard by hand as "
+                                    "on /api/public/unstable/dashboards); build the dashboard by hand as "
                                     "docs/langfuse.md describes:", style="yellow"))
         for line in recipe_lines(rubric):
             out.print(Text(line))
@@ -256,6 +258,10 @@ def dashboards(rubric_path: RubricOption = None) -> None:
         _shutdown(settings)
     for line in sync.lines():
         out.print(Text(line))
+    for problem in sync.problems():
+        stderr_console().print(Text(f"error: {problem}", style="yellow"))
+    if sync.refused:
+        raise typer.Exit(code=EXIT_UNDELIVERED)
 
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")

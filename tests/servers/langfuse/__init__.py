@@ -44,6 +44,7 @@ from tests.servers.langfuse.core import (
     delay,
     hang,
     rate_limited,
+    refusal,
     server_error,
 )
 from tests.servers.langfuse.dashboards import DashboardsResource
@@ -55,7 +56,7 @@ from tests.servers.langfuse.scores import ScoresResource
 
 __all__ = [
     "DEFAULT_SPEC", "DROP", "OK", "SERVER_VERSION", "Fault", "FaultPlan", "LangfuseCompatServer", "RateLimit",
-    "ReceivedSpan", "RecordedRequest", "delay", "hang", "rate_limited", "server_error",
+    "ReceivedSpan", "RecordedRequest", "delay", "hang", "rate_limited", "refusal", "server_error",
 ]
 
 

@@ -87,6 +87,7 @@ class Fault:
     status: int = 200
     retry_after: str | None = None  # Retry-After header value, with a status fault
     hang_s: float = 0.0  # hang: seconds before the connection is closed unanswered; delay: pause
+    message: str | None = None  # a status fault's error message (default "injected HTTP <status>")
 
 
 OK = Fault()
@@ -95,6 +96,11 @@ DROP = Fault("drop")  # close the connection without an answer, as a crashing pr
 
 def server_error(status: int = 500) -> Fault:
     return Fault("status", status)
+
+
+def refusal(message: str, status: int = 400) -> Fault:
+    """The server refusing this one request with `message` (in the route's error shape)."""
+    return Fault("status", status, message=message)
 
 
 def rate_limited(retry_after: str = "1") -> Fault:
@@ -789,7 +795,7 @@ class ServerCore:
             else:
                 reply.headers.pop("Retry-After", None)
             return reply
-        failure = ApiFailure(fault.status, f"injected HTTP {fault.status}", error="InjectedError",
+        failure = ApiFailure(fault.status, fault.message or f"injected HTTP {fault.status}", error="InjectedError",
                              code=_STRUCTURED_CODES.get(fault.status, "internal_error"))
         headers = {"Retry-After": fault.retry_after} if fault.retry_after else {}
         return Reply(fault.status, failure.body(family), headers=headers)
