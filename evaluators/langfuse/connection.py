@@ -30,15 +30,18 @@ from __future__ import annotations
 import base64
 import contextvars
 import hashlib
+import importlib.metadata
 import logging
 import random
 import threading
+import time
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import httpx
+import requests
 from langfuse import Langfuse
 from opentelemetry import context as otel_context
 from opentelemetry.exporter.otlp.proto.http import Compression
@@ -47,12 +50,13 @@ from opentelemetry.sdk.trace import ReadableSpan, Tracer, TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.id_generator import IdGenerator
 
-from evaluators.langfuse.rest import LangfuseRest
+from evaluators.langfuse.rest import MAX_RETRY_AFTER_S, LangfuseRest
 from evaluators.langfuse.settings import LangfuseConfigError, LangfuseSettings
 
 OTLP_PATH = "/api/public/otel/v1/traces"
 HEALTH_PATH = "/api/public/health"
 SDK_LOGGERS = ("langfuse", "opentelemetry")
+RATE_LIMITED_EXPORTS = 3  # exports tried again after a 429's wait, before the spans count as undelivered
 
 
 def server_version(settings: LangfuseSettings) -> str | None:
@@ -151,12 +155,43 @@ class PlannedStartTracerProvider(TracerProvider):
 
 
 # --- delivery accounting --------------------------------------------------------------------------
+class LastAnswer:
+    """The status and Retry-After of the OTLP exporter's last HTTP answer in this thread (a
+    `requests` response hook): the exporter reports only success or failure."""
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    def __call__(self, response, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003 - requests' hook signature
+        self._local.answer = (response.status_code, response.headers.get("Retry-After"))
+        return response
+
+    def rate_limit_wait(self) -> float | None:
+        """Seconds the server asked for, when the last answer was a 429 (once per answer)."""
+        status, retry_after = getattr(self._local, "answer", (None, None))
+        self._local.answer = (None, None)
+        if status != 429:
+            return None
+        try:
+            return max(float(retry_after), 0.0) if retry_after else 1.0
+        except ValueError:
+            return 1.0
+
+
 class RecordingSpanExporter(SpanExporter):
     """Passes spans to the real exporter, remembers which arrived, and never exports a span id
-    Langfuse already has (from this process or, via `know`, from the run's ledger)."""
+    Langfuse already has (from this process or, via `know`, from the run's ledger).
 
-    def __init__(self, inner: SpanExporter) -> None:
+    OpenTelemetry's exporter honours Retry-After only within its own timeout; a rate-limited
+    export (Langfuse Cloud counts ingestion per minute) is tried again after the wait the
+    server asked for, up to a minute, a few times, before it counts as undelivered.
+    """
+
+    def __init__(self, inner: SpanExporter, last_answer: LastAnswer | None = None,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
         self.inner = inner
+        self.last_answer = last_answer
+        self._sleep = sleep
         self._lock = threading.Lock()
         self._delivered: set[int] = set()  # span ids Langfuse has
         self._resend: set[int] = set()  # span ids to send once more although delivered (asked for)
@@ -177,17 +212,26 @@ class RecordingSpanExporter(SpanExporter):
                      if span.context.span_id not in self._delivered or span.context.span_id in self._resend]
         if not fresh:
             return SpanExportResult.SUCCESS
-        try:
-            result = self.inner.export(fresh)
-        except Exception:  # noqa: BLE001 - an exporter bug is a failed delivery, not a crash
-            logging.getLogger(__name__).exception("span export raised")
-            result = SpanExportResult.FAILURE
+        result = self._export(fresh)
+        for _ in range(RATE_LIMITED_EXPORTS):
+            wait = self.last_answer.rate_limit_wait() if self.last_answer is not None else None
+            if result is SpanExportResult.SUCCESS or wait is None or wait > MAX_RETRY_AFTER_S:
+                break
+            self._sleep(wait)
+            result = self._export(fresh)
         if result is SpanExportResult.SUCCESS:
             ids = {span.context.span_id for span in fresh}
             with self._lock:
                 self._delivered |= ids
                 self._resend -= ids
         return result
+
+    def _export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        try:
+            return self.inner.export(spans)
+        except Exception:  # noqa: BLE001 - an exporter bug is a failed delivery, not a crash
+            logging.getLogger(__name__).exception("span export raised")
+            return SpanExportResult.FAILURE
 
     def delivered(self, span_ids: Iterable[int]) -> set[int]:
         with self._lock:
@@ -246,16 +290,21 @@ class CapturedLogs(logging.Handler):
 
 
 # --- the connection -------------------------------------------------------------------------------
-def _exporter(settings: LangfuseSettings) -> OTLPSpanExporter:
-    """The OTLP exporter the SDK would build: gzip protobuf with Basic auth to Langfuse's endpoint."""
+def exporter_headers(settings: LangfuseSettings) -> dict[str, str]:
+    """The headers SDK 5's own exporter sends (langfuse/_client/span_processor.py): Basic auth,
+    the SDK's name and version, the public key and ingestion version 4."""
     token = base64.b64encode(f"{settings.public_key}:{settings.secret_key}".encode()).decode("ascii")
-    return OTLPSpanExporter(
-        endpoint=f"{settings.base_url}{OTLP_PATH}",
-        headers={"Authorization": f"Basic {token}", "x-langfuse-sdk-name": "python",
-                 "x-langfuse-public-key": settings.public_key, "x-langfuse-ingestion-version": "4"},
-        timeout=settings.timeout_s,
-        compression=Compression.Gzip,
-    )
+    return {"Authorization": f"Basic {token}", "x-langfuse-sdk-name": "python",
+            "x-langfuse-sdk-version": importlib.metadata.version("langfuse"),
+            "x-langfuse-public-key": settings.public_key, "x-langfuse-ingestion-version": "4"}
+
+
+def _exporter(settings: LangfuseSettings, last_answer: LastAnswer) -> OTLPSpanExporter:
+    """The OTLP exporter the SDK would build: gzip protobuf with its headers to Langfuse's endpoint."""
+    session = requests.Session()
+    session.hooks["response"].append(last_answer)
+    return OTLPSpanExporter(endpoint=f"{settings.base_url}{OTLP_PATH}", headers=exporter_headers(settings),
+                            timeout=settings.timeout_s, compression=Compression.Gzip, session=session)
 
 
 def run_bounded(action, timeout_s: float, name: str) -> bool:
@@ -332,7 +381,8 @@ def connect(settings: LangfuseSettings, environment: str = "penpal-eval") -> Lan
         logs = CapturedLogs([settings.secret_key])
         for name in SDK_LOGGERS:
             logging.getLogger(name).addHandler(logs)
-        exporter = RecordingSpanExporter(_exporter(settings))
+        last_answer = LastAnswer()
+        exporter = RecordingSpanExporter(_exporter(settings, last_answer), last_answer)
         provider = PlannedStartTracerProvider(id_generator=SeededIdGenerator(), shutdown_on_exit=False)
         client = Langfuse(public_key=settings.public_key, secret_key=settings.secret_key, base_url=settings.base_url,
                           timeout=max(1, round(settings.timeout_s)), environment=environment,

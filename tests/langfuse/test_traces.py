@@ -145,3 +145,16 @@ def test_each_trace_has_a_parentless_root_event_with_its_version_tags_and_sessio
     assert turn_scores and all(score["traceVersion"] == turns[score["traceId"]].prompt_version
                                for score in turn_scores)
     assert all(f"version:{turns[score['traceId']].prompt_version}" in score["tags"] for score in turn_scores)
+
+
+def test_spans_go_with_the_headers_sdk_5s_exporter_sends(small_project, langfuse):
+    import importlib.metadata
+
+    server = langfuse()
+    code, _ = run_replay(small_project)
+    assert code == 0
+    headers = server.otlp_headers()
+    assert headers and all(h == {"x-langfuse-sdk-name": "python",
+                                 "x-langfuse-sdk-version": importlib.metadata.version("langfuse"),
+                                 "x-langfuse-public-key": server.public_key, "x-langfuse-ingestion-version": "4"}
+                           for h in headers)
