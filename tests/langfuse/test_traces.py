@@ -158,3 +158,31 @@ def test_spans_go_with_the_headers_sdk_5s_exporter_sends(small_project, langfuse
                                  "x-langfuse-sdk-version": importlib.metadata.version("langfuse"),
                                  "x-langfuse-public-key": server.public_key, "x-langfuse-ingestion-version": "4"}
                            for h in headers)
+
+
+def test_long_values_are_fitted_to_what_the_sdk_propagates_not_dropped(small_project, langfuse):
+    """SDK 5 drops a propagated metadata value whose JSON encoding exceeds 200 characters (a
+    200-character string encodes to 202) and a session id or tag over 200: values are fitted
+    after encoding, and the session id is the one the conversation scores name."""
+    server = langfuse()
+    run_id = "long-" + "r" * 205
+    code, store = run_replay(small_project, run_id=run_id)
+    assert code == 0
+    for trace_id, trace in server.traces.items():
+        assert trace["metadata"]["run_id"].startswith("long-rrr") and trace["metadata"]["run_id"].endswith("…")
+        assert len(json.dumps(trace["metadata"]["run_id"], ensure_ascii=False)) <= 200
+        assert trace["sessionId"] and len(trace["sessionId"]) <= 200
+    sessions = {trace["sessionId"] for trace in server.traces.values()}
+    scored = {score["sessionId"] for score in server.scores.values() if score.get("sessionId")}
+    assert scored and scored <= sessions
+
+
+def test_metadata_values_are_cut_after_encoding():
+    from evaluators.langfuse.traces import fit_metadata_value
+
+    for value in ("a" * 200, 'quote"' * 40, "é" * 250, "line\n" * 60):
+        fitted = fit_metadata_value(value)
+        assert len(json.dumps(fitted, ensure_ascii=False)) <= 200 and fitted.endswith("…")
+        assert value.startswith(fitted[:-1]) and len(json.dumps(fitted[:-1] + value[len(fitted) - 1] + "…",
+                                                              ensure_ascii=False)) > 200  # the longest that fits
+    assert fit_metadata_value("short") == "short"
