@@ -33,7 +33,7 @@ from evaluators.langfuse.prompts import label_problems, push_prompt
 from evaluators.langfuse.publisher import DeliveryReport, LangfusePublisher, publisher_for_store
 from evaluators.langfuse.rest import LangfuseCallFailed, LangfuseRest
 from evaluators.langfuse.run_scores import add_run_scores
-from evaluators.langfuse.score_configs import ensure_score_configs, score_definitions
+from evaluators.langfuse.score_configs import ensure_score_configs, score_definitions, score_name_problems
 from evaluators.langfuse.settings import LangfuseConfigError, LangfuseSettings, require_settings
 from evaluators.locations import PROJECT_ROOT, display_path
 from evaluators.models import CaseResult
@@ -54,6 +54,13 @@ def _settings_or_exit() -> LangfuseSettings:
         return require_settings()
     except LangfuseConfigError as error:
         raise fail(f"error: {error}", EXIT_USAGE) from None
+
+
+def _check_score_names(rubric: Rubric) -> None:
+    """Exit 2, naming every rubric key at fault, when a score name would not fit Langfuse."""
+    problems = score_name_problems(rubric)
+    if problems:
+        raise fail("error: " + "\nerror: ".join(problems), EXIT_USAGE)
 
 
 def _rest(settings: LangfuseSettings) -> LangfuseRest:
@@ -126,6 +133,7 @@ def start_run_publishing(store: RunStore, rubric: Rubric, enabled: bool | None,
         if enabled:
             raise fail("error: --langfuse needs LANGFUSE_PUBLIC_KEY and LANGFUSE_SECRET_KEY", EXIT_USAGE)
         return RunPublishing(None, "LANGFUSE_PUBLIC_KEY and LANGFUSE_SECRET_KEY are not set")
+    _check_score_names(rubric)
     try:
         publisher = publisher_for_store(store, rubric, settings)
     except (StoreError, LedgerError) as error:
@@ -159,6 +167,7 @@ def push(
     """
     settings = _settings_or_exit()
     evaluator = load_evaluator(rubric_path)
+    _check_score_names(evaluator.rubric)
     try:
         store = RunStore.open(run_dir)
         publisher = publisher_for_store(store, evaluator.rubric, settings, resend_all=all_ or republish_traces,
@@ -198,6 +207,7 @@ def setup(
     """
     settings = _settings_or_exit()
     rubric = load_evaluator(rubric_path).rubric
+    _check_score_names(rubric)
     try:
         scenarios = load_scenarios(scenarios_dir, rubric).scenarios
     except ScenarioError as error:
@@ -314,6 +324,7 @@ def monitor(
     moment = parse_since(since)
     settings = _settings_or_exit()
     evaluator = load_evaluator(rubric_path)
+    _check_score_names(evaluator.rubric)
     rest = _rest(settings)
     score_cases = None
     if engine is Engine.ray:  # the heuristics on Ray actors; reading, judging and writing stay here

@@ -23,10 +23,14 @@ from langfuse.api import ConfigCategory
 
 from evaluators.hard_criteria import SCENARIO_EXPECTATIONS
 from evaluators.langfuse.rest import LangfuseCallFailed, LangfuseRest
+from evaluators.langfuse.settings import LangfuseConfigError
 from evaluators.rubric import METRIC_NAMES, OVERALL, VERDICTS, Rubric
 
 NUMERIC, CATEGORICAL, BOOLEAN = "NUMERIC", "CATEGORICAL", "BOOLEAN"
-MAX_NAME_LENGTH = 35  # Langfuse's limit for score config names
+# Langfuse's limit for score config names: the create body takes any length, an update at most
+# 35 (web/src/features/public-api/types/score-configs.ts), so a longer name could never be fixed
+# in place. The suite keeps every name within it.
+MAX_NAME_LENGTH = 35
 
 JUDGE_OVERALL = "judge_overall"
 JUDGE_VERDICT = "judge_verdict"
@@ -93,8 +97,26 @@ def _unit(name: str, description: str) -> ScoreDefinition:
     return ScoreDefinition(name, NUMERIC, description, 0.0, 1.0)
 
 
+class ScoreNameError(LangfuseConfigError):
+    """A rubric key makes a score name longer than Langfuse's config names take."""
+
+
+def score_name_problems(rubric: Rubric) -> list[str]:
+    """One line per rubric key whose score name would exceed MAX_NAME_LENGTH, naming the key."""
+    keyed = [(f"disqualifiers.{key}", flag_name(key)) for key in rubric.disqualifiers]
+    keyed += [(f"hard_criteria.{key}", criterion_name(key)) for key in rubric.hard_criteria]
+    return [f"rubric {key}: its Langfuse score {name!r} has {len(name)} characters; score config names take at "
+            f"most {MAX_NAME_LENGTH}, so shorten the key by {len(name) - MAX_NAME_LENGTH}"
+            for key, name in keyed if len(name) > MAX_NAME_LENGTH]
+
+
 def score_definitions(rubric: Rubric) -> list[ScoreDefinition]:
-    """All score names the suite writes, per trace (turn) and per experiment (version run)."""
+    """All score names the suite writes, per trace (turn) and per experiment (version run).
+
+    Raises ScoreNameError (naming every rubric key at fault) when a name would be too long."""
+    problems = score_name_problems(rubric)
+    if problems:
+        raise ScoreNameError("; ".join(problems))
     dimensions = rubric.dimensions
     definitions = [_unit(name, f"Heuristic: {dimensions[name].title} (weight {dimensions[name].weight:g}).")
                    for name in METRIC_NAMES]
