@@ -296,8 +296,12 @@ def monitor(
     since: Annotated[str, typer.Option(help="How far back to read: 24h, 90m, 7d, or an ISO time.")] = "24h",
     name: Annotated[str | None, typer.Option(help="Only generations with this observation name.",
                                              show_default=False)] = None,
-    environment: Annotated[str | None, typer.Option(help="Only this Langfuse environment (e.g. production).",
+    environment: Annotated[str | None, typer.Option(help="Only this Langfuse environment (e.g. production). "
+                                                         "Default: every environment but penpal-eval.",
                                                     show_default=False)] = None,
+    include_evaluation: Annotated[bool, typer.Option(
+        "--include-evaluation", help="Also read the suite's own evaluation traces (environment penpal-eval), "
+                                     "which are left out by default.")] = False,
     judge: Annotated[bool, typer.Option("--judge/--no-judge", help="Judge the replies the sampling policy picks "
                                         "(needs a judge endpoint; see docs/judge.md).")] = True,
     judge_model: JudgeModelOption = None,
@@ -313,10 +317,12 @@ def monitor(
 ) -> None:
     """Score the companion's production replies in Langfuse and write the scores back.
 
-    Reads every generation since --since, skips those already scored under this rubric,
-    scores the rest with the heuristics, judges those the sampling policy picks (calibration,
-    established, trusted; always on a hard flag, a weak metric or negative feedback), and
-    pushes the scores onto their traces. A second pass over the same window adds nothing.
+    Reads every generation since --since (from every environment but the suite's own,
+    penpal-eval, unless --environment or --include-evaluation says otherwise, and says which
+    it read), skips those already scored under this rubric, scores the rest with the
+    heuristics, judges those the sampling policy picks (calibration, established, trusted;
+    always on a hard flag, a weak metric or negative feedback), and pushes the scores onto
+    their traces. A second pass over the same window adds nothing.
 
     Exit codes: 0 done; 1 some scores were not delivered, a score config is missing, or
     Langfuse failed; 2 bad options or Langfuse not configured.
@@ -348,7 +354,8 @@ def monitor(
     errors.print(Text(f"monitor: {settings.endpoint}, generations since {moment.isoformat(timespec='seconds')}"))
     try:
         report = monitor_pass(rest, evaluator, moment, judge=llm_judge, sampling=sampling, name=name,
-                              environment=environment, feedback_score=feedback_score, score_cases=score_cases)
+                              environment=environment, include_evaluation=include_evaluation,
+                              feedback_score=feedback_score, score_cases=score_cases)
     except LangfuseCallFailed as error:
         raise fail(f"error: {error}", EXIT_UNDELIVERED) from None
     finally:
