@@ -256,13 +256,15 @@ def score_problem(body: Mapping[str, Any], config: Any) -> str | None:
 
     The server answers 200 to such a score and its ingestion worker then drops it without a
     word (packages/shared/src/server/ingestion/validateAndInflateScore.ts), so the check has
-    to happen here, before sending: name, data type, range, categories, archived.
+    to happen here, before sending: data type, range, categories, archived. A score named
+    otherwise than its config is not dropped but renamed to the config's name, which takes
+    it out of every dashboard filtered on its own name: it is held back too.
     """
     value, kind = body.get("value"), _kind(config)
     if getattr(config, "is_archived", False):
         return f"its config {config.name} is archived"
-    if config.name != body.get("name"):
-        return f"its config is named {config.name}"
+    if config.name != body.get("name"):  # the server renames it to the config's name (validateAndInflateScore.ts)
+        return f"its config is now named {config.name}: Langfuse would store the score as {config.name}"
     if body.get("dataType") not in (None, kind):
         return f"it is {body.get('dataType')} but its config is {kind}"
     if kind in (NUMERIC, BOOLEAN) and (isinstance(value, bool) or not isinstance(value, (int, float))):
