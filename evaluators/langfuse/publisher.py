@@ -26,7 +26,7 @@ from evaluators.langfuse.connection import LangfuseConnection, connect
 from evaluators.langfuse.datasets import DatasetSync, sync_dataset
 from evaluators.langfuse.ids import experiment_id, experiment_run_name, session_id, turn_trace_id
 from evaluators.langfuse.ledger import DeliveryLedger
-from evaluators.langfuse.rest import LangfuseCallFailed, LangfuseRest
+from evaluators.langfuse.rest import LangfuseCallFailed
 from evaluators.langfuse.review import add_to_queue, create_queue, find_queue, queued_trace_ids, review_reasons
 from evaluators.langfuse.score_configs import (
     CATEGORICAL,

@@ -16,7 +16,9 @@ the 60 s window) is honoured, every call on the same resource waits for the same
 instead of hitting the limit one by one, and a 429 never counts against the server's
 health: it neither uses up the ordinary attempts nor trips the breaker. In a fixed window
 nothing is gained by spreading calls thinner than that; self-hosted servers have no limits
-and run at full speed.
+and run at full speed. Time stays bounded: one push waits ten minutes for rate limits at
+most, then a call still limited fails at once (what it carried is undelivered, and the next
+push sends it).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from evaluators.retry import RetryPolicy, describe, is_retryable, retry_after_se
 T = TypeVar("T")
 MAX_RETRY_AFTER_S = 65.0  # Langfuse's windows are 60 s; a longer wait is not believed
 RATE_LIMIT_WAITS = 6  # 429s in a row on one call before it is given up (not counted as unreachable)
+RATE_LIMIT_BUDGET_S = 600.0  # the most one push waits for rate limits in all; then limited calls fail at once
 
 
 class LangfuseCallFailed(RuntimeError):
@@ -77,7 +80,8 @@ class RateLimitGate:
 
 class LangfuseRest:
     def __init__(self, api: Any, *, timeout_s: float, retry: RetryPolicy | None = None,
-                 server: str = "Langfuse", sleep: Callable[[float], None] = time.sleep) -> None:
+                 server: str = "Langfuse", sleep: Callable[[float], None] = time.sleep,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.api = api  # langfuse.api.LangfuseAPI
         self.server = server  # "Langfuse at URL (version V)", for messages about the server
         self.score_form: str | None = None  # "array" or "object": what POST /scores took (scores.py)
@@ -86,7 +90,7 @@ class LangfuseRest:
         # The SDK's own retries are off: ours also cover dropped connections and count attempts.
         self.options = {"max_retries": 0, "timeout_in_seconds": max(1, round(timeout_s))}
         self.unreachable: str | None = None
-        self.gate = RateLimitGate(sleep)
+        self.gate = RateLimitGate(sleep, clock)
         self._sleep = sleep
 
     def call(self, method: Callable[..., T], *args: Any, what: str, **kwargs: Any) -> T:
@@ -104,6 +108,9 @@ class LangfuseRest:
                     limited += 1
                     if limited > RATE_LIMIT_WAITS:
                         raise self._failed(what, error, f" (still rate limited after {limited - 1} waits)") from None
+                    if self.gate.waited_s >= RATE_LIMIT_BUDGET_S:
+                        raise self._failed(what, error, f" (rate limited; this push already waited "
+                                                        f"{self.gate.waited_s:.0f} s for the limits)") from None
                     requested = retry_after_seconds(error)
                     self.gate.close(resource, min(requested if requested is not None
                                                   else self.retry.backoff(limited), MAX_RETRY_AFTER_S))

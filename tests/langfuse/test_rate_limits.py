@@ -105,3 +105,30 @@ def test_a_minute_long_retry_after_is_honoured_and_never_marks_langfuse_unreacha
     assert rest.unreachable is None
     assert rest.call(rest.api.projects.get, what="get project").data  # not skipped
     client.shutdown()
+
+
+def test_waiting_for_rate_limits_is_bounded_per_push(langfuse_server):
+    """Past ten minutes of waiting in one push, a limited call fails at once (still not as
+    'unreachable'): a run never waits on a rate limit without end."""
+    from langfuse import Langfuse
+    from opentelemetry.sdk.trace import TracerProvider
+
+    from evaluators.langfuse.rest import RATE_LIMIT_BUDGET_S, LangfuseCallFailed, LangfuseRest
+
+    server = langfuse_server(faults=lambda request: rate_limited("60") if request.path == CONFIGS else OK)
+    client = Langfuse(**server.sdk_kwargs(), tracer_provider=TracerProvider(shutdown_on_exit=False))
+    clock = {"now": 0.0}
+
+    def sleep(seconds: float) -> None:
+        clock["now"] += seconds
+
+    rest = LangfuseRest(client.api, timeout_s=2, sleep=sleep, clock=lambda: clock["now"])  # sleeps move the clock
+    for _ in range(3):
+        with pytest.raises(LangfuseCallFailed):
+            rest.call(rest.api.score_configs.get, what="list score configs")
+    assert RATE_LIMIT_BUDGET_S <= rest.gate.waited_s < RATE_LIMIT_BUDGET_S + 7 * 65
+    requests = len(server.requests_to(CONFIGS))
+    with pytest.raises(LangfuseCallFailed, match="already waited"):
+        rest.call(rest.api.score_configs.get, what="list score configs")
+    assert len(server.requests_to(CONFIGS)) == requests + 1 and rest.unreachable is None
+    client.shutdown()

@@ -4,7 +4,7 @@ citations that tie each rule to the server file it mirrors.
 
 Every rule of the stand-in is a function marked `@cites("<path in langfuse/langfuse>")`;
 `server_paths.txt` (beside this file) lists the paths the research read, and
-tests/servers/test_langfuse_citations.py checks that every citation is one of them and that
+tests/servers/langfuse_tests/test_citations.py checks that every citation is one of them and that
 every function that refuses a request carries one. A rule without a source is a guess, and
 a guess is what let the suite's dashboards pass here and fail on every real server.
 """

@@ -4,8 +4,20 @@ from __future__ import annotations
 
 import copy
 
-from tests.servers.langfuse.core import Reply, Request, Route, bad_request, cites, invalid, iso, new_id, newest_first
-from tests.servers.langfuse.core import not_found, now, page
+from tests.servers.langfuse.core import (
+    Reply,
+    Request,
+    Route,
+    bad_request,
+    cites,
+    invalid,
+    iso,
+    new_id,
+    newest_first,
+    not_found,
+    now,
+    page,
+)
 
 
 @cites("web/src/features/public-api/types/annotation-queues.ts")
