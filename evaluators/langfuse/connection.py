@@ -1,7 +1,7 @@
 """One Langfuse client per process and key, wired so that nothing it drops goes unnoticed.
 
 The Langfuse SDK sends spans through OpenTelemetry's batch processor and, when the server
-fails, gives up after a few retries with only a log line. Four things are added here:
+fails, gives up after a few retries with only a log line. Five things are added here:
 
 - the server's version is read from its health endpoint once, for the reports: what the
   server takes is found by trying it (score batches, see scores.py), not by a version number;

@@ -264,8 +264,7 @@ def monitor(rest: LangfuseRest, evaluator: HeuristicEvaluator, since: datetime, 
     report.fetched = len(generations)
     report.environments = Counter(observation.environment or "default" for observation in generations)
     report.evaluation_left_out = not environment and not include_evaluation
-    unfit = sorted({environment for environment in report.environments
-                    if environment != "default" and score_environment(environment) is None})
+    unfit = sorted(read for read in report.environments if read != "default" and score_environment(read) is None)
     if unfit:
         report.notices.append(f"environment {', '.join(unfit)}: not a name score ingestion takes (a-z, 0-9, _ and -, "
                               "at most 40, not starting with langfuse), so those replies' scores go without one "
