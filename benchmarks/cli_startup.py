@@ -24,7 +24,7 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 if str(PROJECT_ROOT) not in sys.path:
     sys.path.insert(0, str(PROJECT_ROOT))
 
-from evaluators.nlp import MODEL_CANDIDATES  # noqa: E402
+from evaluators.scoring.reading.nlp import MODEL_CANDIDATES  # noqa: E402
 
 QUICK_LIMIT_S = 0.5  # --help and scenarios list
 SCORE_MARGIN_S = 1.0  # the first score card, beyond the model load

@@ -7,7 +7,7 @@ its growing history in one batch, as the runner does (the history of a turn is t
 earlier turns). The three lengths are timed interleaved in one run, best of the repeats, and
 the per-turn cost at 40 turns is compared with the one at 10: the target is at most 1.5x,
 i.e. a turn does not pay again for the whole history before it. Models load in an untimed
-warm-up. The conversation-level metrics of a simulated conversation (evaluators.simulation)
+warm-up. The conversation-level metrics of a simulated conversation (evaluators.run.simulation)
 are timed the same way on the scored turns, against the same target.
 """
 
@@ -31,11 +31,12 @@ from benchmarks.throughput import (  # noqa: E402
     measure,
     warn_if_loaded,
 )
-from evaluators.heuristics import HeuristicEvaluator  # noqa: E402
-from evaluators.models import CaseResult, ReplyCase, TurnResult  # noqa: E402
-from evaluators.rubric import default_rubric  # noqa: E402
-from evaluators.simulation.conversation_metrics import conversation_metrics  # noqa: E402
-from evaluators.simulation.persona import Persona, PersonaFact  # noqa: E402
+from evaluators.inputs.persona import Persona, PersonaFact  # noqa: E402
+from evaluators.rubric.loader import default_rubric  # noqa: E402
+from evaluators.run.simulation.conversation_metrics import conversation_metrics  # noqa: E402
+from evaluators.scoring.contracts import ReplyCase  # noqa: E402
+from evaluators.scoring.heuristics import HeuristicEvaluator  # noqa: E402
+from evaluators.store.records import CaseResult, TurnResult  # noqa: E402
 
 LENGTHS = (10, 20, 40)
 TARGET_RATIO = 1.5
@@ -96,7 +97,7 @@ def simulated(cases: list[ReplyCase], records: list[dict]) -> CaseResult:
 
 
 def print_metrics_cost(evaluator: HeuristicEvaluator, conversations: dict[int, list[ReplyCase]], repeat: int) -> None:
-    """The conversation-level metrics (evaluators.simulation) on the scored turns: per-turn cost
+    """The conversation-level metrics (evaluators.run.simulation) on the scored turns: per-turn cost
     at the longest length against the shortest, the same linear target as scoring."""
     rubric = default_rubric()
     persona = Persona(id="benchmark", title="Benchmark", name="Sam", situation="A benchmark user.", goal="Talk.",

@@ -30,8 +30,8 @@ from benchmarks.human_data import (  # noqa: E402
     load_grade,
     load_usr,
 )
-from evaluators.language import LanguageCheck  # noqa: E402
-from evaluators.rubric import default_rubric  # noqa: E402
+from evaluators.rubric.loader import default_rubric  # noqa: E402
+from evaluators.scoring.reading.language import LanguageCheck  # noqa: E402
 
 
 def _frame_texts(loader: Callable) -> Callable[[Path], list[tuple[str, str]] | None]:

@@ -29,9 +29,10 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 if str(PROJECT_ROOT) not in sys.path:
     sys.path.insert(0, str(PROJECT_ROOT))
 
-from evaluators.evaluation import RunConfig, execute, prepare_run  # noqa: E402
-from evaluators.latency import spread  # noqa: E402
-from evaluators.scoring import default_evaluator, score_reply  # noqa: E402
+from evaluators.pipeline import execute, prepare_run  # noqa: E402
+from evaluators.release.latency import spread  # noqa: E402
+from evaluators.run.config import RunConfig  # noqa: E402
+from evaluators.scoring.api import default_evaluator, score_reply  # noqa: E402
 from tests.servers.openai_compat import OpenAICompatServer  # noqa: E402
 
 TARGET_RATIO = 1.3

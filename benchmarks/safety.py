@@ -23,13 +23,13 @@ Data sets and what counts as harmful:
   DiaSafety's safe replies), and on EPITOME's Reddit support posts the share of posts read
   as crisis risk (no crisis label there: informational).
 
-The learned harm signal (`evaluators/safety/learned_harm.py`) is the one fitted part: it was
+The learned harm signal (`evaluators/scoring/safety/learned_harm.py`) is the one fitted part: it was
 trained on DiaSafety's *train* split only, so DiaSafety val is in-distribution and every
 other set is pure transfer. Each table's `w/o` column is trust's AUROC scored again with
 that signal switched off, and a last section gives the model's own AUROC, trust by
 DiaSafety category with and without it, and what it does to chit-chat.
 
-The crisis probe sets (``tests/safety/crisis_probes.py``, written for the project, no data
+The crisis probe sets (``tests/support/crisis_probes.py``, written for the project, no data
 set): how often the risk reading finds crisis posts and stays quiet on distress without
 risk to life, then the flag and trust on good and bad replies to the crisis posts.
 """
@@ -163,8 +163,8 @@ SETS: tuple[SafetySet, ...] = (
 def evaluators_with_and_without_learned_harm():
     """The project's evaluator, and the same with the learned harm signal switched off (no
     trust deduction, no flag), sharing the loaded models, for the `w/o` figures."""
-    from evaluators.heuristics import HeuristicEvaluator
-    from evaluators.rubric import default_rubric
+    from evaluators.rubric.loader import default_rubric
+    from evaluators.scoring.heuristics import HeuristicEvaluator
 
     rubric = default_rubric()
     trust = rubric.dimensions["trust_boundaries"]
@@ -274,7 +274,7 @@ def print_crisis(root: Path, limit: int | None) -> None:
 
 def learned_probabilities(frame: pd.DataFrame) -> pd.Series:
     """The learned harm model's own P(unsafe) per row, from the scorer's sentence vectors."""
-    from evaluators.nlp import clip_for_parse
+    from evaluators.scoring.reading.nlp import clip_for_parse
 
     project, _ = evaluators_with_and_without_learned_harm()
     meaning, model = project.meaning, project.harm_model
@@ -327,7 +327,7 @@ def print_learned(root: Path, limit: int | None) -> None:
 def print_crisis_probes() -> None:
     """The crisis reading on the project's own probe sets: recall on crisis posts, false
     alarms on distress posts, and the flag and trust separating bad replies from good."""
-    from tests.safety.crisis_probes import CRISIS, NON_CRISIS, probe_replies
+    from tests.support.crisis_probes import CRISIS, NON_CRISIS, probe_replies
 
     posts = [post for _, post in CRISIS] + [post for _, post in NON_CRISIS]
     # A bare reply has no crisis component, so the flag fires exactly when risk is read.
@@ -337,7 +337,7 @@ def print_crisis_probes() -> None:
                          "benign": [0] * len(CRISIS) + [1] * len(NON_CRISIS)})
     read = flag_column(score(bare), CRISIS_FLAG).to_numpy()
     recalled, alarms = int(read[:len(CRISIS)].sum()), int(read[len(CRISIS):].sum())
-    print("\nCrisis probe sets (tests/safety/crisis_probes.py; written for the project)")
+    print("\nCrisis probe sets (tests/support/crisis_probes.py; written for the project)")
     print(f"  risk read in crisis posts        {recalled / len(CRISIS):>5.1%}  ({recalled}/{len(CRISIS)})")
     print(f"  risk read in distress posts      {alarms / len(NON_CRISIS):>5.1%}  "
           f"({alarms}/{len(NON_CRISIS)}, false alarms)")

@@ -35,9 +35,9 @@ if str(PROJECT_ROOT) not in sys.path:
     sys.path.insert(0, str(PROJECT_ROOT))
 
 from benchmarks.throughput import build_records  # noqa: E402
-from evaluators.scale.engine import RayUnavailable, connect  # noqa: E402
-from evaluators.scale.ray_scoring import RayScoring, score_file_on_ray  # noqa: E402
-from evaluators.scoring import default_evaluator, score_frame  # noqa: E402
+from evaluators.integrations.scale.engine import RayUnavailable, connect  # noqa: E402
+from evaluators.integrations.scale.ray_scoring import RayScoring, score_file_on_ray  # noqa: E402
+from evaluators.scoring.api import default_evaluator, score_frame  # noqa: E402
 
 TARGET_OVERHEAD = 0.15
 SMALL_JOB = 40  # records in the job that measures the fixed cost

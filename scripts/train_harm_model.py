@@ -3,11 +3,11 @@
 Run from the project root: ``.venv/bin/python scripts/train_harm_model.py [--datasets PATH]``.
 It reads ``diasafety/train.json`` in place from ``../shared/datasets`` (or ``PENPAL_DATASETS``),
 embeds each reply and user message with the scorer's own sentence vectors
-(`evaluators/meaning.py`), and fits an L2-regularised logistic regression over
-`evaluators.safety.learned_harm.harm_features` by Newton's method (exact and deterministic:
+(`evaluators/scoring/reading/meaning.py`), and fits an L2-regularised logistic regression over
+`evaluators.scoring.safety.learned_harm.harm_features` by Newton's method (exact and deterministic:
 no random initialisation, no sampling). The regularisation strength is chosen by k-fold
 cross-validation *within the train split*; the val split is only measured, never used to
-choose anything. It writes ``evaluators/safety/harm_model.npz`` (weights) and
+choose anything. It writes ``evaluators/scoring/safety/harm_model.npz`` (weights) and
 ``harm_model.json`` (provenance: data set, licence, split, date, figures).
 
 Why only DiaSafety: its licence (Apache-2.0) allows shipping what is learned from it. The
@@ -31,16 +31,16 @@ if str(PROJECT_ROOT) not in sys.path:
 
 from benchmarks.human_data import datasets_dir  # noqa: E402
 from benchmarks.validity import auroc  # noqa: E402
-from evaluators.meaning import DIMENSIONS, MODEL_NAME, MeaningModel, load_meaning_model  # noqa: E402
-from evaluators.nlp import clip_for_parse  # noqa: E402
-from evaluators.safety.learned_harm import (  # noqa: E402
+from evaluators.scoring.reading.meaning import DIMENSIONS, MODEL_NAME, MeaningModel, load_meaning_model  # noqa: E402
+from evaluators.scoring.reading.nlp import clip_for_parse  # noqa: E402
+from evaluators.scoring.safety.learned_harm import (  # noqa: E402
     FEATURE_PARTS,
     HarmModel,
     harm_features,
     provenance_path,
 )
 
-DEFAULT_OUT = PROJECT_ROOT / "evaluators" / "safety" / "harm_model.npz"
+DEFAULT_OUT = PROJECT_ROOT / "evaluators" / "scoring" / "safety" / "harm_model.npz"
 LICENCE = "Apache-2.0"
 DATA_SET = "DiaSafety (Sun et al. 2022, 'On the Safety of Conversational Models')"
 # Strengths of the L2 penalty tried by cross-validation (on standardised features, per record).

@@ -12,6 +12,7 @@ import pytest
 from tests.servers.langfuse import LangfuseCompatServer
 from tests.servers.llama import running_llama_server
 from tests.servers.openai_compat import OK, FaultPlan, OpenAICompatServer
+from tests.support.project import PROMPT, RECORDED, SCENARIOS, write_files
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -66,74 +67,14 @@ def langfuse_server() -> Iterator[callable]:
         server.stop()
 
 
+@pytest.fixture
+def no_api_configured(monkeypatch):
+    """No companion API in the environment: a run replays unless a test points it at a server."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+
+
 # --- a small project: two prompt versions, three scenarios, recorded replies ------------------------
-PROMPT = """\
----
-name: test-companion
-version: {version}
-model: test-model
-temperature: 0.0
-max_tokens: 64
-baseline: {baseline}
-description: Test prompt {version}.
----
-You are a test companion ({version}). Answer in one sentence.
-"""
-
-SCENARIOS = {
-    "basic.yaml": """\
-family: basic
-scenarios:
-  - id: basic-hello
-    title: Greeting
-    tags: [greeting]
-    turns:
-      - user: "Hello, how are you today?"
-        expect: [{max_words: 40}]
-  - id: basic-joke
-    title: Joke
-    profile: {name: Ana, age_group: 30+}
-    turns:
-      - user: "Can you tell me a joke?"
-""",
-    "continuity.yaml": """\
-family: continuity
-scenarios:
-  - id: cont-sister
-    title: Sister's visit
-    profile: {name: Priya, age_group: 18-30}
-    turns:
-      - user: "My sister Maya is visiting this weekend."
-      - user: "We're going hiking on Saturday."
-      - user: "What do you think she'd enjoy most?"
-        expect: [{recalls_any: [Maya, sister, hiking]}]
-""",
-}
-
-RECORDED = """\
-sample_data: true
-family: mixed
-replies:
-  basic-hello:
-    v1: ["I'm good, thanks! How are you?"]
-    v2: ["Hi! I'm doing well, thanks for asking. How has your day been so far?"]
-  basic-joke:
-    v1: ["Why did the scarecrow win an award? He was outstanding in his field."]
-    v2: ["Sure, Ana! Why did the scarecrow win an award? He was outstanding in his field. Want another?"]
-  cont-sister:
-    v1: ["That sounds fun!", "Have a great hike!", "She'd probably enjoy the views."]
-    v2: ["How lovely, Priya! Are you excited to see Maya?", "Hiking with your sister sounds wonderful. Where are you headed?", "Since Maya's coming for the hike, maybe a trail with a view and a picnic? What does she love doing?"]
-"""
-
-
-def write_files(directory: Path, files: dict[str, str]) -> Path:
-    """Create `directory` holding the given files (name -> text); returns the directory."""
-    directory.mkdir(parents=True, exist_ok=True)
-    for name, text in files.items():
-        (directory / name).write_text(text, encoding="utf-8")
-    return directory
-
-
 @pytest.fixture
 def small_project(tmp_path: Path) -> dict[str, Path]:
     """Directories for prompts (v1, v2), scenarios (3, one with 3 turns) and recordings."""

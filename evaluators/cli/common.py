@@ -1,19 +1,23 @@
-"""Pieces every command shares: exit codes, the --rubric option, loading the evaluator."""
+"""Pieces every command shares: exit codes, the --rubric option, loading the evaluator, and
+how a command fails (a red message on stderr and the exit code)."""
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Annotated, BinaryIO
 
 import typer
+from rich.text import Text
 
-from evaluators.console import fail, fail_all
-from evaluators.rubric import Rubric, RubricError, load_rubric
+from evaluators.core.text import plural
+from evaluators.report.console import stderr_console
+from evaluators.rubric.loader import RubricError, load_rubric
 
 if TYPE_CHECKING:
-    from evaluators.heuristics import HeuristicEvaluator
+    from evaluators.scoring.heuristics import HeuristicEvaluator
 
 EXIT_OK = 0
 EXIT_RECORD_ERRORS = 1
@@ -32,8 +36,8 @@ def load_evaluator(rubric_path: Path | None) -> HeuristicEvaluator:
 
     Imported here, not at the top: spaCy loads only for the commands that score.
     """
-    from evaluators.heuristics import HeuristicEvaluator
-    from evaluators.scoring import default_evaluator
+    from evaluators.scoring.api import default_evaluator
+    from evaluators.scoring.heuristics import HeuristicEvaluator
 
     if rubric_path is None:
         return default_evaluator()
@@ -43,29 +47,19 @@ def load_evaluator(rubric_path: Path | None) -> HeuristicEvaluator:
         raise fail_all(error.problems, EXIT_USAGE) from None
 
 
-_LEVEL_STYLES = ("bold green", "green", "yellow", "dark_orange", "red")
+def fail(message: str, code: int) -> typer.Exit:
+    """Print `message` in red on stderr and return the Exit to raise."""
+    stderr_console().print(Text(message, style="red"))
+    return typer.Exit(code=code)
 
 
-def level_style(rubric: Rubric, level: str) -> str:
-    """Colour for a quality level by its rank in the rubric (best green, worst red)."""
-    names = [item.name for item in sorted(rubric.quality_levels, key=lambda item: -item.min)]
-    if level not in names:
-        return ""
-    rank = names.index(level)
-    position = round(rank * (len(_LEVEL_STYLES) - 1) / max(len(names) - 1, 1))
-    return _LEVEL_STYLES[position]
-
-
-# Column headers for tables with one column per metric.
-SHORT_NAMES = {
-    "appropriateness": "appr",
-    "conversational_quality": "conv",
-    "helpfulness": "help",
-    "emotional_intelligence": "emo",
-    "personalization_continuity": "pers",
-    "trust_boundaries": "trust",
-    "overall_quality": "overall",
-}
+def fail_all(problems: Sequence[str], code: int) -> typer.Exit:
+    """Every problem on its own line, then how many: a file's mistakes are all shown in one pass."""
+    errors = stderr_console()
+    for problem in problems:
+        errors.print(Text(f"error: {problem}", style="red"))
+    errors.print(Text(f"{plural(len(problems), 'problem')} found", style="bold red"))
+    return typer.Exit(code=code)
 
 
 def open_input(stack: ExitStack, file: Path) -> BinaryIO:

@@ -11,12 +11,20 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
+from evaluators.cli.common import fail_all
 from evaluators.cli.lazy import LazyCommand, lazy_group
-from evaluators.console import compact_table, fail_all, plural, stdout_console, text_column, value_column
-from evaluators.models import FAMILIES, PromptVersion
-from evaluators.prompts import DEFAULT_PROMPTS_DIR, PromptError, load_prompts
-from evaluators.scenarios import DEFAULT_SCENARIOS_DIR, PERSONAS_FAMILY, ScenarioError, ScenarioSet, load_scenarios
-from evaluators.simulation.personas import PersonaError, PersonaSet, load_personas, persona_scenario, personas_dir
+from evaluators.core.text import plural
+from evaluators.inputs.contracts import FAMILIES, PromptVersion
+from evaluators.inputs.personas import PersonaError, PersonaSet, load_personas, persona_scenario, personas_dir
+from evaluators.inputs.prompts import DEFAULT_PROMPTS_DIR, PromptError, load_prompts
+from evaluators.inputs.scenarios import (
+    DEFAULT_SCENARIOS_DIR,
+    PERSONAS_FAMILY,
+    ScenarioError,
+    ScenarioSet,
+    load_scenarios,
+)
+from evaluators.report.console import compact_table, stdout_console, text_column, value_column
 
 EXIT_INVALID = 1
 

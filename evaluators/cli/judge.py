@@ -19,16 +19,21 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich import box
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-from rich.table import Table
 from rich.text import Text
 
-from evaluators.agreement import WEIGHTS, Agreement, agreement, verdict_for
-from evaluators.cli.common import EXIT_RECORD_ERRORS, EXIT_USAGE, RubricOption, load_evaluator, open_input, open_output
-from evaluators.console import fail, plural, stderr_console, stderr_is_tty, stdout_console
-from evaluators.heuristics import HeuristicEvaluator
-from evaluators.jsonl import read_json_lines
+from evaluators.cli.common import (
+    EXIT_RECORD_ERRORS,
+    EXIT_USAGE,
+    RubricOption,
+    fail,
+    load_evaluator,
+    open_input,
+    open_output,
+)
+from evaluators.core.jsonl import read_json_lines
+from evaluators.core.text import plural
+from evaluators.judge.agreement import WEIGHTS, Agreement, agreement, verdict_for
 from evaluators.judge.batch import RETRY_CHOICES, BatchError, BatchJudge
 from evaluators.judge.client import LLMJudge, judge_cache_dir
 from evaluators.judge.factory import (
@@ -45,8 +50,11 @@ from evaluators.judge.reliability import with_disagreement
 from evaluators.judge.result import JudgeResult
 from evaluators.judge.sampling import SamplingState
 from evaluators.judge.stage import sampling_triggers
-from evaluators.models import HeuristicResult, Unscored
-from evaluators.rubric import Rubric
+from evaluators.report.agreement_tables import agreement_table, confusion_table
+from evaluators.report.console import stderr_console, stderr_is_tty, stdout_console
+from evaluators.rubric.loader import Rubric
+from evaluators.scoring.contracts import HeuristicResult, Unscored
+from evaluators.scoring.heuristics import HeuristicEvaluator
 
 SamplingChoice = Enum("SamplingChoice", {name: name for name in SAMPLING_CHOICES}, type=str)
 BatchRetryChoice = Enum("BatchRetryChoice", {name: name for name in RETRY_CHOICES}, type=str)
@@ -351,32 +359,6 @@ def agreements(lines: Sequence[RecordLine], rubric: Rubric, weights: str) -> lis
     results.append(agreement("heuristics", human_scores, heuristic_scores, human_verdicts,
                              [verdict_for(score, bands) for score in heuristic_scores], weights=weights))
     return results
-
-
-def agreement_table(results: Sequence[Agreement], total: int) -> Table:
-    table = Table(title=f"Agreement with human labels ({total} labelled replies)", header_style="bold",
-                  box=box.SIMPLE_HEAD)
-    for column in ("evaluator", "n", "Spearman ρ", f"weighted κ ({results[0].weights})", "exact verdict"):
-        table.add_column(column, justify="left" if column == "evaluator" else "right", no_wrap=True)
-    for result in results:
-        def shown(value: float | None, form: str = "{:.3f}") -> str:
-            return "—" if value is None else form.format(value)
-        table.add_row(result.evaluator, str(result.n), shown(result.spearman), shown(result.kappa),
-                      shown(result.exact_agreement, "{:.0%}"))
-    table.caption = ("ρ: scores against human_score; κ and exact: the three-point verdict (human_verdict, or "
-                     "human_score through the rubric's verdict bands). Judge fallbacks and failures are left out.")
-    return table
-
-
-def confusion_table(result: Agreement) -> Table:
-    table = Table(title=f"{result.evaluator}: human verdict (rows) × {result.evaluator} verdict (columns)",
-                  header_style="bold", box=box.SIMPLE_HEAD)
-    table.add_column("human", no_wrap=True)
-    for column in result.confusion.columns:
-        table.add_column(str(column), justify="right")
-    for human, row in result.confusion.iterrows():
-        table.add_row(str(human), *(str(int(value)) for value in row))
-    return table
 
 
 def calibrate(

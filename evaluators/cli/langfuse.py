@@ -19,28 +19,30 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from evaluators.cli.common import EXIT_OK, EXIT_USAGE, RubricOption, load_evaluator
+from evaluators.cli.common import EXIT_OK, EXIT_USAGE, RubricOption, fail, load_evaluator
 from evaluators.cli.judge import JudgeModelOption, SamplingChoice, build_judge, judge_config
 from evaluators.cli.scale import AddressOption, Engine, EngineOption, WorkersOption
-from evaluators.console import fail, plural, stderr_console, stdout_console
+from evaluators.core.locations import PROJECT_ROOT, display_path
+from evaluators.core.text import plural
+from evaluators.inputs.prompts import DEFAULT_PROMPTS_DIR, PromptError, load_prompts
+from evaluators.inputs.scenarios import DEFAULT_SCENARIOS_DIR, ScenarioError, load_scenarios
+from evaluators.integrations.langfuse.connection import connect
+from evaluators.integrations.langfuse.dashboards import DashboardsUnavailable, recipe_lines, sync_dashboard
+from evaluators.integrations.langfuse.datasets import sync_dataset
+from evaluators.integrations.langfuse.ledger import LedgerError
+from evaluators.integrations.langfuse.monitor import DEFAULT_FEEDBACK_SCORE
+from evaluators.integrations.langfuse.monitor import monitor as monitor_pass
+from evaluators.integrations.langfuse.prompts import label_problems, push_prompt
+from evaluators.integrations.langfuse.publisher import DeliveryReport, LangfusePublisher, publisher_for_store
+from evaluators.integrations.langfuse.rest import LangfuseCallFailed, LangfuseRest
+from evaluators.integrations.langfuse.run_scores import add_run_scores
+from evaluators.integrations.langfuse.score_configs import ensure_score_configs, score_definitions, score_name_problems
+from evaluators.integrations.langfuse.settings import LangfuseConfigError, LangfuseSettings, require_settings
 from evaluators.judge.factory import judge_configured
-from evaluators.langfuse.connection import connect
-from evaluators.langfuse.dashboards import DashboardsUnavailable, recipe_lines, sync_dashboard
-from evaluators.langfuse.datasets import sync_dataset
-from evaluators.langfuse.ledger import LedgerError
-from evaluators.langfuse.monitor import DEFAULT_FEEDBACK_SCORE, monitor as monitor_pass
-from evaluators.langfuse.prompts import label_problems, push_prompt
-from evaluators.langfuse.publisher import DeliveryReport, LangfusePublisher, publisher_for_store
-from evaluators.langfuse.rest import LangfuseCallFailed, LangfuseRest
-from evaluators.langfuse.run_scores import add_run_scores
-from evaluators.langfuse.score_configs import ensure_score_configs, score_definitions, score_name_problems
-from evaluators.langfuse.settings import LangfuseConfigError, LangfuseSettings, require_settings
-from evaluators.locations import PROJECT_ROOT, display_path
-from evaluators.models import CaseResult
-from evaluators.prompts import DEFAULT_PROMPTS_DIR, PromptError, load_prompts
-from evaluators.rubric import Rubric
-from evaluators.scenarios import DEFAULT_SCENARIOS_DIR, ScenarioError, load_scenarios
-from evaluators.store import RunStore, StoreError
+from evaluators.report.console import stderr_console, stdout_console
+from evaluators.rubric.loader import Rubric
+from evaluators.store.records import CaseResult
+from evaluators.store.run_store import RunStore, StoreError
 
 EXIT_UNDELIVERED = 1
 
@@ -335,7 +337,7 @@ def monitor(
     score_cases = None
     if engine is Engine.ray:  # the heuristics on Ray actors; reading, judging and writing stay here
         from evaluators.cli.scale import ray_settings
-        from evaluators.scale.ray_scoring import score_cases_on_ray
+        from evaluators.integrations.scale.ray_scoring import score_cases_on_ray
 
         scale = ray_settings(address, workers, rubric_path)
 

@@ -1,7 +1,7 @@
 """`penpal-eval pairwise`: two prompt versions of a run judged head to head, and `run --pairwise`.
 
 Presentation only: the judging is evaluators.judge.pairwise, the pairs and the storing
-evaluators.pairwise_run, the win rates evaluators.head_to_head.
+evaluators.release.pairwise_run, the win rates evaluators.release.head_to_head.
 """
 
 from __future__ import annotations
@@ -16,18 +16,21 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from evaluators.cli.common import EXIT_OK, EXIT_USAGE, RubricOption
+from evaluators.cli.common import EXIT_OK, EXIT_USAGE, RubricOption, fail
 from evaluators.cli.judge import JudgeCacheOption, JudgeModelOption
 from evaluators.cli.release import _read, _results_console, load_rubric_option
-from evaluators.console import fail, plural, stderr_console
+from evaluators.core.locations import display_path
+from evaluators.core.text import plural
+from evaluators.inputs.contracts import Scenario
 from evaluators.judge.factory import JudgeConfig, JudgeConfigError, create_judge
 from evaluators.judge.pairwise import PairwiseJudge
-from evaluators.locations import display_path
-from evaluators.models import CaseResult, HeadToHead, Scenario
-from evaluators.pairwise_run import PairwiseError, PairwiseOutcome, chosen_pairs, judge_pairs, store_results
+from evaluators.release.contracts import HeadToHead
+from evaluators.release.pairwise_run import PairwiseError, PairwiseOutcome, chosen_pairs, judge_pairs, store_results
+from evaluators.report.console import stderr_console
 from evaluators.report.terminal import head_to_head_table
-from evaluators.rubric import Rubric
-from evaluators.store import PAIRWISE, RunStore, StoreError
+from evaluators.rubric.loader import Rubric
+from evaluators.store.records import CaseResult
+from evaluators.store.run_store import PAIRWISE, RunStore, StoreError
 
 EXIT_UNSCORED = 1  # some comparison has no verdict in both orders (the call failed or the answer was unreadable)
 

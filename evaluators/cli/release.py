@@ -1,7 +1,7 @@
 """`penpal-eval decide`, `compare` and `report`: release decisions read from a run store.
 
-Presentation only: the aggregates, comparisons and rules are evaluators.aggregates,
-evaluators.comparison and evaluators.release; the files and the page are evaluators.report.
+Presentation only: the aggregates, comparisons and rules are evaluators.release.aggregates,
+evaluators.release.comparison and evaluators.release.rules; the files and the page are evaluators.report.
 `decide` exits with a code a CI pipeline can gate on (see EXIT_* below).
 """
 
@@ -17,21 +17,26 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from evaluators.cli.common import EXIT_OK, EXIT_USAGE, RubricOption
-from evaluators.comparison import compare_versions
-from evaluators.coverage import MANIFEST_KEY as COVERAGE_KEY, ScenarioSet
-from evaluators.head_to_head import head_to_head_from_records
-from evaluators.console import fail, fail_all, plural, stderr_console, stdout_console
-from evaluators.langfuse.prompts import label_problem
-from evaluators.langfuse.release_labels import apply_release_labels
-from evaluators.langfuse.settings import LangfuseConfigError
-from evaluators.locations import display_path
-from evaluators.models import CaseResult, Decision, ReleaseReport
-from evaluators.release import ReleaseError, release_report
-from evaluators.release_inputs import ReleaseRun, read_run, report_for_run
-from evaluators.report import comparison_table, print_notices, print_release, render_html, write_release_files
-from evaluators.rubric import Rubric, RubricError, default_rubric, load_rubric
-from evaluators.store import RunStore, StoreError
+from evaluators.cli.common import EXIT_OK, EXIT_USAGE, RubricOption, fail, fail_all
+from evaluators.core.locations import display_path
+from evaluators.core.text import plural
+from evaluators.integrations.langfuse.prompts import label_problem
+from evaluators.integrations.langfuse.release_labels import apply_release_labels
+from evaluators.integrations.langfuse.settings import LangfuseConfigError
+from evaluators.release.comparison import compare_versions
+from evaluators.release.contracts import Decision, ReleaseReport
+from evaluators.release.coverage import MANIFEST_KEY as COVERAGE_KEY
+from evaluators.release.coverage import ScenarioSet
+from evaluators.release.head_to_head import head_to_head_from_records
+from evaluators.release.rules import ReleaseError, release_report
+from evaluators.release.stored_run import ReleaseRun, read_run, report_for_run
+from evaluators.report.console import stderr_console, stdout_console
+from evaluators.report.frames import write_release_files
+from evaluators.report.html import render_html
+from evaluators.report.terminal import comparison_table, print_notices, print_release
+from evaluators.rubric.loader import Rubric, RubricError, default_rubric, load_rubric
+from evaluators.store.records import CaseResult
+from evaluators.store.run_store import RunStore, StoreError
 
 # `decide` exit codes, most severe outcome wins. 1 and 2 keep their meaning across the CLI.
 EXIT_DEPLOY = EXIT_OK  # every decided version: deploy

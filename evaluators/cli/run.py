@@ -1,7 +1,7 @@
 """`penpal-eval run` (and scripts/evaluate_prompts.py): the evaluation run on the terminal.
 
 Everything here is presentation: options, the progress bar, notices and the per-version
-table. The run itself is evaluators.evaluation.
+table. The run itself is evaluators.pipeline.
 """
 
 from __future__ import annotations
@@ -14,13 +14,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Group
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.text import Text
 
-from evaluators.cli.common import EXIT_OK, EXIT_USAGE, SHORT_NAMES, RubricOption, level_style, load_evaluator
+from evaluators.cli.common import EXIT_OK, EXIT_USAGE, RubricOption, fail, load_evaluator
 from evaluators.cli.data import Family
-from evaluators.cli.langfuse import start_run_publishing
 from evaluators.cli.judge import (
     BatchPollOption,
     BatchRetryChoice,
@@ -37,41 +35,30 @@ from evaluators.cli.judge import (
     judge_config,
     judge_count_line,
 )
+from evaluators.cli.langfuse import start_run_publishing
 from evaluators.cli.pairwise import judge_and_store, pairwise_judge, print_head_to_head
 from evaluators.cli.release import print_run_decisions
-from evaluators.console import (
-    compact_table,
-    fail,
-    key_legend,
-    plural,
+from evaluators.core.locations import PROJECT_ROOT, display_path
+from evaluators.core.text import plural
+from evaluators.inputs.personas import PersonaError
+from evaluators.inputs.pricing import parse_price_override
+from evaluators.inputs.prompts import DEFAULT_PROMPTS_DIR, PromptError
+from evaluators.inputs.scenarios import DEFAULT_SCENARIOS_DIR, ScenarioError
+from evaluators.judge.factory import JudgeConfig
+from evaluators.judge.pairwise import PairwiseJudge
+from evaluators.pipeline import PreparedRun, RunReport, execute, prepare_run
+from evaluators.release.contracts import HeadToHead
+from evaluators.release.pairwise_run import baseline_pairs
+from evaluators.report.console import (
     stderr_console,
     stderr_is_tty,
     stdout_console,
-    text_column,
-    value_column,
 )
-from evaluators.evaluation import (
-    PROMPT_SOURCES,
-    RESPONDER_CHOICES,
-    PreparedRun,
-    RunConfig,
-    RunConfigError,
-    RunReport,
-    execute,
-    prepare_run,
-)
-from evaluators.judge.factory import JudgeConfig
-from evaluators.judge.pairwise import PairwiseJudge
-from evaluators.locations import PROJECT_ROOT, display_path
-from evaluators.models import CaseResult, HeadToHead
-from evaluators.pairwise_run import baseline_pairs
-from evaluators.pricing import parse_price_override
-from evaluators.prompts import DEFAULT_PROMPTS_DIR, PromptError
+from evaluators.report.run_tables import money, versions_table
 from evaluators.report.terminal import head_to_head_table
-from evaluators.rubric import Rubric
-from evaluators.scenarios import DEFAULT_SCENARIOS_DIR, ScenarioError
-from evaluators.simulation.personas import PersonaError
-from evaluators.summary import SCORE_COLUMNS
+from evaluators.rubric.loader import Rubric
+from evaluators.run.config import PROMPT_SOURCES, RESPONDER_CHOICES, RunConfig, RunConfigError
+from evaluators.store.records import CaseResult
 
 EXIT_CASES_FAILED = 1
 SAMPLING_STATE_FILE = "judge-sampling.json"  # in the runs directory: the policy's state outlives each run
@@ -117,66 +104,6 @@ def _progress(total: int, enabled: bool) -> Iterator[Callable[[CaseResult], None
             progress.update(task, advance=1, failed=failed)
 
         yield advance
-
-
-def _money(value: float | None) -> str:
-    if value is None:
-        return "n/a"
-    return f"${value:.4f}" if value < 1 else f"${value:.2f}"
-
-
-def versions_table(report: RunReport, rubric: Rubric) -> Group:
-    """Per prompt version: the metric means, then what the run checked and what it cost.
-
-    Two tables stacked rather than one: fifteen columns cannot all be read at 80 columns.
-    """
-    judged = any(summary.get("judge") for summary in report.summaries.values())
-    means = compact_table("Penpal rubric means per prompt version")
-    text_column(means, "version", min_width=10)
-    value_column(means, "cases")
-    for name in SCORE_COLUMNS:
-        value_column(means, SHORT_NAMES[name])
-    if judged:
-        value_column(means, "judge")
-    checks = compact_table("Checks, calls and cost per prompt version")
-    text_column(checks, "version", min_width=10)
-    for column in ("expect", "safety"):
-        value_column(checks, column)
-    text_column(checks, "calls")
-    for column in ("tokens", "cost"):
-        value_column(checks, column)
-    for version, summary in report.summaries.items():
-        cases = Text(f"{summary['scored']}/{summary['cases']}", style="red" if summary["failed"] else "")
-        cells = []
-        for name in SCORE_COLUMNS:
-            value = summary["means"][name]
-            cells.append(Text("—") if value is None else
-                         Text(f"{value:.2f}", style=level_style(rubric, rubric.quality_level(value))))
-        if judged:
-            cells.append(_judge_cell(summary.get("judge"), rubric))
-        means.add_row(Text(version, style="bold"), cases, *cells)
-        rate = summary["expectations_pass_rate"]
-        expect = "—" if rate is None else f"{rate:.0%}"
-        safety = f"{summary['safety_passed']}/{summary['safety_cases']}" if summary["safety_cases"] else "—"
-        calls = f"{summary['api_calls']}" + (f" (+{summary['cached_calls']} cached)" if summary["cached_calls"] else "")
-        if summary["replayed_turns"]:
-            calls = "replay"
-        tokens = f"{summary['prompt_tokens'] + summary['completion_tokens']:,}"
-        cost = "—" if summary["replayed_turns"] else _money(summary["cost_usd"])
-        checks.add_row(Text(version, style="bold"), expect, safety, calls, tokens, cost)
-    keys = {name: SHORT_NAMES[name] for name in SCORE_COLUMNS}
-    means.caption = ("means over scored cases; " + key_legend(keys)
-                     + ("; judge = the LLM judge's overall" if judged else ""))
-    checks.caption = ("expect = cases passing all their scenario expectations; safety = safety scenarios passed; "
-                      "calls and tokens count live API calls only")
-    return Group(means, Text(""), checks)
-
-
-def _judge_cell(judge: dict | None, rubric: Rubric) -> Text:
-    if not judge or judge.get("overall") is None:
-        return Text("—")
-    value = judge["overall"]
-    return Text(f"{value:.2f}", style=level_style(rubric, rubric.quality_level(value)))
 
 
 def print_judge_report(report: RunReport, rubric: Rubric) -> None:
@@ -451,7 +378,7 @@ def _print_simulator_usage(report: RunReport) -> None:
         return
     tokens = sum(item["prompt_tokens"] + item["completion_tokens"] for item in usage)
     costs = [item["cost_usd"] for item in usage]
-    cost = _money(None if None in costs else sum(costs))
+    cost = money(None if None in costs else sum(costs))
     stderr_console().print(Text(f"simulated users: {plural(calls, 'call')}" + (f" (+{cached} cached)" if cached else "")
                                 + f", {tokens:,} tokens, {cost}; not counted in the versions' calls and cost"))
 
@@ -460,7 +387,7 @@ def _finish(report: RunReport, rubric: Rubric, head_to_head: list[HeadToHead] | 
     console = stdout_console()
     if not console.is_terminal:
         console.width = max(console.width, 160)  # logs: one row per version, never folded
-    console.print(versions_table(report, rubric))
+    console.print(versions_table(report.summaries, rubric))
     for figures in head_to_head or []:
         console.print(head_to_head_table(figures))
     print_run_decisions(report.store, report.outcome.cases, rubric)

@@ -1,4 +1,4 @@
-"""`score --engine ray` and `monitor --engine ray`: the command-line side of evaluators.scale.
+"""`score --engine ray` and `monitor --engine ray`: the command-line side of evaluators.integrations.scale.
 
 Imported only when a command asks for the Ray engine, so `--help` and local scoring never
 load Ray, pandas' Arrow writers or the cluster client.
@@ -14,9 +14,9 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from evaluators.cli.common import EXIT_RECORD_ERRORS, EXIT_USAGE
-from evaluators.console import fail, stderr_console
-from evaluators.scale.engine import ENGINES, RayUnavailable
+from evaluators.cli.common import EXIT_RECORD_ERRORS, EXIT_USAGE, fail
+from evaluators.integrations.scale.engine import ENGINES, RayUnavailable
+from evaluators.report.console import stderr_console
 
 Engine = Enum("Engine", {name: name for name in ENGINES}, type=str)
 
@@ -32,8 +32,8 @@ WorkersOption = Annotated[int, typer.Option("--workers", min=1, help="With --eng
 
 def ray_settings(address: str | None, workers: int, rubric_path: Path | None):
     """The Ray settings, or exit 2 with how to install Ray when it is missing."""
-    from evaluators.scale.engine import require_ray
-    from evaluators.scale.ray_scoring import RayScoring
+    from evaluators.integrations.scale.engine import require_ray
+    from evaluators.integrations.scale.ray_scoring import RayScoring
 
     try:
         require_ray()
@@ -45,7 +45,7 @@ def ray_settings(address: str | None, workers: int, rubric_path: Path | None):
 def score_with_ray(file: Path, output: Path | None, address: str | None, workers: int,
                    rubric_path: Path | None) -> None:
     """Score FILE (JSON lines or Parquet; a path or a URI) on Ray; rows as `score_frame` gives them."""
-    from evaluators.scale.ray_scoring import score_file_on_ray
+    from evaluators.integrations.scale.ray_scoring import score_file_on_ray
 
     settings = ray_settings(address, workers, rubric_path)
     if str(file) == "-":

@@ -24,12 +24,12 @@ from pathlib import Path
 
 from openai.types.chat import ChatCompletion
 
+from evaluators.core.completion import Usage
+from evaluators.core.locations import write_text_atomic
+from evaluators.core.retry import CallFailed, call_with_retries
 from evaluators.judge.client import LLMJudge, model_text
 from evaluators.judge.prompt import judge_messages
 from evaluators.judge.result import JudgeInput, JudgeResult
-from evaluators.locations import write_text_atomic
-from evaluators.models import Usage
-from evaluators.retry import CallFailed, call_with_retries
 
 BATCH_ENDPOINT = "/v1/chat/completions"
 RETRY_CHOICES = ("live", "batch")

@@ -21,6 +21,12 @@ from pathlib import Path
 
 import openai
 
+from evaluators.core.completion import Usage
+from evaluators.core.endpoints import safe_endpoint
+from evaluators.core.locations import cache_dir, short_hash, write_text_atomic
+from evaluators.core.names import METRIC_NAMES
+from evaluators.core.response_cache import JsonFileCache
+from evaluators.core.retry import CallFailed, CallTimeout, MalformedResponse, RetryPolicy, call_with_retries
 from evaluators.judge.prompt import (
     CONVERSATION_TASK,
     DATA_RULES,
@@ -32,13 +38,7 @@ from evaluators.judge.prompt import (
 )
 from evaluators.judge.result import RESPONSE_MODES, JudgeInput, JudgeResult
 from evaluators.judge.verdict import SCHEMA_NAME, ParsedVerdict, VerdictParseError, parse_verdict, verdict_schema
-from evaluators.locations import short_hash, write_text_atomic
-from evaluators.models import Usage
-from evaluators.offline import cache_dir
-from evaluators.responder import safe_endpoint
-from evaluators.response_cache import JsonFileCache
-from evaluators.retry import CallFailed, CallTimeout, MalformedResponse, RetryPolicy, call_with_retries
-from evaluators.rubric import METRIC_NAMES, Rubric
+from evaluators.rubric.loader import Rubric
 
 DEFAULT_JUDGE_MODEL = "gpt-4.1"
 # Bumped with the instructions written in code, so cached judgements follow them like the rubric.

@@ -9,10 +9,10 @@ modes, cache, retries, repair request and fallback.
 
 from __future__ import annotations
 
+from evaluators.inputs.persona import Persona
 from evaluators.judge.client import LLMJudge
 from evaluators.judge.result import HistoryItem, JudgeInput, JudgeResult
-from evaluators.models import CaseResult
-from evaluators.simulation.persona import Persona
+from evaluators.store.records import CaseResult
 
 
 def persona_profile(persona: Persona | None) -> str:

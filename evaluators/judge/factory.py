@@ -11,12 +11,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from evaluators.core.response_cache import JsonFileCache
+from evaluators.core.retry import RetryPolicy
 from evaluators.judge.batch import BatchJudge, BatchSettings
 from evaluators.judge.client import DEFAULT_JUDGE_MODEL, JudgeSettings, LLMJudge, ModeMemory, judge_cache_dir
 from evaluators.judge.sampling import SamplingPolicy, SamplingState
-from evaluators.response_cache import JsonFileCache
-from evaluators.retry import RetryPolicy
-from evaluators.rubric import Rubric
+from evaluators.rubric.loader import Rubric
 
 SAMPLING_CHOICES = ("all", "policy")
 JUDGE_ENV_HELP = ("set PENPAL_JUDGE_BASE_URL (and PENPAL_JUDGE_API_KEY) for the judge's OpenAI-compatible "

@@ -24,6 +24,11 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from evaluators.core.completion import Usage
+from evaluators.core.locations import short_hash
+from evaluators.core.names import METRIC_NAMES
+from evaluators.core.retry import CallFailed
+from evaluators.inputs.contracts import Scenario
 from evaluators.judge.client import LLMJudge, ModeRefused
 from evaluators.judge.pairwise_prompt import (
     PAIRWISE_TEXTS,
@@ -33,13 +38,11 @@ from evaluators.judge.pairwise_prompt import (
     pairwise_schema,
 )
 from evaluators.judge.prompt import repair_messages
-from evaluators.judge.result import RESPONSE_MODES, HistoryItem, ParseStatus
+from evaluators.judge.result import RESPONSE_MODES, HistoryItem, PairwiseComparison, ParseStatus
 from evaluators.judge.stage import scenario_profile
 from evaluators.judge.verdict import json_object
-from evaluators.locations import short_hash
-from evaluators.models import CaseResult, PairwiseComparison, Scenario, Usage
-from evaluators.retry import CallFailed
-from evaluators.rubric import METRIC_NAMES, Rubric
+from evaluators.rubric.loader import Rubric
+from evaluators.store.records import CaseResult
 
 SCHEMA_NAME = "companion_reply_comparison"
 PAIRWISE_FINGERPRINT = short_hash(PAIRWISE_TEXTS)

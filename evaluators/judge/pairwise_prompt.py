@@ -13,9 +13,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from evaluators.core.names import METRIC_NAMES
 from evaluators.judge.prompt import DATA_RULES, block_boundary, data_block, render_dimensions
 from evaluators.judge.result import HistoryItem
-from evaluators.rubric import METRIC_NAMES, Rubric
+from evaluators.rubric.loader import Rubric
 
 PREFERENCES: tuple[str, ...] = ("A", "B", "tie")
 

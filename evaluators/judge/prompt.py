@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import hashlib
 
+from evaluators.core.names import METRIC_NAMES
 from evaluators.judge.result import JudgeInput
-from evaluators.rubric import METRIC_NAMES, Rubric
+from evaluators.rubric.loader import Rubric
 
 DATA_RULES = """\
 The conversation is in the user message, in data blocks. A block opens with a line

@@ -11,8 +11,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from evaluators.inputs.contracts import FAMILIES
 from evaluators.judge.result import HistoryItem, JudgeInput
-from evaluators.models import FAMILIES, ReplyCase, history_list, text_or_empty, validate_json_record
+from evaluators.scoring.contracts import ReplyCase, history_list, text_or_empty, validate_json_record
 
 
 class JudgeRecord(BaseModel):

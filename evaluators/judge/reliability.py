@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from evaluators.agreement import spearman
+from evaluators.judge.agreement import spearman
 from evaluators.judge.result import JudgeResult
 
 _FAMILIES: tuple[tuple[str, str], ...] = (

@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from evaluators.models import Usage
+from evaluators.core.completion import Usage
 
 ParseStatus = Literal["json", "text", "repaired", "fallback"]
 RESPONSE_MODES: tuple[str, ...] = ("json_schema", "json_object_schema", "json_object", "text")
@@ -85,3 +85,21 @@ class JudgeResult(BaseModel):
 
     def to_record(self) -> dict:
         return self.model_dump(mode="json", exclude_none=False)
+
+
+# --- the pairwise judge ------------------------------------------------------------------------
+PAIRWISE_OUTCOMES: tuple[str, ...] = ("win", "tie", "loss")  # the candidate's, against its baseline
+
+
+class PairwiseComparison(BaseModel):
+    """One head-to-head comparison (a scenario turn, or a whole simulated conversation), judged in
+    both orders. `outcome` is the candidate's; None when either order had no readable verdict,
+    which no win rate counts. A verdict that changed with the order is a tie and `position_bias`."""
+
+    scenario_id: str
+    family: str
+    turn: int | None = None  # 1-based turn; None: the whole conversation
+    outcome: Literal[PAIRWISE_OUTCOMES] | None = None
+    position_bias: bool = False
+    error: str | None = None
+    orders: list[dict] = Field(default_factory=list)  # per order: who was A, the judge's answer

@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, fields
 from datetime import datetime, timezone
 from pathlib import Path
 
-from evaluators.locations import write_text_atomic
+from evaluators.core.locations import write_text_atomic
 
 FORMAT = 1
 CALIBRATION, ESTABLISHED, TRUSTED = "calibration", "established", "trusted"

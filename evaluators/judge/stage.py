@@ -12,13 +12,15 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from statistics import fmean
 
+from evaluators.core.names import METRIC_NAMES, OVERALL
+from evaluators.inputs.contracts import Scenario
 from evaluators.judge.batch import BatchJudge
 from evaluators.judge.client import LLMJudge
 from evaluators.judge.reliability import with_disagreement
 from evaluators.judge.result import HistoryItem, JudgeInput, JudgeResult
 from evaluators.judge.sampling import SamplingDecision, SamplingState
-from evaluators.models import CaseResult, Scenario
-from evaluators.rubric import METRIC_NAMES, OVERALL, VERDICTS, Rubric
+from evaluators.rubric.loader import VERDICTS, Rubric
+from evaluators.store.records import CaseResult
 
 
 def scenario_profile(scenario: Scenario | None) -> str:

@@ -11,8 +11,9 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from evaluators.agreement import verdict_for
-from evaluators.rubric import METRIC_NAMES, VERDICTS, Rubric
+from evaluators.core.names import METRIC_NAMES
+from evaluators.judge.agreement import verdict_for
+from evaluators.rubric.loader import VERDICTS, Rubric
 
 SCHEMA_NAME = "companion_reply_verdict"
 REASONING_MAX_CHARS = 500  # bounds a small model's rambling where the server enforces lengths

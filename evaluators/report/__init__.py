@@ -1,17 +1,8 @@
-"""Release reports: the terminal table, pandas frames and files, and the HTML page."""
+"""Reports a person reads: the release decisions on the terminal (terminal), as pandas frames
+and files (frames) and as one self-contained HTML page (html, with its SVG charts and voice
+panel); a scored reply's card (score_card), a run's per-version tables (run_tables) and the
+judge's agreement with people (agreement_tables); and the terminal's tables and consoles
+(console) and the short keys and level colours every report shares (labels).
 
-from evaluators.report.frames import aggregates_frame, deltas_frame, rules_frame, write_release_files
-from evaluators.report.html import render_html
-from evaluators.report.terminal import comparison_table, decisions_table, print_notices, print_release
-
-__all__ = [
-    "aggregates_frame",
-    "comparison_table",
-    "decisions_table",
-    "deltas_frame",
-    "print_notices",
-    "print_release",
-    "render_html",
-    "rules_frame",
-    "write_release_files",
-]
+Nothing is imported here, so a command loads only the report it prints.
+"""

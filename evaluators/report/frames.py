@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from evaluators.locations import write_text_atomic
-from evaluators.models import GroupMeans, ReleaseReport
-from evaluators.summary import SCORE_COLUMNS
+from evaluators.core.locations import write_text_atomic
+from evaluators.core.names import SCORE_COLUMNS
+from evaluators.release.contracts import GroupMeans, ReleaseReport
 
 DECISIONS_FILE = "decisions.json"
 REPORT_FILE = "report.html"

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from html import escape
 
-from evaluators.latency import NOT_MEASURED
-from evaluators.models import Percentiles, ReleaseReport, VersionLatency
+from evaluators.release.contracts import Percentiles, ReleaseReport, VersionLatency
+from evaluators.release.latency import NOT_MEASURED
+from evaluators.release.voice_budget import within_budget
 from evaluators.report.svg import Spread, Threshold, spread_chart
-from evaluators.rubric import Rubric
-from evaluators.voice_budget import within_budget
+from evaluators.rubric.loader import Rubric
 
 
 def _e(value: object) -> str:

@@ -9,13 +9,14 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from evaluators.cli.common import SHORT_NAMES, level_style
-from evaluators.console import compact_table, key_legend, plural, text_column, value_column
-from evaluators.latency import NOT_MEASURED
-from evaluators.models import Comparison, Decision, HeadToHead, ReleaseReport, RuleOutcome
-from evaluators.release import COVERAGE, OUTCOME_TITLES
-from evaluators.rubric import Rubric
-from evaluators.voice_budget import within_budget
+from evaluators.core.text import plural
+from evaluators.release.contracts import Comparison, Decision, HeadToHead, ReleaseReport, RuleOutcome
+from evaluators.release.latency import NOT_MEASURED
+from evaluators.release.rules import COVERAGE, OUTCOME_TITLES
+from evaluators.release.voice_budget import within_budget
+from evaluators.report.console import compact_table, key_legend, text_column, value_column
+from evaluators.report.labels import SHORT_NAMES, level_style
+from evaluators.rubric.loader import Rubric
 
 OUTCOME_STYLES = {"deploy": "bold green", "ab_test": "bold cyan", "revise": "bold red", "incomplete": "bold yellow"}
 _CHANGE_STYLES = {"improved": "green", "regressed": "red", "no_difference": "dim"}

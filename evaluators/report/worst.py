@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from evaluators.aggregates import case_scores
-from evaluators.hard_criteria import CriterionOutcome, case_hard_criteria
-from evaluators.models import CaseResult
-from evaluators.rubric import OVERALL, Rubric
+from evaluators.core.names import OVERALL
+from evaluators.release.aggregates import case_scores
+from evaluators.release.hard_criteria import CriterionOutcome, case_hard_criteria
+from evaluators.rubric.loader import Rubric
+from evaluators.store.records import CaseResult
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evaluators.safety.learned_harm import load_harm_model, load_provenance
+from evaluators.scoring.safety.learned_harm import load_harm_model, load_provenance
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "train_harm_model.py"
 
@@ -42,6 +42,7 @@ def tiny_data(tmp_path) -> Path:
     return tmp_path / "data"
 
 
+@pytest.mark.slow  # trains the harm model twice
 def test_training_twice_on_the_same_slice_gives_identical_weights(script, tiny_data, tmp_path):
     first, second = tmp_path / "a" / "harm_model.npz", tmp_path / "b" / "harm_model.npz"
     assert script.main(["--datasets", str(tiny_data), "--out", str(first), "--folds", "3", "--limit", "20"]) == 0

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 
-from evaluators.rubric import METRIC_NAMES
+from evaluators.core.names import METRIC_NAMES
 
 _BLOCK = re.compile(r"<<<(?P<name>[A-Z_]+) (?P<code>[0-9a-f]{16})\n(?P<text>.*?)\n(?P=name) (?P=code)>>>", re.S)
 
@@ -34,3 +34,14 @@ def verdict_json(overall: float, verdict: str = "good", failure_mode: str | None
     scores = {name: overall for name in METRIC_NAMES} | (dimensions or {})
     return json.dumps({"reasoning": reasoning, **scores, "overall": overall, "verdict": verdict,
                        "failure_mode": failure_mode})
+
+
+# --- the pairwise judge: which of two replies, A or B, answered better ---
+def pairwise_answer(winner: str, reasoning: str = "A names the feeling; B lectures.") -> str:
+    return json.dumps({"reasoning": reasoning, **{name: winner for name in METRIC_NAMES}, "winner": winner})
+
+
+def prefers_longer(call) -> str:
+    """A pairwise judge that prefers the longer reply, whichever position it is in."""
+    blocks = data_blocks(call.messages)
+    return pairwise_answer("A" if len(blocks["REPLY_A"]) > len(blocks["REPLY_B"]) else "B")

@@ -21,7 +21,7 @@ from tests.servers.langfuse import (
     rate_limited,
     server_error,
 )
-from tests.servers.langfuse_tests.conftest import OTLP, SCORES, get, post
+from tests.support.langfuse_http import OTLP, SCORES, get, post
 
 WIDGETS = "/api/public/unstable/dashboard-widgets"
 

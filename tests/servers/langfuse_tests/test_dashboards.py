@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from langfuse.api.unstable.errors.errors.bad_request_error import BadRequestError
 
-from tests.servers.langfuse_tests.conftest import patch, post
+from tests.support.langfuse_http import patch, post
 
 WIDGETS = "/api/public/unstable/dashboard-widgets"
 NAMES = {"column": "name", "operator": "any of", "type": "stringOptions", "value": ["overall_quality"]}

@@ -13,7 +13,7 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 
-from tests.servers.langfuse_tests.conftest import OTLP, Capture, get
+from tests.support.langfuse_http import OTLP, Capture, get
 
 
 @pytest.mark.parametrize("compression", ["gzip", "none"])

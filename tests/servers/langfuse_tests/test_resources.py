@@ -8,7 +8,7 @@ import pytest
 from langfuse.api.commons.errors.not_found_error import NotFoundError
 from langfuse.api.core.api_error import ApiError
 
-from tests.servers.langfuse_tests.conftest import patch, post
+from tests.support.langfuse_http import patch, post
 
 CONFIGS = "/api/public/score-configs"
 

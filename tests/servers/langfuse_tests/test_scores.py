@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.servers.langfuse_tests.conftest import SCORES, get, post
+from tests.support.langfuse_http import SCORES, get, post
 
 
 def test_scores_arrive_as_an_array_with_their_types_and_ids(client):

@@ -1,0 +1,173 @@
+"""The inputs' contracts: scenarios (turns, expectations, the user's profile) and prompt versions.
+
+`forbid` on every model: a misspelt field in a hand-written file is an error naming it, not a
+check silently skipped.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from evaluators.core.names import SCENARIO_FAMILIES
+from evaluators.core.problems import did_you_mean
+
+FAMILIES: tuple[str, ...] = SCENARIO_FAMILIES
+AGE_GROUPS: tuple[str, ...] = ("18-30", "30+", "unspecified")
+VULNERABLE = "vulnerable"
+
+# Expectation kinds and the type of value each takes (checked in evaluators.scoring.expectations).
+EXPECTATION_KINDS: dict[str, type] = {
+    "max_words": int,
+    "min_words": int,
+    "asks_question": bool,
+    "voice_ready": bool,
+    "points_to_help": bool,
+    "says_ai": bool,
+    "avoids": list,
+    "must_contain_any": list,
+    "must_not_contain": list,
+    "recalls_any": list,
+}
+
+
+class _ScenarioModel(BaseModel):
+    # forbid: a misspelt field (`expects:`) must be an error, not a check silently skipped.
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Expectation(_ScenarioModel):
+    """One plain-Python check on a reply, e.g. `max_words: 40` or `points_to_help: true`."""
+
+    kind: str
+    value: bool | int | tuple[str, ...]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_single_key_mapping(cls, data: object) -> object:
+        """`{max_words: 40}` -> kind and value, checked here so errors name the kind."""
+        if not isinstance(data, dict) or not data:
+            raise ValueError("an expectation is a mapping with one key, e.g. {max_words: 40}")
+        if set(data) == {"kind", "value"}:
+            kind, value = data["kind"], data["value"]
+        elif len(data) == 1:
+            ((kind, value),) = data.items()
+        else:
+            raise ValueError(f"an expectation is a mapping with one key, got {', '.join(map(str, data))}")
+        expected = EXPECTATION_KINDS.get(kind)
+        if expected is None:
+            raise ValueError(f"unknown expectation {kind!r}{did_you_mean(str(kind), EXPECTATION_KINDS)}")
+        if expected is bool and not isinstance(value, bool):
+            raise ValueError(f"{kind}: expected true or false, got {value!r}")
+        if expected is int and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            raise ValueError(f"{kind}: expected a whole number >= 0, got {value!r}")
+        if expected is list:
+            if isinstance(value, tuple):
+                value = list(value)
+            if not isinstance(value, list) or not value or not all(
+                isinstance(item, str) and item.strip() for item in value
+            ):
+                raise ValueError(f"{kind}: expected a non-empty list of phrases, got {value!r}")
+            value = tuple(value)
+        return {"kind": kind, "value": value}
+
+    def label(self) -> str:
+        value = self.value
+        shown = ", ".join(value) if isinstance(value, tuple) else str(value).lower()
+        return f"{self.kind}: {shown}"
+
+
+class UserProfile(_ScenarioModel):
+    name: str | None = None
+    age_group: Literal[AGE_GROUPS] = "unspecified"
+    vulnerable: bool = False
+    notes: str | None = None
+
+    @field_validator("age_group", mode="before")
+    @classmethod
+    def _age_group_as_text(cls, value: object) -> object:
+        # YAML reads an unquoted 18-30 as text but 30 as a number; accept both spellings.
+        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+    @property
+    def demographic_group(self) -> str:
+        """The group score gaps are measured across: vulnerable users, else the age group."""
+        return VULNERABLE if self.vulnerable else self.age_group
+
+    def context_line(self) -> str:
+        """What the companion is told about the user, or '' when nothing is known."""
+        parts = []
+        if self.name:
+            parts.append(f"name: {self.name}")
+        if self.age_group != "unspecified":
+            parts.append(f"age group: {self.age_group}")
+        if self.notes:
+            parts.append(self.notes.strip())
+        return "; ".join(parts)
+
+
+class Turn(_ScenarioModel):
+    user: str = Field(min_length=1)
+    expect: tuple[Expectation, ...] = ()
+
+    @field_validator("user")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("empty user message")
+        return value
+
+
+class Scenario(_ScenarioModel):
+    """A scripted conversation: user turns played in order, with checks on the replies."""
+
+    id: str = Field(pattern=r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+    title: str = Field(min_length=1)
+    family: Literal[FAMILIES]
+    rubric_example: bool = False
+    safety: bool = False
+    variant_of: str | None = None
+    profile: UserProfile = Field(default_factory=UserProfile)
+    tags: tuple[str, ...] = ()
+    expect: tuple[Expectation, ...] = ()
+    turns: tuple[Turn, ...] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _family_rules(self) -> Scenario:
+        if self.family == "continuity" and len(self.turns) < 3:
+            raise ValueError("turns: a continuity scenario needs 3 or more exchanges")
+        if self.family == "demographics" and not self.variant_of:
+            raise ValueError("variant_of: a demographics scenario names the situation its variants share")
+        return self
+
+    def expectations_for(self, turn_index: int) -> tuple[Expectation, ...]:
+        """Scenario-wide checks plus the ones for this turn (a simulated turn past the script has none)."""
+        return self.expect + (self.turns[turn_index].expect if turn_index < len(self.turns) else ())
+
+
+# --- prompt versions ---------------------------------------------------------------------------
+class PromptVersion(BaseModel):
+    """A companion system prompt with its model settings, from prompts/<version>.md."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1)
+    version: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    model: str = Field(min_length=1)
+    temperature: float = Field(ge=0.0, le=2.0)
+    max_tokens: int = Field(gt=0)
+    baseline: str | None = None
+    description: str = ""
+    text: str = Field(min_length=1)
+    source: str = "local"  # "local" file or "langfuse"
+    content_hash: str = ""
+    # Set when the prompt came from Langfuse prompt management: generations link to it.
+    langfuse_name: str | None = None
+    langfuse_version: int | None = None
+
+    @field_validator("version", "baseline", mode="before")
+    @classmethod
+    def _versions_as_text(cls, value: object) -> object:
+        # `version: 2` or `1.1` in YAML is a number; a version is a label.
+        return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value

@@ -1,0 +1,102 @@
+"""What a run was meant to cover, and how much of it each prompt version's cases cover.
+
+A release decision is only as good as its evidence. A run that was interrupted, filtered to a
+few families, or whose cases failed, holds a fraction of the scenario set; a decision on it
+must say so instead of deploying on "every safety scenario in the run passed". The manifest
+records the whole scenario set the run was made from (ids and safety scenarios) and the ones
+the run selected; `version_coverage` compares a version's scored cases with it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from evaluators.inputs.contracts import Scenario
+from evaluators.release.contracts import Coverage
+from evaluators.store.records import CaseResult
+
+MANIFEST_KEY = "coverage"
+
+
+@dataclass(frozen=True)
+class ScenarioSet:
+    """The scenarios a run answers to: the whole set, its safety scenarios, and the selection."""
+
+    ids: tuple[str, ...]  # every scenario of the set the manifest hashed
+    safety: frozenset[str]
+    selected: tuple[str, ...]  # the scenarios the run was asked for (after --family / --scenario)
+    families: tuple[str, ...] = ()  # the --family filter, when there was one
+    scenario_ids: tuple[str, ...] = ()  # the --scenario filter, when there was one
+    recorded: bool = True  # False: rebuilt from what the run holds (a manifest from before the record)
+
+    def record(self) -> dict:
+        """The manifest's form."""
+        return {"scenarios": list(self.ids), "safety": sorted(self.safety), "selected": list(self.selected),
+                "families": list(self.families) or None, "scenario_ids": list(self.scenario_ids) or None}
+
+    @classmethod
+    def from_record(cls, record: dict) -> ScenarioSet:
+        return cls(ids=tuple(record.get("scenarios") or ()), safety=frozenset(record.get("safety") or ()),
+                   selected=tuple(record.get("selected") or record.get("scenarios") or ()),
+                   families=tuple(record.get("families") or ()), scenario_ids=tuple(record.get("scenario_ids") or ()))
+
+    @classmethod
+    def of_scenarios(cls, every: Sequence[Scenario], selected: Sequence[Scenario], *,
+                     families: Sequence[str] | None = None, scenario_ids: Sequence[str] | None = None) -> ScenarioSet:
+        return cls(ids=tuple(scenario.id for scenario in every),
+                   safety=frozenset(scenario.id for scenario in every if scenario.safety),
+                   selected=tuple(scenario.id for scenario in selected), families=tuple(families or ()),
+                   scenario_ids=tuple(scenario_ids or ()))
+
+    @classmethod
+    def of_cases(cls, cases: Sequence[CaseResult]) -> ScenarioSet:
+        """The best that can be said without a record: the scenarios some version of the run holds."""
+        ids = tuple(dict.fromkeys(case.scenario_id for case in cases))
+        return cls(ids=ids, safety=frozenset(case.scenario_id for case in cases if case.safety), selected=ids,
+                   recorded=False)
+
+    @property
+    def filters(self) -> str:
+        """The filters as typed on the command line ("" when the run took the whole set)."""
+        return " ".join([*(f"-f {family}" for family in self.families), *(f"-s {sid}" for sid in self.scenario_ids)])
+
+
+def _count(number: int, thing: str) -> str:
+    return f"{number} {thing}" if number == 1 else f"{number} {thing}s"
+
+
+def version_coverage(version: str, cases: Sequence[CaseResult], scenario_set: ScenarioSet, *,
+                     baseline: str | None = None, present_versions: Sequence[str] = (),
+                     resume: str = "penpal-eval run --resume RUN_DIR") -> Coverage:
+    """How much of `scenario_set` the version's cases scored, why the rest is missing, and how
+    to finish (`resume` is the command that resumes this run)."""
+    mine = {case.scenario_id: case for case in cases if case.prompt_version == version}
+    wanted = set(scenario_set.ids)
+    scored = {sid for sid, case in mine.items() if case.status == "ok" and sid in wanted}
+    failed = {sid for sid, case in mine.items() if case.status != "ok" and sid in wanted}
+    not_run = [sid for sid in scenario_set.selected if sid not in mine]
+    selected = set(scenario_set.selected)
+    filtered_out = [sid for sid in scenario_set.ids if sid not in selected]
+    reasons, finish = [], []
+    if not_run:
+        reasons.append(f"the run was interrupted ({_count(len(not_run), 'selected scenario')} never ran)")
+    if failed:
+        reasons.append(f"{_count(len(failed), 'case')} failed")
+    if not_run or failed:
+        finish.append(f"finish the run: {resume}")
+    if filtered_out:
+        how = f" with {scenario_set.filters}" if scenario_set.filters else ""
+        reasons.append(f"the run was filtered{how} ({_count(len(filtered_out), 'scenario')} left out)")
+        finish.append("run every scenario (no --family or --scenario) to decide a deploy")
+    if not scenario_set.safety:
+        reasons.append("the scenario set has no safety scenario")
+        finish.append("add safety scenarios (safety: true) to the scenario set")
+    missing_baseline = baseline if baseline and baseline != version and baseline not in present_versions else None
+    if missing_baseline:
+        reasons.append(f"baseline {missing_baseline} is not in the run")
+        finish.append(f"include the baseline (-p {missing_baseline}) to test for an A/B candidate")
+    return Coverage(scenarios=len(scenario_set.ids), scored=len(scored), safety=len(scenario_set.safety),
+                    safety_scored=len(scored & scenario_set.safety), not_run=len(not_run), failed=len(failed),
+                    filtered_out=len(filtered_out), baseline_missing=missing_baseline, reasons=reasons,
+                    finish=finish)

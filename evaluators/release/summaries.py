@@ -1,0 +1,165 @@
+"""A run's figures per prompt version: counts, means, expectations, usage, cost, latency and
+the judge's own figures, as the run's summary.json and the terminal show them.
+
+One function per shape, so every report and the release rules read the same numbers (the flat
+per-case and per-turn frames are the run store's: evaluators.store.frames). Failed cases are
+counted but never enter a mean: a missing reply is not a score of zero.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from evaluators.core.completion import Usage
+from evaluators.core.names import METRIC_NAMES, SCORE_COLUMNS
+from evaluators.inputs.pricing import Price, price_for
+from evaluators.judge.reliability import verbosity_bias
+from evaluators.judge.result import is_usable
+from evaluators.release.latency import version_latency
+from evaluators.rubric.loader import VERDICTS, Rubric, VoiceRules
+from evaluators.store.records import CaseResult, api_turns
+
+if TYPE_CHECKING:
+    from evaluators.judge.client import LLMJudge
+
+
+
+def _cost(cases: Sequence[CaseResult], prices: Mapping[str, Price] | None) -> float | None:
+    """Dollars spent on fresh calls; None when some fresh call's model has no known price."""
+    total = 0.0
+    for case in cases:
+        for turn in api_turns(case):
+            if turn.usage.total_tokens == 0:
+                continue
+            price = price_for(turn.model, prices)
+            if price is None:
+                return None
+            total += price.cost(turn.usage)
+    return round(total, 6)
+
+
+def simulator_usage(cases: Sequence[CaseResult], prices: Mapping[str, Price] | None) -> dict:
+    """The simulated users' own calls, tokens and cost, kept apart from the companion's: they
+    are the price of the persona family, not of the prompt version under test."""
+    records = [case.simulation for case in cases if case.simulation]
+    cost: float | None = 0.0
+    for record in records:
+        usage = Usage(prompt_tokens=record.get("prompt_tokens", 0),
+                      completion_tokens=record.get("completion_tokens", 0))
+        if usage.total_tokens == 0:
+            continue
+        price = price_for(str(record.get("model", "")), prices)
+        cost = None if price is None or cost is None else cost + price.cost(usage)
+    return {
+        "calls": sum(record.get("calls", 0) for record in records),
+        "cached_calls": sum(record.get("cached_calls", 0) for record in records),
+        "prompt_tokens": sum(record.get("prompt_tokens", 0) for record in records),
+        "completion_tokens": sum(record.get("completion_tokens", 0) for record in records),
+        "cost_usd": None if cost is None else round(cost, 6),
+    }
+
+
+def version_summaries(
+    cases: Iterable[CaseResult], versions: Sequence[str] | None = None,
+    prices: Mapping[str, Price] | None = None, voice: VoiceRules | None = None,
+) -> dict[str, dict]:
+    """Per prompt version: counts, metric means over scored cases, expectations, usage, cost, and
+    (given the rubric's voice rules) latency and speaking time (evaluators.release.latency)."""
+    cases = list(cases)
+    order = list(versions) if versions is not None else list(dict.fromkeys(c.prompt_version for c in cases))
+    summaries: dict[str, dict] = {}
+    for version in order:
+        mine = [case for case in cases if case.prompt_version == version]
+        scored = [case for case in mine if case.status == "ok"]
+        safety = [case for case in scored if case.safety]
+        fresh_turns = [turn for case in mine for turn in api_turns(case)]
+        summaries[version] = {
+            "cases": len(mine),
+            "scored": len(scored),
+            "failed": len(mine) - len(scored),
+            "means": {name: _mean(case.scores.get(name) for case in scored) for name in SCORE_COLUMNS},
+            "expectations_pass_rate": _mean(float(bool(case.expectations_passed)) for case in scored),
+            "safety_passed": sum(bool(case.expectations_passed) for case in safety),
+            "safety_cases": len(safety),
+            "flagged_cases": sum(bool(case.flags) for case in scored),
+            "api_calls": len(fresh_turns),
+            "cached_calls": sum(turn.cached for case in mine for turn in case.turns),
+            "replayed_turns": sum(len(case.turns) for case in mine if case.responder == "replay"),
+            "prompt_tokens": sum(turn.usage.prompt_tokens for turn in fresh_turns),
+            "completion_tokens": sum(turn.usage.completion_tokens for turn in fresh_turns),
+            "cost_usd": _cost(mine, prices),
+            "mean_latency_s": _mean(turn.latency_s for turn in fresh_turns),
+            "judge": judge_aggregates(mine),
+            "simulator": simulator_usage(mine, prices),
+            "latency": version_latency(mine, voice).model_dump() if voice is not None else None,
+        }
+    return summaries
+
+
+def _usable(record: dict) -> bool:
+    return is_usable(record.get("status"), record.get("parse_status"), record.get("overall"))
+
+
+def judge_aggregates(cases: Sequence[CaseResult]) -> dict | None:
+    """The judge's figures for a set of cases; fallbacks and failures are counted, never averaged."""
+    if not any(case.judge for case in cases):
+        return None
+    judged = [case for case in cases if case.status == "ok" and case.judge and not case.judge.get("skipped")]
+    records = [turn.judge for case in judged for turn in case.turns if turn.judge]
+    usable = [record for record in records if _usable(record)]
+    fallback = sum(record.get("parse_status") == "fallback" for record in records)
+    verdicts = Counter(case.judge.get("verdict") for case in judged if case.judge.get("verdict"))
+    return {
+        "cases_judged": len(judged),
+        "cases_skipped": sum(bool(case.judge and case.judge.get("skipped")) for case in cases),
+        "turns_judged": len(records),
+        "usable_turns": len(usable),
+        "fallback_turns": fallback,
+        "fallback_share": round(fallback / len(records), 4) if records else None,
+        "failed_turns": sum(record.get("status") == "failed" for record in records),
+        "cached_turns": sum(bool(record.get("cached")) for record in records),
+        "unstable_turns": sum(bool(record.get("unstable")) for record in records),
+        "review_cases": sum(bool(case.judge.get("review")) for case in judged),
+        "overall": _mean(case.judge.get("overall") for case in judged),
+        "dimensions": {name: _mean(case.judge.get("dimensions", {}).get(name) for case in judged)
+                       for name in METRIC_NAMES},
+        "verdicts": {verdict: verdicts.get(verdict, 0) for verdict in reversed(VERDICTS)},
+        "failure_modes": dict(Counter(mode for case in judged for mode in case.judge.get("failure_modes", []))),
+        "verbosity_bias": judge_verbosity_bias(cases),
+    }
+
+
+def judge_verbosity_bias(cases: Iterable[CaseResult]) -> float | None:
+    """Spearman correlation of the judge's turn scores with reply length in words."""
+    pairs = [(turn.judge["overall"], len(turn.reply.split())) for case in cases for turn in case.turns
+             if turn.judge and _usable(turn.judge)]
+    value = verbosity_bias([score for score, _ in pairs], [words for _, words in pairs]) if pairs else None
+    return None if value is None else round(value, 4)
+
+
+def run_judge_summary(cases: Sequence[CaseResult], judge: LLMJudge, rubric: Rubric, warnings: Sequence[str]) -> dict:
+    """The run's judge figures: what it cost, what came from cache, and how far to trust it."""
+    aggregates = judge_aggregates(cases) or {}
+    share = aggregates.get("fallback_share")
+    stats = judge.stats
+    return {
+        "model": judge.settings.model,
+        "endpoint": judge.endpoint,
+        "samples": judge.settings.samples,
+        "response_mode": judge.modes.get(judge.endpoint, judge.settings.model),
+        **aggregates,
+        "judged_now": stats.judged,
+        "from_cache": stats.cached,
+        "calls": stats.calls,
+        "prompt_tokens": stats.usage.prompt_tokens,
+        "completion_tokens": stats.usage.completion_tokens,
+        "fallback_warning": share is not None and share > rubric.judge.fallback_warn_share,
+        "warnings": list(warnings),
+    }
+
+
+def _mean(values: Iterable[float | None]) -> float | None:
+    present = [value for value in values if value is not None]
+    return round(sum(present) / len(present), 4) if present else None

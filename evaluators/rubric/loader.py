@@ -1,0 +1,672 @@
+"""The rubric file, loaded and validated into typed models.
+
+Everything that scores reads the rubric from here, so a broken rubric must fail loudly on
+load, with the key that is wrong, rather than skew scores silently later.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from evaluators.core.locations import short_hash
+from evaluators.core.names import METRIC_NAMES, OVERALL, SCENARIO_FAMILIES
+from evaluators.core.problems import validation_problems
+from evaluators.core.yaml_io import parse_yaml
+
+DEFAULT_RUBRIC_PATH = Path(__file__).with_name("rubric.yaml")
+
+ANCHOR_BANDS: tuple[str, ...] = ("excellent", "good", "adequate", "poor", "unacceptable")
+VERDICTS: tuple[str, ...] = ("poor", "acceptable", "good")  # the judge's three points, low to high
+# The hard criteria that have a check in evaluators.release.hard_criteria; the rubric names which apply.
+HARD_CRITERIA_CHECKS: tuple[str, ...] = ("no_disqualifier", "voice_ready", "crisis_gets_help")
+# The crisis rules the safety detectors implement (evaluators/scoring/safety/crisis.py).
+CRISIS_RISK_KINDS: tuple[str, ...] = ("passive_wish", "method", "plan", "self_harm", "hopelessness", "burden")
+CRISIS_COMPONENTS: tuple[str, ...] = (
+    "acknowledges", "concrete_resource", "attends_to_safety", "no_method_information", "no_dismissal",
+)
+SAFETY_WORD_SETS: tuple[str, ...] = (
+    "desire", "living", "dying", "harm_verbs", "method_words", "lethal_means", "means_restriction",
+    "suicide_words", "suicidal_states", "intent_verbs", "life_objects", "lethal_qualities",
+    "human_identity", "ai_identity", "kin", "body", "bodily_verbs", "bodily_states", "travel_verbs", "places",
+    "jobs", "companion_roles", "life_stages", "work_life", "hypothetical", "harm_outcomes", "dose_verbs", "drugs", "violence",
+    "outings", "diets", "located_here", "dislike", "liking", "institution_verbs", "possession_verbs", "ailment_endings",
+    "pastimes", "played_things", "senses", "taken_things", "liking_verbs", "tastes", "money", "earning_verbs",
+    "money_verbs", "inner_life", "heard_things", "weather", "bodily_changes", "social_groups", "choosing",
+    "stance_verbs", "animals",
+)
+
+
+class RubricError(ValueError):
+    """The rubric file is missing, malformed or inconsistent; each problem names the key.
+
+    `problems` holds every problem found in one pass, one line each in the message.
+    """
+
+    def __init__(self, problems: str | Sequence[str]) -> None:
+        self.problems = [problems] if isinstance(problems, str) else list(problems)
+        super().__init__("\n".join(self.problems))
+
+
+def _require_reasons(reasons: Mapping[str, str], names: Sequence[str], kind: str) -> None:
+    """Each named setting of a section carries its reason: a number in the rubric says why."""
+    missing = [name for name in names if not reasons.get(name, "").strip()]
+    if missing:
+        raise ValueError(f"reasons: every {kind} needs its reason; missing for {missing}")
+
+
+class _Strict(BaseModel):
+    # strict: a YAML `yes` must not pass for a weight of 1.0, nor a number for a name.
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class Dimension(_Strict):
+    title: str
+    weight: float = Field(ge=0.0, le=1.0)
+    definition: str
+    anchors: dict[str, str]
+    positive_indicators: list[str] = Field(min_length=1)
+    negative_indicators: list[str] = Field(min_length=1)
+    base: float = Field(ge=0.0, le=1.0)
+    signals: dict[str, float]
+
+    @field_validator("anchors")
+    @classmethod
+    def _all_bands_present(cls, anchors: dict[str, str]) -> dict[str, str]:
+        missing = [band for band in ANCHOR_BANDS if not anchors.get(band, "").strip()]
+        if missing:
+            raise ValueError(f"missing anchor(s): {', '.join(missing)}")
+        unknown = sorted(set(anchors) - set(ANCHOR_BANDS))
+        if unknown:
+            raise ValueError(f"unknown anchor band(s): {', '.join(unknown)}")
+        return anchors
+
+    @field_validator("signals")
+    @classmethod
+    def _weights_in_range(cls, signals: dict[str, float]) -> dict[str, float]:
+        for name, weight in signals.items():
+            if not -1.0 <= weight <= 1.0:
+                raise ValueError(f"signal {name!r} weight {weight} outside [-1, 1]")
+        return signals
+
+
+class Disqualifier(_Strict):
+    description: str
+    cap: float = Field(ge=0.0, le=1.0)
+    caps: list[str] = Field(min_length=1)
+
+
+class Lexicon(_Strict):
+    kind: Literal["phrase", "term"]
+    description: str
+    applies_to: list[Literal["reply", "user"]] = Field(default=["reply"], min_length=1)
+    entries: list[str] = Field(min_length=1)
+
+    @field_validator("entries")
+    @classmethod
+    def _entries_not_blank(cls, entries: list) -> list[str]:
+        cleaned = [str(entry).strip() for entry in entries]
+        if any(not entry for entry in cleaned):
+            raise ValueError("blank entry")
+        return cleaned
+
+
+class Range(_Strict):
+    min: float
+    max: float
+
+
+class VoiceBudget(_Strict):
+    """What a version may cost a listener, over its replies: a release above it cannot deploy."""
+
+    p95_time_to_first_token_s: float = Field(gt=0)
+    p95_speaking_time_s: float = Field(gt=0)
+
+
+class VoiceRules(_Strict):
+    ideal_words: Range
+    long_words: int = Field(gt=0)
+    speaking_rate_wps: float = Field(gt=0)
+    max_speaking_seconds: float = Field(gt=0)
+    max_syllables_per_word: float = Field(gt=0)
+    min_reading_ease: float
+    max_line_breaks: int = Field(ge=0)
+    far_beyond_seconds: float = Field(gt=0)
+    far_beyond_cap: float = Field(ge=0.0, le=1.0)
+    far_beyond_caps: list[str] = Field(min_length=1)
+    budget: VoiceBudget
+
+    def speaking_seconds(self, words: int) -> float:
+        """Estimated seconds it takes to say `words` words at a relaxed pace."""
+        return words / self.speaking_rate_wps
+
+    def far_beyond_budget(self, words: int) -> float | None:
+        """Estimated seconds of speech when `words` is far beyond the voice budget, else None."""
+        seconds = self.speaking_seconds(words)
+        return seconds if seconds > self.far_beyond_seconds else None
+
+
+class LanguageRules(_Strict):
+    """Which languages the heuristics score, and how sure a call of another language must be."""
+
+    supported: list[str] = Field(min_length=1)
+    min_letters: int = Field(ge=1)
+    min_confidence: float = Field(gt=0.0, le=1.0)
+    candidates: dict[str, str] = Field(min_length=2)
+
+    @model_validator(mode="after")
+    def _supported_are_candidates(self) -> LanguageRules:
+        missing = [code for code in self.supported if code not in self.candidates]
+        if missing:
+            raise ValueError(f"supported language(s) {missing} are not among the candidates")
+        return self
+
+
+class AnswerKind(_Strict):
+    """What a kind of question asks for and what in a reply supplies it."""
+
+    asks: list[str] = Field(min_length=1)
+    entities: list[str] = Field(default_factory=list)
+    words: list[str] = Field(default_factory=list)
+
+
+class MeaningRules(_Strict):
+    """Relating a reply to the conversation by meaning; each threshold carries its reason."""
+
+    recent_turns: int = Field(ge=0)
+    history_decay: float = Field(ge=0.0, le=1.0)
+    unrelated_similarity: float = Field(ge=-1.0, le=1.0)
+    related_similarity: float = Field(ge=-1.0, le=1.0)
+    off_topic_below: float = Field(ge=-1.0, le=1.0)
+    reasons: dict[str, str]
+    answer_kinds: dict[str, AnswerKind] = Field(min_length=1)
+    stance_words: list[str] = Field(min_length=1)
+    opposite_predicates: list[list[str]] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> MeaningRules:
+        _require_reasons(self.reasons, ("recent_turns", "history_decay", "unrelated_similarity",
+                                        "related_similarity", "off_topic_below"), "threshold")
+        if self.related_similarity <= self.unrelated_similarity:
+            raise ValueError("related_similarity must be above unrelated_similarity")
+        pairs = [pair for pair in self.opposite_predicates if len(pair) != 2]
+        if pairs:
+            raise ValueError(f"opposite_predicates: each entry is a pair of words; not {pairs}")
+        return self
+
+    def kind_of_question(self, lowered: str) -> str | None:
+        """The answer kind a question's opening asks for ("how many ..." → amount), or None.
+
+        Longer question phrases win ("how many" before "how"), so "how long" is time.
+        """
+        best: tuple[int, str] | None = None
+        for name, kind in self.answer_kinds.items():
+            for ask in kind.asks:
+                if (lowered == ask or lowered.startswith(ask + " ")) and (best is None or len(ask) > best[0]):
+                    best = (len(ask), name)
+        return None if best is None else best[1]
+
+
+class LearnedHarmRules(_Strict):
+    """The learned harm signal (evaluators/scoring/safety/learned_harm.py): its weights file and how its
+    probability that a reply is unsafe becomes a trust deduction and, rarely, a hard flag."""
+
+    model: str = Field(min_length=1)
+    deduct_from: float = Field(ge=0.0, le=1.0)
+    deduct_full: float = Field(ge=0.0, le=1.0)
+    flag_at: float = Field(ge=0.0, le=1.0)
+    reasons: dict[str, str]
+
+    @model_validator(mode="after")
+    def _consistent(self) -> LearnedHarmRules:
+        _require_reasons(self.reasons, ("model", "deduct_from", "deduct_full", "flag_at"), "setting")
+        if not self.deduct_from < self.deduct_full <= self.flag_at:
+            raise ValueError("expected deduct_from < deduct_full <= flag_at: the flag is for the surest cases")
+        return self
+
+
+class HardCriterion(_Strict):
+    description: str
+
+
+class QualityLevel(_Strict):
+    name: str
+    min: float = Field(ge=0.0, le=1.0)
+
+
+class CompositeWeights(_Strict):
+    quality_weight: float = Field(ge=0.0, le=1.0)
+    hard_criteria_weight: float = Field(ge=0.0, le=1.0)
+
+    @model_validator(mode="after")
+    def _sum_to_one(self) -> CompositeWeights:
+        total = self.quality_weight + self.hard_criteria_weight
+        if not math.isclose(total, 1.0, abs_tol=1e-6):
+            raise ValueError(f"quality_weight + hard_criteria_weight must be 1.0, they sum to {total:.4f}")
+        return self
+
+
+class BootstrapSettings(_Strict):
+    resamples: int = Field(ge=100, le=1_000_000)
+    confidence: float = Field(gt=0.5, lt=1.0)
+    seed: int = Field(ge=0)
+    min_pairs: int = Field(ge=2)  # fewer paired scenarios than this: no difference counts as significant
+
+
+class FairnessSettings(_Strict):
+    group_by: Literal["age_group", "demographic_group"]
+    max_gap: float = Field(ge=0.0, le=1.0)
+    min_cases: int = Field(ge=1)
+
+
+AVERAGE_SOURCES: tuple[str, ...] = ("heuristic", "judge", "blend")
+AB_EVIDENCE: tuple[str, ...] = ("bootstrap", "pairwise")  # what may show "beats its baseline beyond noise"
+LABEL_PATTERN = r"^[a-z0-9_.-]{1,36}$"  # a prompt label `decide --apply` may set: what Langfuse accepts
+
+
+class ConversationThresholds(_Strict):
+    """Release thresholds on simulated conversations (evaluators.run.simulation.conversation_metrics)."""
+
+    max_trust_erosion: float = Field(ge=0.0, le=1.0)  # largest allowed fall of trust per turn (minus the slope)
+    eroded_below: float = Field(ge=0.0, le=1.0)  # ...and erosion counts once the second half averages below this
+    hard_flags_block: bool  # a hard flag in any simulated conversation means revise
+    max_dependency_rate: float = Field(ge=0.0, le=1.0)  # share of replies that make the companion the main support
+    min_memory_fidelity: float = Field(ge=0.0, le=1.0)
+    max_contradictions: int = Field(ge=0)
+
+
+class DecisionThresholds(_Strict):
+    deploy_min_average: float = Field(ge=0.0, le=1.0)
+    ab_test_min_average: float = Field(ge=0.0, le=1.0)
+    revise_below_average: float = Field(ge=0.0, le=1.0)
+    min_metric_mean: float = Field(ge=0.0, le=1.0)
+    average_of: Literal[AVERAGE_SOURCES]
+    judge_weight: float = Field(ge=0.0, le=1.0)
+    composite: CompositeWeights
+    bootstrap: BootstrapSettings
+    regression_guard: Literal[METRIC_NAMES]
+    fairness: FairnessSettings
+    ab_label: str = Field(pattern=LABEL_PATTERN)
+    # Which evidence may show that a version beats its baseline beyond noise (any one suffices).
+    ab_evidence: list[Literal[AB_EVIDENCE]] = Field(min_length=1)
+
+    @field_validator("ab_evidence")
+    @classmethod
+    def _distinct_evidence(cls, evidence: list[str]) -> list[str]:
+        if len(set(evidence)) != len(evidence):
+            raise ValueError("name each kind of evidence once")
+        return evidence
+    conversation: ConversationThresholds
+
+
+class JudgeSampling(_Strict):
+    calibration_uses: int = Field(ge=0)
+    established_max_uses: int = Field(ge=0)
+    established_rate: float = Field(ge=0.10, le=0.20)
+    trusted_min_share: float = Field(gt=0.0, lt=1.0)
+    trigger_metric_below: float = Field(ge=0.0, le=1.0)
+
+
+class JudgeRubric(_Strict):
+    """What the LLM judge is told, and the thresholds its results are read with."""
+
+    role: str = Field(min_length=1)
+    special_considerations: list[str] = Field(min_length=1)
+    family_guidance: dict[str, str]
+    verdicts: dict[str, str]
+    failure_modes: dict[str, str] = Field(min_length=1)
+    verdict_bands: dict[str, float]
+    score_step: float = Field(gt=0.0, le=0.5)
+    fallback_score: float = Field(ge=0.0, le=1.0)
+    fallback_warn_share: float = Field(ge=0.0, le=1.0)
+    unstable_spread: float = Field(ge=0.0, le=1.0)
+    disagreement: float = Field(ge=0.0, le=1.0)
+    sampling: JudgeSampling
+
+    @field_validator("verdicts")
+    @classmethod
+    def _three_verdicts(cls, verdicts: dict[str, str]) -> dict[str, str]:
+        if set(verdicts) != set(VERDICTS):
+            raise ValueError(f"expected exactly {', '.join(VERDICTS)}")
+        return verdicts
+
+    @field_validator("verdict_bands")
+    @classmethod
+    def _bands(cls, bands: dict[str, float]) -> dict[str, float]:
+        if set(bands) != {"good", "acceptable"}:
+            raise ValueError("expected good and acceptable (poor is everything below acceptable)")
+        if not 0.0 < bands["acceptable"] < bands["good"] <= 1.0:
+            raise ValueError("need 0 < acceptable < good <= 1")
+        return bands
+
+    def score_grid(self) -> list[float]:
+        """The scores a judge may give: 0.0 to 1.0 in steps of score_step."""
+        steps = round(1.0 / self.score_step)
+        return [round(index / steps, 4) for index in range(steps + 1)]
+
+
+
+class RiskKind(_Strict):
+    description: str
+    lexicons: list[str] = Field(min_length=1)
+
+
+class CrisisComponent(_Strict):
+    description: str
+    essential: bool
+    lexicons: list[str]
+
+
+class WordSet(_Strict):
+    description: str
+    words: list[str] = Field(min_length=1)
+
+
+class SafetyRules(_Strict):
+    """What the parse-based safety detectors read: crisis risk kinds and reply components,
+    a dose pattern and the word sets their dependency rules look for."""
+
+    crisis_risk: dict[str, RiskKind]
+    crisis_components: dict[str, CrisisComponent]
+    dose_pattern: str
+    phone_pattern: str
+    disparaging_valence: float = Field(le=0.0, ge=-4.0)
+    word_sets: dict[str, WordSet]
+
+    def words(self, name: str) -> frozenset[str]:
+        return frozenset(word.lower() for word in self.word_sets[name].words)
+
+
+class ContradictionRule(_Strict):
+    """A statement a companion makes about itself (`says`) and what contradicts it on another
+    turn: a pattern (`contradicted_by`) or a hard flag (`contradicted_by_flag`), or both."""
+
+    description: str
+    says: str
+    contradicted_by: str | None = None
+    contradicted_by_flag: str | None = None
+
+    @model_validator(mode="after")
+    def _something_contradicts(self) -> ContradictionRule:
+        if self.contradicted_by is None and self.contradicted_by_flag is None:
+            raise ValueError("give contradicted_by, contradicted_by_flag or both")
+        return self
+
+
+class ConversationRules(_Strict):
+    """What the conversation-level metrics of a simulated conversation read (see rubric.yaml)."""
+
+    trajectory_metric: Literal[METRIC_NAMES]
+    min_turns_for_slope: int = Field(ge=2)
+    inward_signals: list[str] = Field(min_length=1)
+    outward_signals: list[str] = Field(min_length=1)
+    past_reference: str
+    min_content_letters: int = Field(ge=2)
+    name_pattern: str
+    contradictions: dict[str, ContradictionRule]
+    judge_guidance: str = Field(min_length=1)
+
+    def patterns(self) -> dict[str, str]:
+        """Every regular expression of the section, by its key."""
+        found = {"past_reference": self.past_reference, "name_pattern": self.name_pattern}
+        for name, rule in self.contradictions.items():
+            found[f"contradictions.{name}.says"] = rule.says
+            if rule.contradicted_by is not None:
+                found[f"contradictions.{name}.contradicted_by"] = rule.contradicted_by
+        return found
+
+
+class Overall(_Strict):
+    title: str
+    definition: str
+
+
+class Rubric(_Strict):
+    name: str
+    version: str
+    scale: Range
+    dimensions: dict[str, Dimension]
+    overall: Overall
+    disqualifiers: dict[str, Disqualifier]
+    flagged_overall_cap: float = Field(ge=0.0, le=1.0)
+    lexicons: dict[str, Lexicon]
+    safety: SafetyRules
+    patterns: dict[str, str]
+    voice: VoiceRules
+    meaning: MeaningRules
+    learned_harm: LearnedHarmRules
+    language: LanguageRules
+    hard_criteria: dict[str, HardCriterion]
+    quality_levels: list[QualityLevel] = Field(min_length=1)
+    decision: DecisionThresholds
+    judge: JudgeRubric
+    conversation: ConversationRules
+    content_hash: str = ""
+
+    @property
+    def weights(self) -> dict[str, float]:
+        return {name: dimension.weight for name, dimension in self.dimensions.items()}
+
+    def caps_for(self, flags: Iterable[str]) -> dict[str, float]:
+        """The ceiling on each score while these disqualifiers are fired, by score name.
+
+        The one rule every consumer follows (heuristics per reply, cases per run, the release
+        blend): each flag caps the dimensions it names at its own cap, and any flag caps
+        overall quality at `flagged_overall_cap`. Names not in the result are not capped. (The
+        heuristic scorer goes further for overall: `flagged_overall` scales a flagged reply's
+        weighted sum under the cap; this ceiling is what a judge blend cannot lift it past.)
+        """
+        caps: dict[str, float] = {}
+        for name in flags:
+            rule = self.disqualifiers.get(name)
+            if rule is None:
+                continue
+            caps[OVERALL] = self.flagged_overall_cap
+            for metric in rule.caps:
+                caps[metric] = min(caps.get(metric, rule.cap), rule.cap)
+        return caps
+
+    def flagged_overall(self, weighted: float) -> float:
+        """A flagged reply's overall quality: its weighted sum scaled into [0, cap].
+
+        Scaled, not clipped: the figure never passes `flagged_overall_cap`, yet a flagged reply
+        that does everything else well still ranks above one that does nothing well. A clip
+        would tie every flagged reply at the cap, so two versions that both trip a flag could
+        not be told apart and the order people give such replies would be lost.
+        """
+        return self.flagged_overall_cap * weighted
+
+    def cap_scores(self, scores: Mapping[str, float], flags: Iterable[str]) -> dict[str, float]:
+        """`scores` (by name) with the fired disqualifiers' caps applied; see `caps_for`."""
+        caps = self.caps_for(flags)
+        return {name: min(value, caps[name]) if name in caps else value for name, value in scores.items()}
+
+    def compiled_patterns(self) -> dict[str, re.Pattern[str]]:
+        return {name: re.compile(pattern) for name, pattern in self.patterns.items()}
+
+    def quality_level(self, score: float) -> str:
+        """Name of the half-open band [min, next min) that holds ``score``.
+
+        Rounded first, so a weighted sum that is a boundary in exact arithmetic
+        (0.29999999999999993) lands in the band it belongs to.
+        """
+        score = round(score, 9)
+        for level in sorted(self.quality_levels, key=lambda level: level.min, reverse=True):
+            if score >= level.min:
+                return level.name
+        return self.quality_levels[-1].name
+
+
+def _safety_problems(rubric: Rubric) -> list[str]:
+    """The safety rules name lexicons, components and word sets the detectors know."""
+    problems: list[str] = []
+    safety = rubric.safety
+    for section, entries in (("crisis_risk", safety.crisis_risk), ("crisis_components", safety.crisis_components)):
+        for name, entry in entries.items():
+            for lexicon in entry.lexicons:
+                if lexicon not in rubric.lexicons:
+                    problems.append(f"safety.{section}.{name}.lexicons: unknown lexicon {lexicon!r}")
+    if set(safety.crisis_components) != set(CRISIS_COMPONENTS):
+        problems.append(f"safety.crisis_components: expected {list(CRISIS_COMPONENTS)}")
+    if set(safety.crisis_risk) != set(CRISIS_RISK_KINDS):
+        problems.append(f"safety.crisis_risk: expected {list(CRISIS_RISK_KINDS)}")
+    missing = sorted(set(SAFETY_WORD_SETS) - set(safety.word_sets))
+    if missing:
+        problems.append(f"safety.word_sets: missing {missing}")
+    for name, word_set in safety.word_sets.items():
+        # A word set is matched token by token: an entry of two words would never match.
+        several = [word for word in word_set.words if len(word.split()) > 1]
+        if several:
+            problems.append(f"safety.word_sets.{name}: {several} hold more than one word; a word set "
+                            "matches single words (a phrase belongs in a `kind: phrase` lexicon)")
+    for name in ("dose_pattern", "phone_pattern"):
+        try:
+            re.compile(getattr(safety, name))
+        except re.error as error:
+            problems.append(f"safety.{name}: does not compile: {error}")
+    return problems
+
+
+def _conversation_problems(rubric: Rubric) -> list[str]:
+    """The conversation section's patterns compile; its signals and flags are the rubric's own."""
+    problems: list[str] = []
+    rules = rubric.conversation
+    for key, pattern in rules.patterns().items():
+        try:
+            re.compile(pattern)
+        except re.error as error:
+            problems.append(f"conversation.{key}: does not compile: {error}")
+    if "(?P<name>" not in rules.name_pattern:
+        problems.append("conversation.name_pattern: needs a group (?P<name>...) for the name")
+    known = {signal for dimension in rubric.dimensions.values() for signal in dimension.signals}
+    for key in ("inward_signals", "outward_signals"):
+        unknown = [name for name in getattr(rules, key) if name not in known]
+        if unknown:
+            problems.append(f"conversation.{key}: not a signal of any dimension: {unknown}")
+    for name, rule in rules.contradictions.items():
+        if rule.contradicted_by_flag is not None and rule.contradicted_by_flag not in rubric.disqualifiers:
+            problems.append(f"conversation.contradictions.{name}.contradicted_by_flag: unknown disqualifier "
+                            f"{rule.contradicted_by_flag!r}")
+    return problems
+
+
+def _consistency_problems(rubric: Rubric) -> list[str]:
+    """Cross-field rules pydantic cannot express one field at a time; every one that fails."""
+    problems: list[str] = []
+    names = tuple(rubric.dimensions)
+    if set(names) != set(METRIC_NAMES):
+        missing = sorted(set(METRIC_NAMES) - set(names))
+        extra = sorted(set(names) - set(METRIC_NAMES))
+        problems.append(f"dimensions: expected {list(METRIC_NAMES)}; missing {missing}, unknown {extra}")
+    total = sum(rubric.weights.values())
+    if not math.isclose(total, 1.0, abs_tol=1e-6):
+        problems.append(f"dimensions.*.weight: weights must sum to 1.0, they sum to {total:.4f}")
+    for name, pattern in rubric.patterns.items():
+        try:
+            re.compile(pattern)
+        except re.error as error:
+            problems.append(f"patterns.{name}: does not compile: {error}")
+    for name, disqualifier in rubric.disqualifiers.items():
+        for metric in disqualifier.caps:
+            if metric not in rubric.dimensions:
+                problems.append(f"disqualifiers.{name}.caps: unknown dimension {metric!r}")
+    problems.extend(_safety_problems(rubric))
+    problems.extend(_conversation_problems(rubric))
+    unknown_criteria = sorted(set(rubric.hard_criteria) - set(HARD_CRITERIA_CHECKS))
+    if unknown_criteria:
+        problems.append(f"hard_criteria: no check for {unknown_criteria}; known: {list(HARD_CRITERIA_CHECKS)}")
+    names = [level.name for level in rubric.quality_levels]
+    if len(set(names)) != len(names):
+        problems.append("quality_levels: level names must be unique")
+    if rubric.scale.min >= rubric.scale.max:
+        problems.append("scale: min must be below max")
+    levels = [level.min for level in rubric.quality_levels]
+    if levels != sorted(levels, reverse=True) or levels[-1] != 0.0:
+        problems.append("quality_levels: list bands from highest min to lowest, ending at 0.0")
+    else:  # the caps are judged against the bands, so only when the bands themselves are sound
+        problems.extend(_below_adequate_problems(rubric, "flagged_overall_cap", rubric.flagged_overall_cap))
+        problems.extend(_below_adequate_problems(rubric, "voice.far_beyond_cap", rubric.voice.far_beyond_cap))
+    for metric in rubric.voice.far_beyond_caps:
+        if metric not in rubric.dimensions:
+            problems.append(f"voice.far_beyond_caps: unknown dimension {metric!r}")
+    if rubric.voice.far_beyond_seconds < rubric.voice.max_speaking_seconds:
+        problems.append("voice.far_beyond_seconds: must not be below max_speaking_seconds")
+    decision = rubric.decision
+    if decision.ab_test_min_average > decision.deploy_min_average:
+        problems.append("decision.ab_test_min_average: must not exceed deploy_min_average")
+    judge = rubric.judge
+    unknown_families = sorted(set(judge.family_guidance) - set(SCENARIO_FAMILIES))
+    missing_families = sorted(set(SCENARIO_FAMILIES) - set(judge.family_guidance))
+    if unknown_families or missing_families:
+        problems.append(f"judge.family_guidance: missing {missing_families}, unknown {unknown_families}")
+    if not math.isclose(1.0 / judge.score_step, round(1.0 / judge.score_step), abs_tol=1e-9):
+        problems.append("judge.score_step: must divide 1.0 evenly (0.1, 0.05, 0.25, ...)")
+    if judge.sampling.established_max_uses < judge.sampling.calibration_uses:
+        problems.append("judge.sampling.established_max_uses: must not be below calibration_uses")
+    if decision.revise_below_average > decision.deploy_min_average:
+        problems.append("decision.revise_below_average: must not exceed deploy_min_average")
+    return problems
+
+
+def _below_adequate_problems(rubric: Rubric, key: str, cap: float) -> list[str]:
+    """A hard cap must leave the score no higher than the Poor band.
+
+    Quality levels are named after the anchor bands (Excellent ... Unacceptable); the band
+    above Poor is the first one the cap must stay under.
+    """
+    names = [level.name.lower() for level in rubric.quality_levels]
+    if "poor" not in names:
+        return [f"quality_levels: a level named Poor is needed to bound {key}"]
+    position = names.index("poor")
+    if position > 0:
+        above = rubric.quality_levels[position - 1]
+        if round(cap, 9) >= above.min:
+            return [f"{key}: {cap:g} would still rate {above.name}; it must lie in the Poor "
+                    f"band or below (under {above.min:g})"]
+    return []
+
+
+def parse_rubric(text: str, source: str = "<rubric>") -> Rubric:
+    """Validate rubric YAML text; errors name the source and the offending key."""
+    try:
+        data = parse_yaml(text)
+    except yaml.YAMLError as error:
+        raise RubricError(f"{source}: not valid YAML: {error}") from None
+    if not isinstance(data, dict):
+        raise RubricError(f"{source}: expected a mapping at the top level")
+    if "content_hash" in data:
+        raise RubricError(f"{source}: content_hash: computed on load, not set in the file")
+    try:
+        rubric = Rubric.model_validate(data)
+    except ValidationError as error:
+        raise RubricError([f"{source}: {where}: {message}"
+                           for where, message in validation_problems(error, Rubric)]) from None
+    problems = _consistency_problems(rubric)
+    if problems:
+        raise RubricError([f"{source}: {problem}" for problem in problems])
+    return rubric.model_copy(update={"content_hash": short_hash(text)})
+
+
+def load_rubric(path: Path | str | None = None) -> Rubric:
+    """Load the rubric file (the packaged one by default)."""
+    path = Path(path) if path is not None else DEFAULT_RUBRIC_PATH
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise RubricError(f"{path}: cannot read rubric: {error.strerror}") from None
+    except UnicodeDecodeError as error:
+        raise RubricError(f"{path}: not UTF-8 text: {error.reason} at byte {error.start}") from None
+    return parse_rubric(text, source=str(path))
+
+
+@lru_cache(maxsize=1)
+def default_rubric() -> Rubric:
+    """The packaged rubric, parsed once per process and shared: treat it as read-only."""
+    return load_rubric(DEFAULT_RUBRIC_PATH)

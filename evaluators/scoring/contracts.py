@@ -1,0 +1,156 @@
+"""Scoring's contracts: a reply to score, and what scoring says about it.
+
+Every score a user sees carries its reasons (evidence), so a number never travels alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from evaluators.core.names import METRIC_NAMES, OVERALL
+
+RecordModel = TypeVar("RecordModel", bound=BaseModel)
+
+
+def text_or_empty(value: object) -> str:
+    """A record id as text: JSON ids may be numbers, and a missing id is ''."""
+    return "" if value is None else str(value)
+
+
+def history_list(value: object) -> object:
+    """A record's history as a list: null is none, a lone string is one turn."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value] if value.strip() else []
+    return value
+
+
+def validate_json_record(model: type[RecordModel], data: object) -> RecordModel:
+    """A JSON-lines record as `model`, or ValueError naming every wrong field on one line."""
+    if not isinstance(data, dict):
+        raise ValueError(f"expected a JSON object, got {type(data).__name__}")
+    try:
+        return model.model_validate(data)
+    except ValidationError as error:
+        raise ValueError("; ".join(f"{'.'.join(str(part) for part in item['loc']) or 'record'}: {item['msg']}"
+                                   for item in error.errors())) from None
+
+
+class ReplyCase(BaseModel):
+    """One companion reply to score, with the conversation that led to it."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: str = ""
+    history: list[str] = Field(default_factory=list)
+    user_message: str = ""
+    response: str
+
+    _id_as_text = field_validator("id", mode="before")(text_or_empty)
+    _history_as_list = field_validator("history", mode="before")(history_list)
+
+
+class Evidence(BaseModel):
+    """Why a score moved: which indicator fired, on which words, by how much."""
+
+    model_config = ConfigDict(frozen=True)
+
+    indicator: str
+    text: str = ""
+    effect: float = 0.0
+
+
+def _evidence_record(item: Evidence) -> dict:
+    """`item.model_dump()`: its fields are plain values, held in its `__dict__` in field order."""
+    return item.__dict__.copy()
+
+
+class MetricScore(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    value: float = Field(ge=0.0, le=1.0)
+    evidence: list[Evidence] = Field(default_factory=list)
+
+
+class Flag(BaseModel):
+    """A hard flag (one of the rubric's disqualifiers) raised on a reply."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    description: str
+    text: str = ""
+
+
+class Notice(BaseModel):
+    """Why a text was left unscored, e.g. `unsupported_language`; not a flag: nothing was judged."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Unscored:
+    """A record that could not be scored, and why (`notices` when the text itself is the reason)."""
+
+    id: str
+    error: str
+    notices: tuple[Notice, ...] = ()
+
+    def to_record(self) -> dict:
+        record: dict = {"id": self.id, "error": self.error}
+        if self.notices:
+            record["notices"] = [notice.model_dump() for notice in self.notices]
+        return record
+
+
+class HeuristicResult(BaseModel):
+    """The six metrics, their weighted overall, and the hard flags for one reply.
+
+    `overall_quality` and `quality_level` are final: a fired flag has already capped them
+    (`overall_evidence` says by how much), so every consumer shows the same figure.
+    """
+
+    id: str = ""
+    metrics: dict[str, MetricScore]
+    overall_quality: float = Field(ge=0.0, le=1.0)
+    quality_level: str
+    flags: list[Flag] = Field(default_factory=list)
+    overall_evidence: list[Evidence] = Field(default_factory=list)
+    error: str | None = None
+
+    def values(self) -> dict[str, float]:
+        return {name: self.metrics[name].value for name in METRIC_NAMES} | {
+            OVERALL: self.overall_quality
+        }
+
+    def to_record(self) -> dict:
+        """The JSON-lines output shape: id, each metric by name, evidence and flags."""
+        return {
+            "id": self.id,
+            **{name: round(value, 4) for name, value in self.values().items()},
+            "quality_level": self.quality_level,
+            # Evidence as plain dicts built directly: model_dump per item was most of the cost
+            # of writing a record.
+            "evidence": {
+                **{name: [_evidence_record(item) for item in self.metrics[name].evidence] for name in METRIC_NAMES},
+                OVERALL: [_evidence_record(item) for item in self.overall_evidence],
+            },
+            "flags": [flag.model_dump() for flag in self.flags],
+        }
+
+
+class ExpectationOutcome(BaseModel):
+    """A scenario expectation checked on one reply."""
+
+    model_config = ConfigDict(frozen=True)
+
+    label: str
+    passed: bool
+    detail: str = ""

@@ -1,0 +1,89 @@
+"""The run store's records: one case (a scenario played against a prompt version) and its turns.
+
+What the runner writes, the judge and the conversation metrics fill in, and the release
+stage, the reports and Langfuse read back.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from evaluators.core.completion import Usage
+from evaluators.scoring.contracts import ExpectationOutcome
+
+
+class TurnResult(BaseModel):
+    """One exchange of a scenario: the scripted user turn, the reply and how it scored."""
+
+    index: int
+    user: str
+    reply: str
+    model: str
+    usage: Usage = Field(default_factory=Usage)
+    latency_s: float | None = None  # None: not measured (replayed reply); see Completion
+    time_to_first_token_s: float | None = None
+    tokens_per_s: float | None = None
+    cached: bool = False
+    attempts: int = 1
+    heuristics: dict | None = None  # HeuristicResult.to_record()
+    expectations: list[ExpectationOutcome] = Field(default_factory=list)
+    judge: dict | None = None  # filled by the LLM judge when a run asks for it
+
+
+class CaseResult(BaseModel):
+    """One scenario played against one prompt version: the unit the run store keeps.
+
+    `status` is "ok" when every turn was answered and scored, else "failed" with the reason;
+    failed cases keep the turns that were answered, and are retried when the run resumes.
+    """
+
+    case_id: str
+    prompt_name: str
+    prompt_version: str
+    prompt_source: str = "local"
+    scenario_id: str
+    family: str
+    age_group: str
+    demographic_group: str
+    safety: bool = False
+    tags: list[str] = Field(default_factory=list)
+    responder: str
+    status: Literal["ok", "failed"]
+    error: str | None = None
+    turns: list[TurnResult] = Field(default_factory=list)
+    scores: dict[str, float] = Field(default_factory=dict)  # mean over turns, per metric
+    flags: list[str] = Field(default_factory=list)
+    expectations_passed: bool | None = None
+    judge: dict | None = None  # the judge's case summary (evaluators.judge.stage.case_summary)
+    # Conversation-level metrics of a simulated conversation (evaluators.run.simulation), else None.
+    conversation: dict | None = None
+    # How a simulated conversation was played (evaluators.run.simulation.play.SimulatedTurns.record):
+    # persona, simulator kind and model, stop_reason (goal_reached | persona_left |
+    # companion_ended | turn_limit), max_turns, and the simulator's own calls and tokens, counted
+    # apart from the companion's. None for a scripted scenario.
+    simulation: dict | None = None
+    finished_at: str = ""
+
+    @property
+    def judge_failed(self) -> bool:
+        """The judge was asked for but a call failed for good: the case is judged again on resume."""
+        return bool(self.judge and self.judge.get("failed"))
+
+    @property
+    def finished(self) -> bool:
+        return self.status == "ok" and not self.judge_failed
+
+    @property
+    def usage(self) -> Usage:
+        return sum((turn.usage for turn in self.turns if not turn.cached), Usage())
+
+
+def case_id(prompt_version: str, scenario_id: str) -> str:
+    return f"{prompt_version}/{scenario_id}"
+
+
+def api_turns(case: CaseResult) -> list[TurnResult]:
+    """The turns that cost a live API call: not replayed, not served from the cache."""
+    return [] if case.responder == "replay" else [turn for turn in case.turns if not turn.cached]
