@@ -13,6 +13,7 @@ from evaluators.rubric.loader import default_rubric
 from tests.servers.langfuse import OK, RateLimit, rate_limited
 from tests.support.langfuse_runs import run_replay
 
+pytestmark = pytest.mark.slow  # rate-limit windows waited out for real
 runner = CliRunner()
 CONFIGS = "/api/public/score-configs"
 ITEMS = "/api/public/dataset-items"
