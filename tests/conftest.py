@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.servers.langfuse_compat import LangfuseCompatServer
+from tests.servers.langfuse import LangfuseCompatServer
 from tests.servers.llama import running_llama_server
 from tests.servers.openai_compat import OK, FaultPlan, OpenAICompatServer
 from tests.support.project import PROMPT, RECORDED, SCENARIOS, write_files

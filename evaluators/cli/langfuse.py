@@ -3,9 +3,7 @@
 
 Keys come from the environment (LANGFUSE_PUBLIC_KEY, LANGFUSE_SECRET_KEY, LANGFUSE_BASE_URL).
 Without them `run` works as before and says that it pushed nothing; the commands here that
-cannot work without Langfuse stop with exit code 2 and say which variable to set. A server
-older than the SDK supports gets the same treatment: one line naming the version needed,
-and nothing sent.
+cannot work without Langfuse stop with exit code 2 and say which variable to set.
 """
 
 from __future__ import annotations
@@ -29,7 +27,7 @@ from evaluators.core.text import plural
 from evaluators.core.text_safety import printable
 from evaluators.inputs.prompts import DEFAULT_PROMPTS_DIR, PromptError, load_prompts
 from evaluators.inputs.scenarios import DEFAULT_SCENARIOS_DIR, ScenarioError, load_scenarios
-from evaluators.integrations.langfuse.connection import LangfuseConnection, LangfuseVersionError, connect
+from evaluators.integrations.langfuse.connection import connect
 from evaluators.integrations.langfuse.dashboards import DashboardsUnavailable, recipe_lines, sync_dashboard
 from evaluators.integrations.langfuse.datasets import sync_dataset
 from evaluators.integrations.langfuse.ledger import LedgerError
@@ -39,7 +37,7 @@ from evaluators.integrations.langfuse.prompts import label_problems, push_prompt
 from evaluators.integrations.langfuse.publisher import DeliveryReport, LangfusePublisher, publisher_for_store
 from evaluators.integrations.langfuse.rest import LangfuseCallFailed, LangfuseRest
 from evaluators.integrations.langfuse.run_scores import add_run_scores
-from evaluators.integrations.langfuse.score_configs import ensure_score_configs, score_definitions
+from evaluators.integrations.langfuse.score_configs import ensure_score_configs, score_definitions, score_name_problems
 from evaluators.integrations.langfuse.settings import LangfuseConfigError, LangfuseSettings, require_settings
 from evaluators.judge.factory import judge_configured
 from evaluators.report.console import stderr_console, stdout_console
@@ -62,30 +60,26 @@ def _settings_or_exit() -> LangfuseSettings:
         raise fail(f"error: {error}", EXIT_USAGE) from None
 
 
-def _connection_or_exit(settings: LangfuseSettings) -> LangfuseConnection:
-    """The connection, or exit 2 with the version line for a server the SDK cannot serve."""
-    try:
-        return connect(settings)
-    except LangfuseVersionError as error:
-        raise fail(f"error: {error}", EXIT_USAGE) from None
+def _check_score_names(rubric: Rubric) -> None:
+    """Exit 2, naming every rubric key at fault, when a score name would not fit Langfuse."""
+    problems = score_name_problems(rubric)
+    if problems:
+        raise fail("error: " + "\nerror: ".join(problems), EXIT_USAGE)
 
 
 def _rest(settings: LangfuseSettings) -> LangfuseRest:
-    return LangfuseRest(_connection_or_exit(settings).api, timeout_s=settings.timeout_s)
+    return connect(settings).rest()
 
 
 def _shutdown(settings: LangfuseSettings) -> None:
-    """Stop the SDK's background work, if a connection was made (not for a refused old server)."""
-    try:
-        connect(settings).shutdown()
-    except LangfuseVersionError:
-        pass
+    """Stop the SDK's background work."""
+    connect(settings).shutdown()
 
 
 def print_delivery(report: DeliveryReport) -> None:
     errors = stderr_console()
     for line in report.lines():
-        style = "yellow" if line.startswith(("NOT DELIVERED", "problem", "sdk")) else ""
+        style = "yellow" if line.startswith(("NOT DELIVERED", "problem", "warning", "sdk")) else ""
         errors.print(Text(printable(line), style=style))  # problems quote the server: no escape sequences
 
 
@@ -143,13 +137,11 @@ def start_run_publishing(store: RunStore, rubric: Rubric, enabled: bool | None,
         if enabled:
             raise fail("error: --langfuse needs LANGFUSE_PUBLIC_KEY and LANGFUSE_SECRET_KEY", EXIT_USAGE)
         return RunPublishing(None, "LANGFUSE_PUBLIC_KEY and LANGFUSE_SECRET_KEY are not set")
+    _check_score_names(rubric)
     try:
         publisher = publisher_for_store(store, rubric, settings)
     except (StoreError, LedgerError) as error:
         raise fail(f"error: {error}", EXIT_USAGE) from None
-    except LangfuseVersionError as error:  # the run goes on; nothing is sent to a server that would garble it
-        stderr_console().print(Text(f"langfuse: {error}", style="yellow"))
-        return RunPublishing(None, f"Langfuse at {settings.endpoint} is too old for the SDK")
     stderr_console().print(Text(f"langfuse: publishing to {settings.endpoint} (dataset {settings.dataset})"))
     publisher.prepare()
     # A resumed run also delivers what its finished cases still owe Langfuse: an interrupted or
@@ -178,16 +170,17 @@ def push(
     in RUN_DIR/langfuse.json.
 
     Exit codes: 0 everything delivered; 1 something was not delivered (run push again later);
-    2 Langfuse not configured or older than 4.59, or the run cannot be pushed; 130 interrupted
-    by Ctrl-C or SIGTERM (what arrived is recorded; push again for the rest).
+    2 Langfuse not configured, or the run cannot be pushed; 130 interrupted by Ctrl-C or
+    SIGTERM (what arrived is recorded; push again for the rest).
     """
     settings = _settings_or_exit()
     evaluator = load_evaluator(rubric_path)
+    _check_score_names(evaluator.rubric)
     try:
         store = RunStore.open(run_dir)
         publisher = publisher_for_store(store, evaluator.rubric, settings, resend_all=all_ or republish_traces,
                                         republish=republish_traces)
-    except (StoreError, LedgerError, LangfuseVersionError) as error:
+    except (StoreError, LedgerError) as error:
         raise fail(f"error: {error}", EXIT_USAGE) from None
     if republish_traces:
         stderr_console().print(Text(
@@ -227,10 +220,11 @@ def setup(
     The dataset holds one item per scripted user turn; items of removed scenarios are archived.
 
     Exit codes: 0 done; 1 Langfuse refused (a config: the others are still created) or
-    failed; 2 not configured, Langfuse older than 4.59, or invalid scenarios.
+    failed; 2 not configured, or invalid scenarios.
     """
     settings = _settings_or_exit()
     rubric = load_evaluator(rubric_path).rubric
+    _check_score_names(rubric)
     try:
         scenarios = load_scenarios(scenarios_dir, rubric).scenarios
     except ScenarioError as error:
@@ -264,11 +258,13 @@ def dashboards(rubric_path: RubricOption = None) -> None:
 
     One dashboard, "penpal-eval scores", with the widgets docs/langfuse.md describes: quality
     and metric means per prompt version over time, hard-flag rates, the judge against the
-    heuristics, conversation trust & boundaries, and release decisions. A second call changes
-    nothing and says so. A server without the dashboards API gets the recipe to build it by hand.
+    heuristics, conversation trust & boundaries, and release decisions. A widget Langfuse
+    refuses is named with Langfuse's reason and the others are still built; a second call
+    builds what is missing, and changes nothing (and says so) when nothing is. A server
+    without the dashboards API gets the recipe to build it by hand.
 
-    Exit codes: 0 done; 1 Langfuse refused, failed or has no dashboards API; 2 not configured
-    or Langfuse older than 4.59.
+    Exit codes: 0 done; 1 Langfuse refused a widget, failed or has no dashboards API; 2 not
+    configured.
     """
     settings = _settings_or_exit()
     rubric = load_evaluator(rubric_path).rubric
@@ -278,7 +274,7 @@ def dashboards(rubric_path: RubricOption = None) -> None:
         sync = sync_dashboard(rest, rubric)
     except DashboardsUnavailable:
         stderr_console().print(Text(f"error: Langfuse at {settings.endpoint} has no dashboards API (it answered 404 "
-                                    "on /api/public/unstable/dashboard-widgets); build the dashboard by hand as "
+                                    "on /api/public/unstable/dashboards); build the dashboard by hand as "
                                     "docs/langfuse.md describes:", style="yellow"))
         for line in recipe_lines(rubric):
             out.print(Text(line))
@@ -289,6 +285,10 @@ def dashboards(rubric_path: RubricOption = None) -> None:
         _shutdown(settings)
     for line in sync.lines():
         out.print(Text(line))
+    for problem in sync.problems():
+        stderr_console().print(Text(f"error: {problem}", style="yellow"))
+    if sync.refused:
+        raise typer.Exit(code=EXIT_UNDELIVERED)
 
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
@@ -313,8 +313,12 @@ def monitor(
     since: Annotated[str, typer.Option(help="How far back to read: 24h, 90m, 7d, or an ISO time.")] = "24h",
     name: Annotated[str | None, typer.Option(help="Only generations with this observation name.",
                                              show_default=False)] = None,
-    environment: Annotated[str | None, typer.Option(help="Only this Langfuse environment (e.g. production).",
+    environment: Annotated[str | None, typer.Option(help="Only this Langfuse environment (e.g. production). "
+                                                         "Default: every environment but penpal-eval.",
                                                     show_default=False)] = None,
+    include_evaluation: Annotated[bool, typer.Option(
+        "--include-evaluation", help="Also read the suite's own evaluation traces (environment penpal-eval), "
+                                     "which are left out by default.")] = False,
     judge: Annotated[bool, typer.Option("--judge/--no-judge", help="Judge the replies the sampling policy picks "
                                         "(needs a judge endpoint; see docs/judge.md).")] = True,
     judge_model: JudgeModelOption = None,
@@ -330,17 +334,20 @@ def monitor(
 ) -> None:
     """Score the companion's production replies in Langfuse and write the scores back.
 
-    Reads every generation since --since, skips those already scored under this rubric,
-    scores the rest with the heuristics, judges those the sampling policy picks (calibration,
-    established, trusted; always on a hard flag, a weak metric or negative feedback), and
-    pushes the scores onto their traces. A second pass over the same window adds nothing.
+    Reads every generation since --since (from every environment but the suite's own,
+    penpal-eval, unless --environment or --include-evaluation says otherwise, and says which
+    it read), skips those already scored under this rubric, scores the rest with the
+    heuristics, judges those the sampling policy picks (calibration, established, trusted;
+    always on a hard flag, a weak metric or negative feedback), and pushes the scores onto
+    their traces. A second pass over the same window adds nothing.
 
     Exit codes: 0 done; 1 some scores were not delivered, a score config is missing, or
-    Langfuse failed; 2 bad options, Langfuse not configured or older than 4.59.
+    Langfuse failed; 2 bad options or Langfuse not configured.
     """
     moment = parse_since(since)
     settings = _settings_or_exit()
     evaluator = load_evaluator(rubric_path)
+    _check_score_names(evaluator.rubric)
     rest = _rest(settings)
     score_cases = None
     if engine is Engine.ray:  # the heuristics on Ray actors; reading, judging and writing stay here
@@ -364,7 +371,8 @@ def monitor(
     errors.print(Text(f"monitor: {settings.endpoint}, generations since {moment.isoformat(timespec='seconds')}"))
     try:
         report = monitor_pass(rest, evaluator, moment, judge=llm_judge, sampling=sampling, name=name,
-                              environment=environment, feedback_score=feedback_score, score_cases=score_cases)
+                              environment=environment, include_evaluation=include_evaluation,
+                              feedback_score=feedback_score, score_cases=score_cases)
     except LangfuseCallFailed as error:
         raise fail(f"error: {error}", EXIT_UNDELIVERED) from None
     finally:
@@ -388,8 +396,8 @@ def prompts_push(
     Each local version becomes a version of the Langfuse prompt named by its front matter
     `name`, labelled with the local version's name; an unchanged version creates nothing.
 
-    Exit codes: 0 done; 1 Langfuse refused or failed; 2 invalid prompt files or labels, not
-    configured, or Langfuse older than 4.59.
+    Exit codes: 0 done; 1 Langfuse refused or failed; 2 invalid prompt files or labels, or not
+    configured.
     """
     settings = _settings_or_exit()
     problems = label_problems(label or [])

@@ -152,9 +152,20 @@ def _describe(error: BaseException) -> str:
     if isinstance(error, openai.APIError):  # an error event inside a 200 stream
         return f"server error in the stream: {getattr(error, 'message', '') or error}"
     if isinstance(error, LangfuseApiError):
-        body = error.body.get("message", error.body) if isinstance(error.body, dict) else error.body
-        return f"HTTP {error.status_code}: {body}"
+        return f"HTTP {error.status_code}: {_langfuse_message(error.body)}"
     return f"{type(error).__name__}: {error}"
+
+
+def _langfuse_message(body: object) -> object:
+    """The server's message: from a stable route's `{message, error}`, or from the unstable
+    API's PublicApiError (a parsed model: message, code, details.field), with the field."""
+    if isinstance(body, dict):
+        return body.get("message", body)
+    message = getattr(body, "message", None)
+    if isinstance(message, str) and hasattr(body, "code"):
+        field = getattr(getattr(body, "details", None), "field", None)
+        return f"{message} (field {field})" if field else message
+    return body
 
 
 def is_retryable(error: BaseException) -> bool:

@@ -91,3 +91,20 @@ def test_gives_up_after_max_attempts_with_the_last_reason():
 def test_retry_after_is_capped():
     _, waits = run_calls([status_error(429, {"Retry-After": "99999"}), None], RetryPolicy(max_retry_after_s=2))
     assert waits[0] <= 2.2
+
+
+def test_langfuse_errors_are_described_by_the_servers_message_in_both_shapes():
+    """Stable routes answer {message, error}; the unstable dashboards API a PublicApiError
+    (message, code, details.field), which the SDK parses into a model."""
+    from langfuse.api.core.api_error import ApiError
+    from langfuse.api.unstable.errors.types.public_api_error import PublicApiError
+
+    from evaluators.core.retry import describe
+
+    stable = ApiError(status_code=404, body={"message": "Dataset not found", "error": "LangfuseNotFoundError"})
+    assert describe(stable) == "HTTP 404: Dataset not found"
+    structured = ApiError(status_code=400, body=PublicApiError(
+        message="Only pivot table widgets can have multiple dimensions", code="invalid_request",
+        details={"field": "dimensions"}))
+    assert describe(structured) == "HTTP 400: Only pivot table widgets can have multiple dimensions (field dimensions)"
+    assert describe(ApiError(status_code=429, body="429 - rate limit exceeded")) == "HTTP 429: 429 - rate limit exceeded"

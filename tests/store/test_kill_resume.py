@@ -156,7 +156,7 @@ def test_kill_9_during_push_then_push_again_resends_at_most_one_batch(small_proj
     from evaluators.pipeline import run_evaluation
     from evaluators.run.config import RunConfig
     from evaluators.scoring.api import default_evaluator
-    from tests.servers.langfuse_compat import OK, delay
+    from tests.servers.langfuse import OK, delay
 
     store = run_evaluation(RunConfig(prompts_dir=small_project["prompts"], scenarios_dir=small_project["scenarios"],
                                      recorded_dir=small_project["recorded"], output_dir=small_project["runs"],

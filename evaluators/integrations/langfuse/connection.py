@@ -1,14 +1,19 @@
 """One Langfuse client per process and key, wired so that nothing it drops goes unnoticed.
 
 The Langfuse SDK sends spans through OpenTelemetry's batch processor and, when the server
-fails, gives up after a few retries with only a log line. Four things are added here:
+fails, gives up after a few retries with only a log line. Five things are added here:
 
-- the server's version is read from its health endpoint first: SDK 5 needs Langfuse 4.59
-  or later, and an older server gets one clear line instead of half-understood data;
+- the server's version is read from its health endpoint once, for the reports: what the
+  server takes is found by trying it (score batches, see scores.py), not by a version number;
 - span ids and start times come from a plan set just before each span starts
   (`seeded_span`), so the same case always produces the same observation ids *and* start
   times. Langfuse keeps observations as append-only events, one row per span id and start
   time, so anything else would add a row per push;
+- a trace's root span takes the trace id from the same plan (`seeded_trace`) and has no
+  parent. The SDK's own way to choose a trace id (`trace_context`) gives the root a random
+  parent id, and Langfuse v4 reads a score's trace version, tags and name from the trace's
+  event *without* a parent (packages/shared/src/features/query/dataModel.ts): such a trace
+  has none, and per-version score charts would show no version;
 - the OTLP exporter is wrapped so each span's outcome (delivered, or failed) is recorded,
   a span Langfuse already has is never exported again, and the SDK's warnings are
   captured, so a run can say how many spans did not arrive and why;
@@ -25,60 +30,39 @@ from __future__ import annotations
 import base64
 import contextvars
 import hashlib
+import importlib.metadata
 import logging
 import random
-import re
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import httpx
+import requests
 from langfuse import Langfuse
+from opentelemetry import context as otel_context
 from opentelemetry.exporter.otlp.proto.http import Compression
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import ReadableSpan, Tracer, TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.id_generator import IdGenerator
 
-from evaluators.core.locations import url_without_credentials
+from evaluators.integrations.langfuse.rest import MAX_RETRY_AFTER_S, LangfuseRest
 from evaluators.integrations.langfuse.settings import LangfuseConfigError, LangfuseSettings
 
 OTLP_PATH = "/api/public/otel/v1/traces"
 HEALTH_PATH = "/api/public/health"
 SDK_LOGGERS = ("langfuse", "opentelemetry")
-# SDK 5 sends score batches as JSON arrays and score timestamps; servers before 4.59 take one
-# score object per request and ignore the timestamp (web/src/pages/api/public/scores in 4.16).
-MIN_SERVER_VERSION = (4, 59)
-CLOUD_HOST = re.compile(r"(^|\.)cloud\.langfuse\.com$")  # Langfuse Cloud runs the current release
-
-
-class LangfuseVersionError(LangfuseConfigError):
-    """The server is older than the SDK supports; the message says which version is needed."""
-
-
-def _version_numbers(version: str) -> tuple[int, ...] | None:
-    match = re.match(r"^v?(\d+)\.(\d+)", version.strip())
-    return (int(match.group(1)), int(match.group(2))) if match else None
-
-
-def version_problem(version: str | None, base_url: str) -> str | None:
-    """Why this server cannot take what SDK 5 sends, or None (Cloud, a recent or an unknown version)."""
-    if CLOUD_HOST.search(httpx.URL(base_url).host or ""):
-        return None
-    numbers = _version_numbers(version or "")
-    if numbers is None or numbers >= MIN_SERVER_VERSION:
-        return None
-    needed = ".".join(map(str, MIN_SERVER_VERSION))
-    return (f"Langfuse at {url_without_credentials(base_url)} is version {version}; the suite's SDK (langfuse 5) needs "
-            f"Langfuse {needed} or later (it sends score batches and score times that older servers refuse or "
-            "ignore): upgrade the server, or use Langfuse Cloud")
+RATE_LIMITED_EXPORTS = 3  # exports tried again after a 429's wait, before the spans count as undelivered
 
 
 def server_version(settings: LangfuseSettings) -> str | None:
-    """The version the health endpoint reports; None when it cannot be read (the calls that
-    follow report an unreachable server themselves)."""
+    """The version the health endpoint reports (web/src/pages/api/public/health.ts), for the
+    reports; None when it cannot be read (the calls that follow report an unreachable server
+    themselves)."""
     try:
         answer = httpx.get(f"{settings.base_url}{HEALTH_PATH}", timeout=settings.timeout_s)
         version = answer.json().get("version")
@@ -87,10 +71,11 @@ def server_version(settings: LangfuseSettings) -> str | None:
     return str(version) if version else None
 
 
-# --- deterministic span ids and start times -------------------------------------------------------
+# --- deterministic trace ids, span ids and start times ---------------------------------------------
 # Each holds a one-element list: the next span started in this context takes (and consumes) it.
 _span_seed: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("penpal_span_seed", default=None)
 _span_start: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar("penpal_span_start", default=None)
+_trace_seed: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("penpal_trace_seed", default=None)
 
 
 def span_id_for(seed: str) -> str:
@@ -100,7 +85,11 @@ def span_id_for(seed: str) -> str:
 
 
 class SeededIdGenerator(IdGenerator):
-    """Span ids from the seed in context, random ones otherwise (spans we did not create)."""
+    """Span and trace ids from the seeds in context, random ones otherwise (spans we did not create).
+
+    OpenTelemetry asks for a trace id only for a span without a valid parent, so a seeded
+    trace id always belongs to a root span.
+    """
 
     def generate_span_id(self) -> int:
         pending = _span_seed.get()
@@ -109,7 +98,24 @@ class SeededIdGenerator(IdGenerator):
         return random.getrandbits(64) or 1
 
     def generate_trace_id(self) -> int:
+        pending = _trace_seed.get()
+        if pending:
+            return int(pending.pop(), 16)
         return random.getrandbits(128) or 1
+
+
+@contextmanager
+def seeded_trace(trace_id: str) -> Iterator[None]:
+    """The next span started inside is the root of trace `trace_id` (32 hex digits): no span
+    around it becomes its parent, and it takes this trace id. Start the span inside the `with`
+    (the SDK creates it on entering its own context manager)."""
+    token = _trace_seed.set([trace_id])
+    detached = otel_context.attach(otel_context.Context())  # no current span: the next one is a root
+    try:
+        yield
+    finally:
+        otel_context.detach(detached)
+        _trace_seed.reset(token)
 
 
 @contextmanager
@@ -149,12 +155,43 @@ class PlannedStartTracerProvider(TracerProvider):
 
 
 # --- delivery accounting --------------------------------------------------------------------------
+class LastAnswer:
+    """The status and Retry-After of the OTLP exporter's last HTTP answer in this thread (a
+    `requests` response hook): the exporter reports only success or failure."""
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    def __call__(self, response, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003 - requests' hook signature
+        self._local.answer = (response.status_code, response.headers.get("Retry-After"))
+        return response
+
+    def rate_limit_wait(self) -> float | None:
+        """Seconds the server asked for, when the last answer was a 429 (once per answer)."""
+        status, retry_after = getattr(self._local, "answer", (None, None))
+        self._local.answer = (None, None)
+        if status != 429:
+            return None
+        try:
+            return max(float(retry_after), 0.0) if retry_after else 1.0
+        except ValueError:
+            return 1.0
+
+
 class RecordingSpanExporter(SpanExporter):
     """Passes spans to the real exporter, remembers which arrived, and never exports a span id
-    Langfuse already has (from this process or, via `know`, from the run's ledger)."""
+    Langfuse already has (from this process or, via `know`, from the run's ledger).
 
-    def __init__(self, inner: SpanExporter) -> None:
+    OpenTelemetry's exporter honours Retry-After only within its own timeout; a rate-limited
+    export (Langfuse Cloud counts ingestion per minute) is tried again after the wait the
+    server asked for, up to a minute, a few times, before it counts as undelivered.
+    """
+
+    def __init__(self, inner: SpanExporter, last_answer: LastAnswer | None = None,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
         self.inner = inner
+        self.last_answer = last_answer
+        self._sleep = sleep
         self._lock = threading.Lock()
         self._delivered: set[int] = set()  # span ids Langfuse has
         self._resend: set[int] = set()  # span ids to send once more although delivered (asked for)
@@ -179,11 +216,13 @@ class RecordingSpanExporter(SpanExporter):
                      if span.context.span_id not in self._delivered or span.context.span_id in self._resend]
         if not fresh:
             return SpanExportResult.SUCCESS
-        try:
-            result = self.inner.export(fresh)
-        except Exception:  # noqa: BLE001 - an exporter bug is a failed delivery, not a crash
-            logging.getLogger(__name__).exception("span export raised")
-            result = SpanExportResult.FAILURE
+        result = self._export(fresh)
+        for _ in range(RATE_LIMITED_EXPORTS):
+            wait = self.last_answer.rate_limit_wait() if self.last_answer is not None else None
+            if result is SpanExportResult.SUCCESS or wait is None or wait > MAX_RETRY_AFTER_S:
+                break
+            self._sleep(wait)
+            result = self._export(fresh)
         if result is SpanExportResult.SUCCESS:
             ids = {span.context.span_id for span in fresh}
             with self._lock:
@@ -195,6 +234,13 @@ class RecordingSpanExporter(SpanExporter):
                 except Exception:  # noqa: BLE001 - a ledger that cannot be written is reported at the end
                     logging.getLogger(__name__).exception("recording delivered spans failed")
         return result
+
+    def _export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        try:
+            return self.inner.export(spans)
+        except Exception:  # noqa: BLE001 - an exporter bug is a failed delivery, not a crash
+            logging.getLogger(__name__).exception("span export raised")
+            return SpanExportResult.FAILURE
 
     def delivered(self, span_ids: Iterable[int]) -> set[int]:
         with self._lock:
@@ -253,16 +299,21 @@ class CapturedLogs(logging.Handler):
 
 
 # --- the connection -------------------------------------------------------------------------------
-def _exporter(settings: LangfuseSettings) -> OTLPSpanExporter:
-    """The OTLP exporter the SDK would build: gzip protobuf with Basic auth to Langfuse's endpoint."""
+def exporter_headers(settings: LangfuseSettings) -> dict[str, str]:
+    """The headers SDK 5's own exporter sends (langfuse/_client/span_processor.py): Basic auth,
+    the SDK's name and version, the public key and ingestion version 4."""
     token = base64.b64encode(f"{settings.public_key}:{settings.secret_key}".encode()).decode("ascii")
-    return OTLPSpanExporter(
-        endpoint=f"{settings.base_url}{OTLP_PATH}",
-        headers={"Authorization": f"Basic {token}", "x-langfuse-sdk-name": "python",
-                 "x-langfuse-public-key": settings.public_key, "x-langfuse-ingestion-version": "4"},
-        timeout=settings.timeout_s,
-        compression=Compression.Gzip,
-    )
+    return {"Authorization": f"Basic {token}", "x-langfuse-sdk-name": "python",
+            "x-langfuse-sdk-version": importlib.metadata.version("langfuse"),
+            "x-langfuse-public-key": settings.public_key, "x-langfuse-ingestion-version": "4"}
+
+
+def _exporter(settings: LangfuseSettings, last_answer: LastAnswer) -> OTLPSpanExporter:
+    """The OTLP exporter the SDK would build: gzip protobuf with its headers to Langfuse's endpoint."""
+    session = requests.Session()
+    session.hooks["response"].append(last_answer)
+    return OTLPSpanExporter(endpoint=f"{settings.base_url}{OTLP_PATH}", headers=exporter_headers(settings),
+                            timeout=settings.timeout_s, compression=Compression.Gzip, session=session)
 
 
 def run_bounded(action, timeout_s: float, name: str) -> bool:
@@ -291,12 +342,22 @@ class LangfuseConnection:
     exporter: RecordingSpanExporter
     logs: CapturedLogs
     environment: str
+    server_version: str | None = None  # as the health endpoint reported it
     _shut_down: bool = field(default=False, repr=False)
 
     @property
     def api(self):
         """The SDK's synchronous REST client (scores, configs, datasets, prompts, traces)."""
         return self.client.api
+
+    def describe(self) -> str:
+        """"Langfuse at URL (version V)", for messages about what this server takes."""
+        version = f" (version {self.server_version})" if self.server_version else ""
+        return f"Langfuse at {self.settings.endpoint}{version}"
+
+    def rest(self) -> LangfuseRest:
+        """The REST client with the suite's retry rules, for one push or command."""
+        return LangfuseRest(self.api, timeout_s=self.settings.timeout_s, server=self.describe())
 
     def flush(self, timeout_s: float | None = None) -> bool:
         """Export every finished span; False when the server did not take them in time."""
@@ -317,11 +378,7 @@ _connections_lock = threading.Lock()
 
 
 def connect(settings: LangfuseSettings, environment: str = "penpal-eval") -> LangfuseConnection:
-    """The process's connection for these keys, created on first use after the version gate.
-
-    Raises LangfuseVersionError (nothing sent but the health check) for a server older than
-    SDK 5 supports.
-    """
+    """The process's connection for these keys, created on first use."""
     with _connections_lock:
         existing = _connections.get(settings.public_key)
         if existing is not None:
@@ -330,17 +387,16 @@ def connect(settings: LangfuseSettings, environment: str = "penpal-eval") -> Lan
                     f"this process already talks to Langfuse at {existing.settings.endpoint} with public key "
                     f"{settings.public_key}; the SDK allows one server per key and process")
             return existing
-        problem = version_problem(server_version(settings), settings.base_url)
-        if problem is not None:
-            raise LangfuseVersionError(problem)
         logs = CapturedLogs([settings.secret_key])
         for name in SDK_LOGGERS:
             logging.getLogger(name).addHandler(logs)
-        exporter = RecordingSpanExporter(_exporter(settings))
+        last_answer = LastAnswer()
+        exporter = RecordingSpanExporter(_exporter(settings, last_answer), last_answer)
         provider = PlannedStartTracerProvider(id_generator=SeededIdGenerator(), shutdown_on_exit=False)
         client = Langfuse(public_key=settings.public_key, secret_key=settings.secret_key, base_url=settings.base_url,
                           timeout=max(1, round(settings.timeout_s)), environment=environment,
                           tracer_provider=provider, span_exporter=exporter)
-        connection = LangfuseConnection(settings, client, provider, exporter, logs, environment)
+        connection = LangfuseConnection(settings, client, provider, exporter, logs, environment,
+                                        server_version(settings))
         _connections[settings.public_key] = connection
         return connection

@@ -26,7 +26,7 @@ class ItemSpec:
     scenario_id: str
     turn_index: int
     input: dict
-    expected_output: dict | None
+    expected_output: dict  # always sent, an empty list included: an omitted or null one is kept
     metadata: dict
 
 
@@ -57,7 +57,9 @@ def scenario_items(dataset: str, scenarios: Iterable[Scenario]) -> list[ItemSpec
                 input={"scenario_id": scenario.id, "title": scenario.title, "profile": profile,
                        "earlier_user_turns": [earlier.user for earlier in scenario.turns[:index]],
                        "user_message": turn.user},
-                expected_output={"expectations": expectations} if expectations else None,
+                # Never None: the server keeps an omitted or null expectedOutput on an update
+                # (publicDatasetService.createDatasetItemForApi), so removed expectations would stay.
+                expected_output={"expectations": expectations},
                 metadata={"scenario_id": scenario.id, "turn": index + 1, "family": scenario.family,
                           "safety": scenario.safety, "age_group": scenario.profile.age_group,
                           "demographic_group": scenario.profile.demographic_group, "tags": list(scenario.tags),

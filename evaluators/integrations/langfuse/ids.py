@@ -16,6 +16,18 @@ from langfuse import Langfuse
 from evaluators.integrations.langfuse.connection import span_id_for
 
 _NAMESPACE = uuid.UUID("5b0e7c1e-4f1d-4b7a-9d38-7a9c2f1e6a10")  # penpal-eval's own uuid5 namespace
+# SDK 5 drops a propagated session id, version, tag or trace name longer than this, with only
+# a log line (langfuse/_client/propagation.py, _validate_propagated_value).
+PROPAGATED_LIMIT = 200
+
+
+def fit_propagated(value: str) -> str:
+    """`value`, or when it is too long to propagate, its start and a hash of the whole: still
+    one value per original, and short enough that the SDK keeps it."""
+    if len(value) <= PROPAGATED_LIMIT:
+        return value
+    digest = hashlib.sha256(value.encode("utf-8")).hexdigest()[:12]
+    return f"{value[:PROPAGATED_LIMIT - len(digest) - 1]}~{digest}"
 
 
 def turn_trace_id(run_id: str, prompt_version: str, scenario_id: str, turn_index: int) -> str:
@@ -24,8 +36,9 @@ def turn_trace_id(run_id: str, prompt_version: str, scenario_id: str, turn_index
 
 
 def session_id(run_id: str, prompt_version: str, scenario_id: str) -> str:
-    """The scenario conversation of one prompt version in one run: its turns share a session."""
-    return f"{run_id}/{prompt_version}/{scenario_id}"
+    """The scenario conversation of one prompt version in one run: its turns share a session
+    (made to fit the SDK's limit, so the traces and the conversation scores name the same one)."""
+    return fit_propagated(f"{run_id}/{prompt_version}/{scenario_id}")
 
 
 def observation_seed(trace_id: str, role: str) -> str:

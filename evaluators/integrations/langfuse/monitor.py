@@ -13,11 +13,20 @@ the monitor twice adds nothing, and changing the rubric scores everything again.
 
 Langfuse v4 reads observations from GET /api/public/v2/observations and scores from
 GET /api/public/v3/scores (the SDK's `api.observations.get_many` and `api.scores.get_many`).
+
+Production only, by default: the suite's own evaluation traces (environment `penpal-eval`)
+live in the same project, and scoring them again would add a second overall quality to
+every evaluated turn. The observations API's structured `filter` (which wins over its query
+parameters, fern/apis/server/definition/observations-v2.yml) leaves that environment out on
+the server; `include_evaluation` or naming it reads it. The report says which environments
+were read and how many replies each gave.
 """
 
 from __future__ import annotations
 
 import json
+import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -38,6 +47,10 @@ from evaluators.scoring.heuristics import HeuristicEvaluator
 from evaluators.store.records import TurnResult
 
 DEFAULT_FEEDBACK_SCORE = "user_feedback"
+EVALUATION_ENVIRONMENT = "penpal-eval"  # where the suite's own runs go (LangfuseConnection's environment)
+# What score ingestion takes as an environment (PublicEnvironmentName in
+# packages/shared/src/server/ingestion/types.ts); an OTel app may have sent another name.
+_SCORE_ENVIRONMENT = re.compile(r"^(?!langfuse)[a-z0-9_-]{1,40}$")
 _NEGATIVE_WORDS = frozenset({"negative", "thumbs_down", "down", "bad", "-1", "false", "no"})
 
 
@@ -109,11 +122,36 @@ def marker_id(observation_id: str, rubric: Rubric) -> str:
     return score_id(observation_id, f"{RUBRIC_VERSION}/{rubric.content_hash}")
 
 
-def list_generations(rest: LangfuseRest, since: datetime, *, name: str | None, environment: str | None) -> list:
-    """Every generation observation started since `since`."""
-    return rest.cursor_pages(rest.api.observations.get_many, type="GENERATION", from_start_time=since, name=name,
-                             environment=environment, fields="core,basic,io,model,prompt",
-                             what="list production generations")
+def observation_filter(since: datetime, *, name: str | None, environment: str | None,
+                       include_evaluation: bool = False) -> list[dict]:
+    """The structured filter for the generations to score: since `since`, of `name`, in
+    `environment` when one is named, else in every environment but the suite's own."""
+    conditions: list[dict] = [{"type": "string", "column": "type", "operator": "=", "value": "GENERATION"},
+                              {"type": "datetime", "column": "startTime", "operator": ">=",
+                               "value": since.isoformat()}]
+    if name:
+        conditions.append({"type": "string", "column": "name", "operator": "=", "value": name})
+    if environment:
+        conditions.append({"type": "stringOptions", "column": "environment", "operator": "any of",
+                           "value": [environment]})
+    elif not include_evaluation:
+        conditions.append({"type": "stringOptions", "column": "environment", "operator": "none of",
+                           "value": [EVALUATION_ENVIRONMENT]})
+    return conditions
+
+
+def list_generations(rest: LangfuseRest, since: datetime, *, name: str | None, environment: str | None,
+                     include_evaluation: bool = False) -> list:
+    """Every generation observation to score (see observation_filter)."""
+    conditions = observation_filter(since, name=name, environment=environment, include_evaluation=include_evaluation)
+    return rest.cursor_pages(rest.api.observations.get_many, filter=json.dumps(conditions),
+                             fields="core,basic,io,model,prompt", what="list production generations")
+
+
+def score_environment(environment: str | None) -> str | None:
+    """The observation's environment for its scores, or None (the server's "default") when
+    score ingestion would refuse the name."""
+    return environment if environment and _SCORE_ENVIRONMENT.match(environment) else None
 
 
 def list_scores(rest: LangfuseRest, since: datetime, name: str) -> list:
@@ -139,6 +177,8 @@ def negative_feedback(scores: Sequence) -> dict[str, str]:
 @dataclass
 class MonitorReport:
     fetched: int = 0
+    environments: Counter[str] = field(default_factory=Counter)  # replies read per environment
+    evaluation_left_out: bool = True  # the suite's own environment was not read
     already_scored: int = 0
     unreadable: dict[str, int] = field(default_factory=dict)
     scored: int = 0
@@ -148,14 +188,19 @@ class MonitorReport:
     scores_sent: int = 0
     scores_undelivered: int = 0
     problems: list[str] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)  # about the server; nothing was lost
     heuristic_mean: float | None = None
     judge_mean: float | None = None
     flagged: int = 0
 
     def lines(self) -> list[str]:
         unreadable = sum(self.unreadable.values())
+        read = ", ".join(f"{name} ({count})" for name, count in self.environments.most_common()) or "none"
+        left_out = (f"; {EVALUATION_ENVIRONMENT} (the suite's own runs) left out, --include-evaluation reads it"
+                    if self.evaluation_left_out else "")
         lines = [f"{self.fetched} production replies read; {self.already_scored} already scored under this rubric; "
                  f"{unreadable} unreadable; {self.scored} scored now ({self.flagged} with a hard flag)",
+                 f"environments read: {read}{left_out}",
                  f"judge: {self.judged} judged, {self.not_judged_by_policy} left out by the sampling policy, "
                  f"{self.judge_failed} failed",
                  f"scores: {self.scores_sent} sent, {self.scores_undelivered} not delivered"]
@@ -163,6 +208,7 @@ class MonitorReport:
             judge = f", judge {self.judge_mean:.2f}" if self.judge_mean is not None else ""
             lines.append(f"mean overall quality of the replies scored now: heuristics {self.heuristic_mean:.2f}{judge}")
         lines += [f"unreadable ({count}): {reason}" for reason, count in self.unreadable.items()]
+        lines += [f"warning: {notice}" for notice in self.notices]
         lines += [f"problem: {problem}" for problem in self.problems]
         return lines
 
@@ -181,7 +227,7 @@ def _score_configs(rest: LangfuseRest, rubric: Rubric, report: MonitorReport) ->
 
 def monitor(rest: LangfuseRest, evaluator: HeuristicEvaluator, since: datetime, *, judge: LLMJudge | None,
             sampling: SamplingState | None, name: str | None = None, environment: str | None = None,
-            feedback_score: str = DEFAULT_FEEDBACK_SCORE,
+            include_evaluation: bool = False, feedback_score: str = DEFAULT_FEEDBACK_SCORE,
             score_cases: Callable[[list[ReplyCase]], Iterable[HeuristicResult | Unscored]] | None = None) -> MonitorReport:
     """One pass: read, skip what is scored, score the rest, write the scores back.
 
@@ -192,8 +238,16 @@ def monitor(rest: LangfuseRest, evaluator: HeuristicEvaluator, since: datetime, 
     rubric = evaluator.rubric
     report = MonitorReport()
     config_ids, configs = _score_configs(rest, rubric, report)
-    generations = list_generations(rest, since, name=name, environment=environment)
+    generations = list_generations(rest, since, name=name, environment=environment,
+                                   include_evaluation=include_evaluation)
     report.fetched = len(generations)
+    report.environments = Counter(observation.environment or "default" for observation in generations)
+    report.evaluation_left_out = not environment and not include_evaluation
+    unfit = sorted(read for read in report.environments if read != "default" and score_environment(read) is None)
+    if unfit:
+        report.notices.append(f"environment {', '.join(unfit)}: not a name score ingestion takes (a-z, 0-9, _ and -, "
+                              "at most 40, not starting with langfuse), so those replies' scores go without one "
+                              "(the server's default)")
     done = {score.id for score in list_scores(rest, since, RUBRIC_VERSION)}
     feedback = negative_feedback(list_scores(rest, since, feedback_score)) if feedback_score else {}
     replies: list[ProductionReply] = []
@@ -220,7 +274,7 @@ def monitor(rest: LangfuseRest, evaluator: HeuristicEvaluator, since: datetime, 
         turn = TurnResult(index=0, user=reply.user_message, reply=reply.reply, model=reply.model, heuristics=record)
         builder = ScoreBuilder(subject=reply.observation_id, trace_id=reply.trace_id,
                                observation_id=reply.observation_id, timestamp=reply.started.isoformat(),
-                               environment=reply.environment,
+                               environment=score_environment(reply.environment),
                                metadata={"rubric_version": f"{rubric.version}+{rubric.content_hash}",
                                          "source": "penpal-eval monitor"})
         heuristic_scores(builder, turn, rubric)
@@ -236,7 +290,8 @@ def monitor(rest: LangfuseRest, evaluator: HeuristicEvaluator, since: datetime, 
             markers.append({"id": marker_id(reply.observation_id, rubric), "name": RUBRIC_VERSION,
                             "value": f"{rubric.version}+{rubric.content_hash}", "dataType": "CATEGORICAL",
                             "traceId": reply.trace_id, "observationId": reply.observation_id,
-                            "timestamp": reply.started.isoformat(), "environment": reply.environment,
+                            "timestamp": reply.started.isoformat(),
+                            "environment": score_environment(reply.environment),
                             "comment": "scored by penpal-eval monitor under this rubric"})
     marker_delivery = send_scores(rest, [{key: value for key, value in marker.items() if value is not None}
                                          for marker in markers])
@@ -244,6 +299,7 @@ def monitor(rest: LangfuseRest, evaluator: HeuristicEvaluator, since: datetime, 
     report.scores_sent = delivery.sent + marker_delivery.sent
     report.scores_undelivered = delivery.undelivered + marker_delivery.undelivered
     report.problems += delivery.problems + marker_delivery.problems
+    report.notices += delivery.notices + marker_delivery.notices
     report.heuristic_mean = round(fmean(result.overall_quality for result in heuristics), 4)
     usable = [result.overall for result in judgements.values() if result.usable]
     report.judge_mean = round(fmean(usable), 4) if usable else None

@@ -175,7 +175,7 @@ def fetch_run_prompts(names: Sequence[str], labels: Sequence[str], environ: Mapp
     """
     try:
         settings = require_settings(environ)
-        rest = LangfuseRest(connect(settings).api, timeout_s=settings.timeout_s)
+        rest = connect(settings).rest()
         return fetch_prompts(rest, names, labels)
     except (LangfuseConfigError, LangfuseCallFailed) as error:
         raise LangfusePromptError(str(error)) from None

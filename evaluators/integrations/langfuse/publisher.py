@@ -26,7 +26,7 @@ from evaluators.integrations.langfuse.connection import LangfuseConnection, conn
 from evaluators.integrations.langfuse.datasets import DatasetSync, sync_dataset
 from evaluators.integrations.langfuse.ids import experiment_id, experiment_run_name, session_id, turn_trace_id
 from evaluators.integrations.langfuse.ledger import DeliveryLedger
-from evaluators.integrations.langfuse.rest import LangfuseCallFailed, LangfuseRest
+from evaluators.integrations.langfuse.rest import LangfuseCallFailed
 from evaluators.integrations.langfuse.review import (
     add_to_queue,
     create_queue,
@@ -72,6 +72,7 @@ class DeliveryReport:
     review_items_added: int = 0
     failed_cases_skipped: int = 0
     problems: list[str] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)  # about the server; nothing was lost
     sdk_messages: list[str] = field(default_factory=list)
 
     @property
@@ -93,6 +94,7 @@ class DeliveryReport:
                          "the run store keeps them: send them with `penpal-eval push RUN_DIR`")
         if self.failed_cases_skipped:
             lines.append(f"{plural(self.failed_cases_skipped, 'failed case')} not pushed: resume the run first")
+        lines += [f"warning: {notice}" for notice in self.notices]
         lines += [f"problem: {problem}" for problem in self.problems]
         lines += [f"sdk: {message}" for message in self.sdk_messages[:10]]
         return lines
@@ -120,7 +122,7 @@ class LangfusePublisher:
         self.timestamp = timestamp  # the run's start: Langfuse updates a score only if id and timestamp match
         self.resend_all = resend_all
         self.republish = republish
-        self.rest = LangfuseRest(connection.api, timeout_s=connection.settings.timeout_s)
+        self.rest = connection.rest()
         self.ledger = DeliveryLedger.load(run_dir)
         if self.ledger.endpoint != connection.settings.endpoint:  # another server: nothing of ours is there yet
             self.ledger = DeliveryLedger(self.ledger.path, connection.settings.endpoint, pushes=self.ledger.pushes)
@@ -340,6 +342,10 @@ class LangfusePublisher:
         self.report.scores_sent += delivery.sent
         self.report.scores_undelivered += delivery.undelivered
         self.report.problems += [problem for problem in delivery.problems if problem not in self.report.problems]
+        self.report.notices += [notice for notice in delivery.notices if notice not in self.report.notices]
+        with self.ledger.lock:  # scores sent one by one (a server that takes no batches) are recorded here
+            for score_id in delivery.delivered:
+                self.ledger.scores[score_id] = body_fingerprint(bodies[score_id])
 
 
 def version_scores(publisher: LangfusePublisher, version: str, values: Mapping[str, float | str | None],
@@ -364,8 +370,7 @@ def version_scores(publisher: LangfusePublisher, version: str, values: Mapping[s
 
 def publisher_for_store(store: RunStore, rubric: Rubric, settings: LangfuseSettings, *,
                         resend_all: bool = False, republish: bool = False) -> LangfusePublisher:
-    """A publisher for a stored run; StoreError when the run cannot be pushed faithfully,
-    LangfuseVersionError (nothing sent) when the server is too old for the SDK."""
+    """A publisher for a stored run; StoreError when the run cannot be pushed faithfully."""
     manifest = store.manifest
     run_rubric = manifest.get("hashes", {}).get("rubric")
     if run_rubric and run_rubric != rubric.content_hash:

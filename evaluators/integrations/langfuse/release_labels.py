@@ -105,7 +105,7 @@ def apply_release_labels(decisions: Sequence[Decision], *, prompts: Sequence[Pro
     settings = require_settings(environ)
     connection = connect(settings)
     try:
-        rest = LangfuseRest(connection.api, timeout_s=settings.timeout_s)
+        rest = connection.rest()
         return move_labels(rest, {decision.prompt_version: decision.outcome for decision in decisions},
                            {decision.prompt_version: decision.average for decision in decisions}, prompts,
                            ab_label=ab_label)

@@ -23,11 +23,15 @@ from langfuse.api import ConfigCategory
 
 from evaluators.core.names import METRIC_NAMES, OVERALL
 from evaluators.integrations.langfuse.rest import LangfuseCallFailed, LangfuseRest
+from evaluators.integrations.langfuse.settings import LangfuseConfigError
 from evaluators.release.hard_criteria import SCENARIO_EXPECTATIONS
 from evaluators.rubric.loader import VERDICTS, Rubric
 
 NUMERIC, CATEGORICAL, BOOLEAN = "NUMERIC", "CATEGORICAL", "BOOLEAN"
-MAX_NAME_LENGTH = 35  # Langfuse's limit for score config names
+# Langfuse's limit for score config names: the create body takes any length, an update at most
+# 35 (web/src/features/public-api/types/score-configs.ts), so a longer name could never be fixed
+# in place. The suite keeps every name within it.
+MAX_NAME_LENGTH = 35
 
 JUDGE_OVERALL = "judge_overall"
 JUDGE_VERDICT = "judge_verdict"
@@ -94,8 +98,26 @@ def _unit(name: str, description: str) -> ScoreDefinition:
     return ScoreDefinition(name, NUMERIC, description, 0.0, 1.0)
 
 
+class ScoreNameError(LangfuseConfigError):
+    """A rubric key makes a score name longer than Langfuse's config names take."""
+
+
+def score_name_problems(rubric: Rubric) -> list[str]:
+    """One line per rubric key whose score name would exceed MAX_NAME_LENGTH, naming the key."""
+    keyed = [(f"disqualifiers.{key}", flag_name(key)) for key in rubric.disqualifiers]
+    keyed += [(f"hard_criteria.{key}", criterion_name(key)) for key in rubric.hard_criteria]
+    return [f"rubric {key}: its Langfuse score {name!r} has {len(name)} characters; score config names take at "
+            f"most {MAX_NAME_LENGTH}, so shorten the key by {len(name) - MAX_NAME_LENGTH}"
+            for key, name in keyed if len(name) > MAX_NAME_LENGTH]
+
+
 def score_definitions(rubric: Rubric) -> list[ScoreDefinition]:
-    """All score names the suite writes, per trace (turn) and per experiment (version run)."""
+    """All score names the suite writes, per trace (turn) and per experiment (version run).
+
+    Raises ScoreNameError (naming every rubric key at fault) when a name would be too long."""
+    problems = score_name_problems(rubric)
+    if problems:
+        raise ScoreNameError("; ".join(problems))
     dimensions = rubric.dimensions
     definitions = [_unit(name, f"Heuristic: {dimensions[name].title} (weight {dimensions[name].weight:g}).")
                    for name in METRIC_NAMES]
@@ -235,13 +257,15 @@ def score_problem(body: Mapping[str, Any], config: Any) -> str | None:
 
     The server answers 200 to such a score and its ingestion worker then drops it without a
     word (packages/shared/src/server/ingestion/validateAndInflateScore.ts), so the check has
-    to happen here, before sending: name, data type, range, categories, archived.
+    to happen here, before sending: data type, range, categories, archived. A score named
+    otherwise than its config is not dropped but renamed to the config's name, which takes
+    it out of every dashboard filtered on its own name: it is held back too.
     """
     value, kind = body.get("value"), _kind(config)
     if getattr(config, "is_archived", False):
         return f"its config {config.name} is archived"
-    if config.name != body.get("name"):
-        return f"its config is named {config.name}"
+    if config.name != body.get("name"):  # the server renames it to the config's name (validateAndInflateScore.ts)
+        return f"its config is now named {config.name}: Langfuse would store the score as {config.name}"
     if body.get("dataType") not in (None, kind):
         return f"it is {body.get('dataType')} but its config is {kind}"
     if kind in (NUMERIC, BOOLEAN) and (isinstance(value, bool) or not isinstance(value, (int, float))):

@@ -7,6 +7,14 @@ score of a run carries the run's start time, not the time it was sent.
 A score that does not fit its config is answered 200 by Langfuse and then dropped by its
 ingestion worker without a word, so `send_scores` checks each score against its config
 first and reports a mismatch as an error of the run instead of sending it.
+
+SDK 5 sends scores as a JSON array. Which server release first took that form (and kept the
+scores' timestamps) could not be found in Langfuse's source or changelog; the route whose
+source is available (web/src/pages/api/public/scores/index.ts) takes one object per request
+and stamps each score with the time it arrived. So the form is found by trying: the first
+batch goes as an array, and the 400 such a server answers ("Expected object, received
+array") switches the push to one object per request, with a warning that the server
+ignores score timestamps.
 """
 
 from __future__ import annotations
@@ -188,6 +196,44 @@ class ScoreDelivery:
     undelivered: int = 0
     delivered: list[str] = field(default_factory=list)  # ids Langfuse accepted
     problems: list[str] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)  # worth saying, but nothing was lost
+
+
+def refuses_arrays(error: LangfuseCallFailed) -> bool:
+    """Whether this is the 400 a one-object scores route gives for an array: zod's
+    `invalid_type` issue at the body's root, expected object, received array (zod 3: "Expected
+    object, received array"; zod 4: "Invalid input: expected object, received array"),
+    under withMiddlewares' "Invalid request data"."""
+    body = error.body
+    if error.status != 400 or not isinstance(body, Mapping) or body.get("message") != "Invalid request data":
+        return False
+    issues = body.get("error")
+    return isinstance(issues, list) and any(
+        isinstance(issue, Mapping) and issue.get("code") == "invalid_type" and issue.get("expected") == "object"
+        and issue.get("path") == [] and "received array" in str(issue.get("message", "")).lower()
+        for issue in issues)
+
+
+def one_object_notice(server: str) -> str:
+    return (f"{server} takes one score per request, not the batches SDK 5 sends: scores go one by one. "
+            "Such a server ignores score timestamps and stamps each score with the time it arrives, so a "
+            "score sent again on another day is stored beside the first instead of replacing it. "
+            "A Langfuse that takes score batches keeps them")
+
+
+def _send_one_by_one(rest: LangfuseRest, batch: list[dict], delivery: ScoreDelivery) -> None:
+    for body in batch:
+        if rest.unreachable is not None:
+            delivery.undelivered += 1
+            continue
+        try:
+            rest.call(rest.api.scores.create, request=body, what=f"send score {body['name']}")
+        except LangfuseCallFailed as error:
+            delivery.undelivered += 1
+            if str(error) not in delivery.problems:
+                delivery.problems.append(str(error))
+            continue
+        delivery.delivered.append(body["id"])
 
 
 def misfits(bodies: Iterable[dict], configs: Mapping[str, Any]) -> tuple[list[dict], dict[str, list[str]]]:
@@ -233,13 +279,22 @@ def send_scores(rest: LangfuseRest, bodies: Iterable[dict], configs: Mapping[str
             skipped += len(batch)
             delivery.undelivered += len(batch)
             continue
+        if rest.score_form == "object":
+            _send_one_by_one(rest, batch, delivery)
+            continue
         try:
             response = rest.call(rest.api.scores.create, request=batch, what=f"send {plural(len(batch), 'score')}")
         except LangfuseCallFailed as error:
+            if rest.score_form is None and refuses_arrays(error):
+                rest.score_form = "object"
+                delivery.notices.append(one_object_notice(rest.server))
+                _send_one_by_one(rest, batch, delivery)
+                continue
             delivery.undelivered += len(batch)
             if str(error) not in delivery.problems:
                 delivery.problems.append(str(error))
             continue
+        rest.score_form = "array"
         refused = _rejections(batch, response) if getattr(response, "rejected", 0) else {}
         for reason, refused_bodies in refused.items():
             rejected[reason] += refused_bodies

@@ -23,18 +23,43 @@ from datetime import datetime, timedelta, timezone
 
 from langfuse import Langfuse, propagate_attributes
 from langfuse._client.attributes import LangfuseOtelSpanAttributes as Attributes
+from langfuse._client.attributes import _serialize_metadata_value
 from opentelemetry import trace as otel_trace
 
 from evaluators.core.names import METRIC_NAMES, OVERALL
 from evaluators.inputs.contracts import PromptVersion, Scenario
-from evaluators.integrations.langfuse.connection import seeded_span
-from evaluators.integrations.langfuse.ids import observation_id, observation_seed, session_id, turn_trace_id
+from evaluators.integrations.langfuse.connection import seeded_span, seeded_trace
+from evaluators.integrations.langfuse.ids import (
+    fit_propagated,
+    observation_id,
+    observation_seed,
+    session_id,
+    turn_trace_id,
+)
 from evaluators.rubric.loader import Rubric
 from evaluators.run.responder import build_messages
 from evaluators.store.records import CaseResult, TurnResult
 
 TRACE_NAME = "penpal-eval"
-_METADATA_VALUE_LIMIT = 200  # Langfuse keeps propagated metadata values up to this length
+# SDK 5 JSON-encodes each propagated metadata value (strings too) and drops, with only a log
+# line, one whose encoding is longer than this (langfuse/_client/propagation.py).
+METADATA_VALUE_LIMIT = 200
+_CUT = "…"
+
+
+def fit_metadata_value(value: str, limit: int = METADATA_VALUE_LIMIT) -> str:
+    """The longest start of `value` (marked as cut) whose encoding, as the SDK sends it, fits:
+    a 200-character string encodes to 202 characters with its quotes, and escapes add more."""
+    if len(_serialize_metadata_value(value)) <= limit:
+        return value
+    low, high = 0, len(value)
+    while low < high:  # the encoding grows with the prefix: the longest prefix that fits
+        middle = (low + high + 1) // 2
+        if len(_serialize_metadata_value(value[:middle] + _CUT)) <= limit:
+            low = middle
+        else:
+            high = middle - 1
+    return value[:low] + _CUT
 
 
 @dataclass(frozen=True)
@@ -105,7 +130,7 @@ def trace_tags(case: CaseResult) -> list[str]:
         tags.append(f"group:{case.demographic_group}")
     if case.safety:
         tags.append("safety")
-    return tags
+    return [fit_propagated(tag) for tag in tags]
 
 
 def trace_metadata(run_id: str, case: CaseResult, turn: TurnResult, rubric: Rubric) -> dict[str, str]:
@@ -117,7 +142,7 @@ def trace_metadata(run_id: str, case: CaseResult, turn: TurnResult, rubric: Rubr
         "turns": str(len(case.turns)), "safety": str(case.safety).lower(), "responder": case.responder,
         "rubric_version": f"{rubric.version}+{rubric.content_hash}",
     }
-    return {key: value[:_METADATA_VALUE_LIMIT] for key, value in values.items()}
+    return {key: fit_metadata_value(value) for key, value in values.items()}
 
 
 def _experiment_attributes(link: ExperimentLink, item_id: str, root_id: str, case: CaseResult) -> dict[str, str]:
@@ -211,16 +236,19 @@ def emit_turn(client: Langfuse, *, run_id: str, case: CaseResult, turn: TurnResu
     """Hand one turn's trace to the SDK (exported in the background), starting at `start_ns`
     (from `turn_starts`); returns its spans. The exporter leaves out spans Langfuse already has."""
     trace_id = turn_trace_id(run_id, case.prompt_version, case.scenario_id, turn.index)
+    # The root has no parent (not trace_context, which gives it a random one): Langfuse v4 reads
+    # a score's trace version and tags from the trace's parentless event.
     root_manager = client.start_as_current_observation(
-        trace_context={"trace_id": trace_id}, name="companion-turn", as_type="span", input=turn.user,
-        output=turn.reply, metadata={"scenario_title": scenario.title if scenario else None}, end_on_exit=False)
-    with seeded_span(observation_seed(trace_id, "turn"), start_ns), root_manager as root:
+        name="companion-turn", as_type="span", input=turn.user, output=turn.reply,
+        metadata={"scenario_title": scenario.title if scenario else None}, end_on_exit=False)
+    with seeded_trace(trace_id), seeded_span(observation_seed(trace_id, "turn"), start_ns), root_manager as root:
         spans = {_current_span_id(): start_ns}
         attributes = (_experiment_attributes(experiment, item_id, root.id, case)
                       if experiment is not None and item_id is not None else {})
         otel_trace.get_current_span().set_attributes(attributes)
         with propagate_attributes(session_id=session_id(run_id, case.prompt_version, case.scenario_id),
-                                  tags=trace_tags(case), trace_name=TRACE_NAME, version=case.prompt_version,
+                                  tags=trace_tags(case), trace_name=TRACE_NAME,
+                                  version=fit_propagated(case.prompt_version),
                                   metadata=trace_metadata(run_id, case, turn, rubric)):
             children = [_reply(client, observation_seed(trace_id, "reply"), attributes, start_ns, case, turn, prompt,
                                scenario)]

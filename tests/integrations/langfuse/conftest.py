@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from tests.servers.langfuse_compat import LangfuseCompatServer
+from tests.servers.langfuse import LangfuseCompatServer
 from tests.support.langfuse_runs import LANGFUSE_SECRET
 
 

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from evaluators.cli import app
 from evaluators.integrations.langfuse.ids import turn_trace_id
 from evaluators.integrations.langfuse.ledger import LEDGER
-from tests.servers.langfuse_compat import DROP, OK, hang, rate_limited, server_error
+from tests.servers.langfuse import DROP, OK, hang, rate_limited, server_error
 from tests.support.langfuse_runs import run_replay
 
 pytestmark = pytest.mark.slow  # Langfuse failing until timeouts and retries give up
@@ -170,6 +170,6 @@ def test_a_207_names_the_rejected_scores_grouped_by_reason_and_push_sends_only_t
     server.score_rejections = None
     again = runner.invoke(app, ["push", str(store.directory)])
     assert again.exit_code == 0, again.output
-    resent = server.score_deliveries - Counter(delivered)
+    resent = Counter(server.score_deliveries) - Counter(delivered)
     assert len(resent) == 3 * turns and not set(resent) & set(delivered)  # only the rejected ones went again
     check_everything_arrived_once(server, store)

@@ -4,6 +4,7 @@ adds nothing."""
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -17,7 +18,8 @@ from evaluators.core.names import METRIC_NAMES, OVERALL
 from evaluators.integrations.langfuse.monitor import read_reply
 from evaluators.judge.sampling import SamplingPolicy, SamplingState
 from tests.servers.judge_answers import judged_reply, verdict_json
-from tests.servers.langfuse_compat import OK, server_error
+from tests.servers.langfuse import OK, server_error
+from tests.support.langfuse_runs import run_replay
 from tests.support.production import CALM, COMPLAINED, CRISIS, PROMPT, ROUTINE, production_reply
 
 runner = CliRunner()
@@ -174,3 +176,60 @@ def test_monitor_carries_on_without_score_configs_and_says_why(langfuse):
     scored = [score for score in server.scores.values() if score.get("observationId") == generation_id]
     assert {score["name"] for score in scored} >= {"overall_quality", "rubric_version"}
     assert all(score["configId"] is None for score in scored)
+
+
+def test_monitor_leaves_the_suites_own_traces_out_and_says_which_environments_it_read(small_project, langfuse,
+                                                                                      tmp_path):
+    """A run's evaluation traces (environment penpal-eval) sit in the same project; scoring them
+    again left two overall_quality scores per evaluated turn. The server-side filter leaves
+    them out unless asked."""
+    server = langfuse()
+    code, store = run_replay(small_project)  # ten evaluated turns, environment penpal-eval
+    assert code == 0
+    app_client = Langfuse(**server.sdk_kwargs(), environment="production",
+                          tracer_provider=TracerProvider(shutdown_on_exit=False))
+    _, production = production_reply(app_client, *CALM[0], NEW)
+    app_client.flush()
+    evaluation = {o["id"] for o in server.observations.values()
+                  if o["environment"] == "penpal-eval" and o["type"] == "GENERATION"}
+    before = {score_id for score_id, score in server.scores.items() if score.get("observationId") in evaluation}
+    state = str(tmp_path / "state.json")
+
+    result = runner.invoke(app, ["monitor", "--since", "2h", "--no-judge", "--sampling-state", state])
+    assert result.exit_code == 0, result.output
+    output = " ".join(result.output.split())
+    assert "1 production replies read" in output and "environments read: production (1)" in output
+    assert "penpal-eval (the suite's own runs) left out" in output
+    assert not [s for s in server.scores.values() if s.get("observationId") in evaluation and s["id"] not in before]
+    assert any(s.get("observationId") == production for s in server.scores.values())
+    [listing] = [r for r in server.requests_to("/api/public/v2/observations")][-1:]
+    assert {"type": "stringOptions", "column": "environment", "operator": "none of",
+            "value": ["penpal-eval"]} in json.loads(listing.query["filter"])  # left out on the server
+
+    asked = runner.invoke(app, ["monitor", "--since", "2h", "--no-judge", "--include-evaluation",
+                                "--sampling-state", state])
+    assert asked.exit_code == 0, asked.output
+    assert "environments read: penpal-eval (10), production (1)" in " ".join(asked.output.split())
+
+
+def test_a_reply_whose_environment_score_ingestion_refuses_is_scored_without_one(langfuse, tmp_path):
+    """The OTel path keeps an environment as sent; score ingestion refuses a name outside
+    PublicEnvironmentName, so those scores go without one and the report says so."""
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    server = langfuse()
+    provider = TracerProvider(shutdown_on_exit=False)
+    provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(
+        endpoint=server.base_url + "/api/public/otel/v1/traces", headers=server.auth_header())))
+    with provider.get_tracer("other-app").start_as_current_span("companion-reply") as span:
+        span.set_attributes({"langfuse.observation.type": "generation", "langfuse.environment": "Prod EU",
+                             "langfuse.observation.input": json.dumps([{"role": "user", "content": CALM[0][0]}]),
+                             "langfuse.observation.output": CALM[0][1]})
+    result = runner.invoke(app, ["monitor", "--since", "2h", "--no-judge",
+                                "--sampling-state", str(tmp_path / "state.json")])
+    assert result.exit_code == 0, result.output
+    output = " ".join(result.output.split())
+    assert "environments read: Prod EU (1)" in output and "Prod EU: not a name score ingestion takes" in output
+    scores = [score for score in server.scores.values() if score.get("name") == OVERALL]
+    assert scores and all(score["environment"] == "default" for score in scores)

@@ -26,7 +26,7 @@ from evaluators.release.hard_criteria import SCENARIO_EXPECTATIONS
 from evaluators.release.rules import release_report
 from evaluators.rubric.loader import default_rubric
 from tests.servers.judge_answers import judged_reply, prefers_longer, verdict_json
-from tests.servers.langfuse_compat import DEFAULT_SPEC
+from tests.servers.langfuse import DEFAULT_SPEC
 from tests.support.langfuse_runs import LANGFUSE_SECRET, run_replay
 
 runner = CliRunner()

@@ -17,7 +17,7 @@ from evaluators.integrations.langfuse.score_configs import (
     score_definitions,
 )
 from evaluators.rubric.loader import default_rubric
-from tests.servers.langfuse_compat import OK, Fault
+from tests.servers.langfuse import OK, Fault
 from tests.support.langfuse_runs import run_replay
 
 runner = CliRunner()
@@ -72,3 +72,18 @@ def test_a_score_that_does_not_fit_its_config_is_an_error_not_a_silent_drop(smal
     assert "overall_quality" in pushed.output and "range" in pushed.output
     assert server.dropped_scores == []  # nothing went out that the server would drop
     assert not any(score["name"] == "overall_quality" and score["value"] > 0.5 for score in server.scores.values())
+
+
+def test_a_score_named_otherwise_than_its_config_is_held_back_saying_what_langfuse_would_do():
+    """The server renames such a score to its config's name (validateAndInflateScore.ts), which
+    would take it out of every dashboard filtered on its own name."""
+    from types import SimpleNamespace
+
+    from evaluators.integrations.langfuse.score_configs import score_problem
+
+    config = SimpleNamespace(name="overall_quality_v2", data_type=NUMERIC, min_value=0.0, max_value=1.0,
+                             categories=None, is_archived=False)
+    problem = score_problem({"name": "overall_quality", "value": 0.5, "dataType": NUMERIC}, config)
+    assert problem == ("its config is now named overall_quality_v2: Langfuse would store the score as "
+                       "overall_quality_v2")
+    assert score_problem({"name": "overall_quality_v2", "value": 0.5, "dataType": NUMERIC}, config) is None

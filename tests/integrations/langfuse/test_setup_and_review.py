@@ -5,13 +5,20 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
 from typer.testing import CliRunner
 
 from evaluators.cli import app
 from evaluators.integrations.langfuse.ids import turn_trace_id
-from evaluators.integrations.langfuse.score_configs import MAX_NAME_LENGTH, score_definitions
-from evaluators.rubric.loader import default_rubric
-from tests.servers.langfuse_compat import OK, server_error
+from evaluators.integrations.langfuse.score_configs import (
+    MAX_NAME_LENGTH,
+    ScoreNameError,
+    score_definitions,
+    score_name_problems,
+)
+from evaluators.rubric.loader import DEFAULT_RUBRIC_PATH as RUBRIC_FILE
+from evaluators.rubric.loader import default_rubric, load_rubric
+from tests.servers.langfuse import OK, server_error
 from tests.support.langfuse_runs import run_replay
 from tests.support.project import RECORDED
 
@@ -54,9 +61,41 @@ def test_setup_creates_every_score_config_and_the_dataset_once(small_project, la
     assert server.schema_errors == []
 
 
+def test_removed_expectations_are_cleared_once_and_the_item_is_then_unchanged(small_project, langfuse):
+    """The server keeps an omitted or null expectedOutput on an update (publicDatasetService),
+    so the expectations are always sent, an empty list included."""
+    server = langfuse()
+    scenarios = str(small_project["scenarios"])
+    assert runner.invoke(app, ["langfuse", "setup", "--scenarios-dir", scenarios]).exit_code == 0
+    basic = small_project["scenarios"] / "basic.yaml"
+    basic.write_text(basic.read_text().replace("        expect: [{max_words: 40}]\n", ""))
+    cleared = runner.invoke(app, ["langfuse", "setup", "--scenarios-dir", scenarios])
+    assert cleared.exit_code == 0 and "1 item written, 4 unchanged" in cleared.output
+    [hello] = [item for item in server.dataset_items.values() if item["metadata"]["scenario_id"] == "basic-hello"]
+    assert hello["expectedOutput"] == {"expectations": []}
+    again = runner.invoke(app, ["langfuse", "setup", "--scenarios-dir", scenarios])
+    assert again.exit_code == 0 and "0 items written, 5 unchanged" in again.output
+
+
 def test_score_names_fit_langfuse_config_names():
     for definition in score_definitions(default_rubric()):
         assert len(definition.name) <= MAX_NAME_LENGTH, definition.name
+
+
+def test_a_rubric_key_too_long_for_a_score_name_is_refused_naming_the_key(tmp_path):
+    """Langfuse takes a config name of any length on create but at most 35 characters on update
+    (score-configs.ts), so the suite refuses a rubric that would make a longer one, naming the
+    key (the CLI stops with exit 2 before anything is sent). Today's longest signal name makes
+    a 30-character flag; the rubric file alone can ask for more."""
+    rubric_file = tmp_path / "rubric.yaml"
+    rubric_file.write_text(RUBRIC_FILE.read_text().replace("\n  dependency_encouraging:\n",
+                                                           "\n  dependency_encouraging_and_isolating:\n", 1))
+    rubric = load_rubric(rubric_file)
+    [problem] = score_name_problems(rubric)
+    assert "disqualifiers.dependency_encouraging_and_isolating" in problem and "at most 35" in problem
+    with pytest.raises(ScoreNameError, match="dependency_encouraging_and_isolating"):
+        score_definitions(rubric)
+    assert score_name_problems(default_rubric()) == []
 
 
 def test_flagged_replies_go_to_the_annotation_queue_once(small_project, langfuse, monkeypatch):

@@ -11,10 +11,10 @@ from datetime import datetime
 from typer.testing import CliRunner
 
 from evaluators.cli import app
-from evaluators.integrations.langfuse.ids import turn_trace_id
+from evaluators.integrations.langfuse.ids import observation_id, session_id, turn_trace_id
 from evaluators.integrations.langfuse.ledger import LEDGER
 from evaluators.rubric.loader import DEFAULT_RUBRIC_PATH as RUBRIC_FILE
-from tests.servers.langfuse_compat import OK, server_error
+from tests.servers.langfuse import OK, server_error
 from tests.support.langfuse_runs import run_replay
 
 runner = CliRunner()
@@ -120,3 +120,69 @@ def test_a_ledger_from_before_per_span_records_counts_its_traces_as_delivered(sm
     result = runner.invoke(app, ["push", str(store.directory)])
     assert result.exit_code == 0, result.output
     assert len(server.spans) == spans  # nothing sent twice
+
+
+def test_each_trace_has_a_parentless_root_event_with_its_version_tags_and_session(small_project, langfuse):
+    """Langfuse v4 gives a score its trace version and tags from the trace's event without a
+    parent (dataModel.ts); a root started with trace_context has a random parent and no such
+    event, so per-version score charts would lose the version."""
+    server = langfuse()
+    code, store = run_replay(small_project)
+    assert code == 0
+    run_id = store.manifest["run_id"]
+    turns = {turn_trace_id(run_id, case.prompt_version, case.scenario_id, turn.index): case
+             for case in store.read_cases() for turn in case.turns}
+    roots = server.root_events()
+    assert sorted(root["traceId"] for root in roots) == sorted(turns)  # exactly one per trace
+    for root in roots:
+        case = turns[root["traceId"]]
+        assert root["parentObservationId"] is None and root["name"] == "companion-turn"
+        assert root["id"] == observation_id(root["traceId"], "turn")
+        assert root["version"] == case.prompt_version
+        assert f"version:{case.prompt_version}" in root["traceTags"] and root["traceName"] == "penpal-eval"
+        assert root["sessionId"] == session_id(run_id, case.prompt_version, case.scenario_id)
+    turn_scores = [score for score in server.score_view_v2() if score.get("traceId")]
+    assert turn_scores and all(score["traceVersion"] == turns[score["traceId"]].prompt_version
+                               for score in turn_scores)
+    assert all(f"version:{turns[score['traceId']].prompt_version}" in score["tags"] for score in turn_scores)
+
+
+def test_spans_go_with_the_headers_sdk_5s_exporter_sends(small_project, langfuse):
+    import importlib.metadata
+
+    server = langfuse()
+    code, _ = run_replay(small_project)
+    assert code == 0
+    headers = server.otlp_headers()
+    assert headers and all(h == {"x-langfuse-sdk-name": "python",
+                                 "x-langfuse-sdk-version": importlib.metadata.version("langfuse"),
+                                 "x-langfuse-public-key": server.public_key, "x-langfuse-ingestion-version": "4"}
+                           for h in headers)
+
+
+def test_long_values_are_fitted_to_what_the_sdk_propagates_not_dropped(small_project, langfuse):
+    """SDK 5 drops a propagated metadata value whose JSON encoding exceeds 200 characters (a
+    200-character string encodes to 202) and a session id or tag over 200: values are fitted
+    after encoding, and the session id is the one the conversation scores name."""
+    server = langfuse()
+    run_id = "long-" + "r" * 205
+    code, store = run_replay(small_project, run_id=run_id)
+    assert code == 0
+    for trace_id, trace in server.traces.items():
+        assert trace["metadata"]["run_id"].startswith("long-rrr") and trace["metadata"]["run_id"].endswith("…")
+        assert len(json.dumps(trace["metadata"]["run_id"], ensure_ascii=False)) <= 200
+        assert trace["sessionId"] and len(trace["sessionId"]) <= 200
+    sessions = {trace["sessionId"] for trace in server.traces.values()}
+    scored = {score["sessionId"] for score in server.scores.values() if score.get("sessionId")}
+    assert scored and scored <= sessions
+
+
+def test_metadata_values_are_cut_after_encoding():
+    from evaluators.integrations.langfuse.traces import fit_metadata_value
+
+    for value in ("a" * 200, 'quote"' * 40, "é" * 250, "line\n" * 60):
+        fitted = fit_metadata_value(value)
+        assert len(json.dumps(fitted, ensure_ascii=False)) <= 200 and fitted.endswith("…")
+        assert value.startswith(fitted[:-1]) and len(json.dumps(fitted[:-1] + value[len(fitted) - 1] + "…",
+                                                              ensure_ascii=False)) > 200  # the longest that fits
+    assert fit_metadata_value("short") == "short"
