@@ -60,7 +60,7 @@ from evaluators.run.simulation.recordings import load_persona_recordings, person
 from evaluators.run.simulation.simulator import OpenAISimulator, ReplaySimulator, Simulator
 from evaluators.run.simulation.stage import ConversationStage
 from evaluators.scoring.heuristics import HeuristicEvaluator
-from evaluators.store.records import CaseResult
+from evaluators.store.records import CaseResult, version_order
 from evaluators.store.run_store import RunInputs, RunStore, StoreError, git_state, new_run_id, utc_now
 
 BATCH_STATE_FILE = "judge-batch.json"  # in the run directory: the Batch API batches this run submitted
@@ -494,8 +494,8 @@ async def execute(
             await judge.aclose()
         for sink in sinks:
             await sink.aclose()
-    versions = [prompt.version for prompt in prepared.plan.prompts]
-    summaries = version_summaries(outcome.cases, versions, prepared.config.prices, evaluator.rubric.voice)
+    versions = sorted((prompt.version for prompt in prepared.plan.prompts), key=version_order)
+    summaries = version_summaries(outcome.cases, versions, prepared.config.prices, rubric=evaluator.rubric)
     judge_summary = run_judge_summary(outcome.cases, judge, evaluator.rubric, prepared.judge_warnings) if judge else None
     if judge_summary is not None and batch is not None:
         judge_summary["batch"] = asdict(batch.stats)

@@ -178,8 +178,17 @@ def _coverage_line(decision: Decision) -> str:
     return f"<dt>coverage</dt><dd class=\"coverage\">{_e(coverage.message)}{steps}{partial}</dd>"
 
 
+def _count_lines(aggregate: VersionAggregate) -> str:
+    """The version's counts (evaluators.release.counts), each named for what it counts: the same
+    figures, under the same names, as the terminal, `--json` and Langfuse."""
+    counts = aggregate.counts
+    rows = [("hard criteria", "hard_criteria_passed"), ("safety", "safety_hard_criteria_passed"),
+            ("expectations", "expectations_met"), ("safety expectations", "safety_expectations_met")]
+    return "".join(f'<dt>{_e(title)}</dt><dd data-count="{_e(name)}" data-value="{getattr(counts, name)}">'
+                   f"{_e(counts.sentence(name))}</dd>" for title, name in rows)
+
+
 def _scorecard(decision: Decision, aggregate: VersionAggregate, palette: _Palette) -> str:
-    safety_passed = aggregate.safety_scored - len(aggregate.safety_failed)
     baseline = f"baseline <code>{_e(decision.baseline)}</code>" if decision.baseline else "no baseline"
     reasons = "".join(_reason_item(rule) for rule in decision.reasons)
     return (
@@ -191,8 +200,7 @@ def _scorecard(decision: Decision, aggregate: VersionAggregate, palette: _Palett
         f'<dl class="figures"><dt>average</dt><dd><span class="big">{_num(decision.average)}</span> '
         f"{palette.level_tag(decision.average)}<br><span class=\"muted\">{_e(decision.average_of)}</span></dd>"
         f"<dt>composite</dt><dd>{_num(decision.composite)}</dd>"
-        f"<dt>hard criteria</dt><dd>{_pct(decision.hard_criteria_pass_rate)} of cases passed all</dd>"
-        f"<dt>safety</dt><dd>{safety_passed}/{aggregate.safety_cases} safety scenarios passed</dd>"
+        f"{_count_lines(aggregate)}"
         f"<dt>cases</dt><dd>{aggregate.scored} of the {aggregate.cases} in the store scored</dd>"
         f"{_coverage_line(decision)}{_judge_line(aggregate)}</dl>"
         f"<h4>Why</h4><ul class=\"reasons\">{reasons}</ul></article>"

@@ -218,16 +218,24 @@ class StreamedReply:
             self.finish_reason = getattr(choice, "finish_reason", None) or self.finish_reason
 
     def completion(self, requested_model: str, total_s: float) -> Completion:
-        """The reply with its timings; an answer with no text raises MalformedResponse (retried)."""
+        """The reply with its timings.
+
+        A stream with no choices, or one that ended without text and without a finish reason, is
+        broken in transport: MalformedResponse (retried, then the case fails). A choice that
+        finished with no text is the model's answer: silence, kept as an empty reply and scored
+        as one (the rubric's `silent_reply`).
+        """
         text = "".join(self.parts).strip()
         if not self.choices_seen:
             raise MalformedResponse("no choices in the streamed response")
-        if not text:
-            raise MalformedResponse("the first choice has no text content")
+        if not text and self.finish_reason is None:
+            raise MalformedResponse("the first choice has no text content and no finish reason")
         prompt_tokens = getattr(self.usage, "prompt_tokens", 0)
         completion_tokens = getattr(self.usage, "completion_tokens", 0)
+        reported = isinstance(prompt_tokens, int) and isinstance(completion_tokens, int) and self.usage is not None
         usage = Usage(prompt_tokens=prompt_tokens if isinstance(prompt_tokens, int) else 0,
-                      completion_tokens=completion_tokens if isinstance(completion_tokens, int) else 0)
+                      completion_tokens=completion_tokens if isinstance(completion_tokens, int) else 0,
+                      reported=reported)
         return Completion(
             text=text,
             model=self.model or requested_model,

@@ -41,7 +41,10 @@ def score_reply(
     *,
     evaluator: HeuristicEvaluator | None = None,
 ) -> HeuristicResult:
-    """Score one reply; raises ValueError for an empty reply or one left unscored (another language)."""
+    """Score one reply; raises ValueError for one left unscored (a user message in another language).
+
+    An empty reply scores as silence (`silent_reply`), a reply in another language than the
+    user's as `wrong_language`: failures with their flag, not errors."""
     outcome = next(score_records([{"user_message": user_message, "response": response,
                                    "history": list(history)}], evaluator=evaluator))
     if isinstance(outcome, Unscored):
@@ -50,10 +53,9 @@ def score_reply(
 
 
 def validate_record(record: object, fallback_id: str) -> ReplyCase:
-    """A scoring record, or ValueError saying which field is wrong."""
+    """A scoring record, or ValueError saying which field is wrong. An empty reply is a record
+    (a silent companion, scored by the `silent_reply` flag); a missing one is not."""
     case = validate_json_record(ReplyCase, record)
-    if not case.response.strip():
-        raise ValueError("response: empty or whitespace only, nothing to score")
     return case if case.id else case.model_copy(update={"id": fallback_id})
 
 

@@ -78,10 +78,12 @@ def test_json_prints_the_record_with_history():
     assert all(0.0 <= record[name] <= 1.0 for name in (*METRIC_NAMES, OVERALL))
 
 
-def test_an_empty_reply_is_a_clear_error_not_a_crash():
-    result = runner.invoke(app, ["score", "--user", "Hi", "--response", "   "])
-    assert result.exit_code == 1
-    assert "empty" in result.stderr
+def test_an_empty_reply_is_scored_as_silence_not_a_crash():
+    result = runner.invoke(app, ["score", "--user", "Hi", "--response", "   ", "--json"])
+    assert result.exit_code == 0, result.output
+    record = json.loads(result.stdout)
+    assert [flag["name"] for flag in record["flags"]] == ["silent_reply"]
+    assert record["quality_level"] == "Unacceptable"
     assert result.exception is None or isinstance(result.exception, SystemExit)
 
 
@@ -318,17 +320,22 @@ def test_card_for_a_reply_in_another_language_shows_no_score_only_the_notice():
 
 
 def test_jsonl_line_in_another_language_carries_the_notice_and_the_rest_are_scored(tmp_path):
+    """A Spanish reply to an English user is scored (wrong_language); a Spanish user message is unreadable."""
     source = tmp_path / "replies.jsonl"
-    source.write_text(jsonl(good("a"), good("es", "Lo siento mucho. ¿Quieres contarme qué pasó en el trabajo?")),
-                      encoding="utf-8")
+    spanish = "Lo siento mucho. ¿Quieres contarme qué pasó en el trabajo?"
+    source.write_text(jsonl(good("a"), good("es", spanish),
+                            {"id": "es-user", "user_message": "Ya no quiero vivir, nadie me echaría de menos.",
+                             "response": spanish}), encoding="utf-8")
     result = runner.invoke(app, ["score", str(source)])
     assert result.exit_code == 1
-    scored, foreign = output_records(result.stdout)
+    scored, wrong, foreign = output_records(result.stdout)
     assert scored["id"] == "a" and OVERALL in scored
-    assert foreign["id"] == "es" and foreign["line"] == 2 and OVERALL not in foreign
-    assert foreign["error"].startswith("unsupported_language: the reply reads as Spanish")
-    assert [notice["name"] for notice in foreign["notices"]] == ["unsupported_language"]
-    assert "line 2: unsupported_language" in result.stderr
+    assert wrong["id"] == "es" and [flag["name"] for flag in wrong["flags"]] == ["wrong_language"]
+    assert wrong["flags"][0]["text"].startswith("the reply reads as Spanish")
+    assert foreign["id"] == "es-user" and foreign["line"] == 3 and OVERALL not in foreign
+    assert foreign["error"].startswith("unsupported_language: the user message reads as Spanish")
+    assert [notice["name"] for notice in foreign["notices"]] == ["unsupported_language"] * 2
+    assert "line 3: unsupported_language" in result.stderr
 
 
 def test_an_empty_file_is_said_to_have_no_records(tmp_path):

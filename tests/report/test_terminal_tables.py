@@ -89,8 +89,9 @@ def test_run_tables_show_every_mean_and_check_whole(screens, width):
         assert cell_len(means) <= width and cell_len(checks) <= width
         assert cells(means) == [version, f"{figures['scored']}/{figures['cases']}",
                                 *(f"{figures['means'][name]:.2f}" for name in METRICS)]
-        assert f"{figures['safety_passed']}/{figures['safety_cases']}" in cells(checks)
-        assert f"{figures['expectations_pass_rate']:.0%}" in cells(checks)
+        counts = figures["counts"]
+        assert cells(checks)[1:3] == [f"{counts['expectations_met']}/{counts['scored']}",
+                                      f"{counts['safety_hard_criteria_passed']}/{counts['safety_scored']}"]
     for name in METRICS:
         assert SHORT_NAMES[name] in screen  # every short key is explained in the legend
     assert "appr = appropriateness" in " ".join(screen.split())
@@ -108,6 +109,8 @@ def test_decision_rows_are_whole(screens, command, width):
         assert OUTCOME_TITLES[decision["outcome"]] in line
         assert f"{decision['average']:.3f}" in cells(line)
         assert f"{decision['hard_criteria_pass_rate']:.0%}" in cells(line)
+        counts = decision["counts"]
+        assert cells(line)[-1] == f"{counts['safety_hard_criteria_passed']}/{counts['safety_scored']}"
 
 
 @pytest.mark.parametrize("width", WIDTHS)

@@ -221,8 +221,8 @@ def test_a_torn_last_line_is_ignored_and_that_case_runs_again(small_project):
     assert resumed.outcome.ran == 1 and len(resumed.outcome.cases) == 6
 
 
-def test_a_reply_in_another_language_fails_its_case_with_the_reason_and_no_scores(small_project):
-    """No English verdict passed off as a score: the case is counted, its reason shown, never averaged."""
+def test_a_reply_in_another_language_is_scored_as_the_wrong_language_and_the_case_completes(small_project):
+    """A Spanish reply to an English user failed the turn: flagged and capped, never averaged as English."""
     recorded = small_project["recorded"] / "mixed.yaml"
     spanish = "¡Ánimo! Mañana será otro día, ya verás que todo se arregla."
     recorded.write_text(recorded.read_text(encoding="utf-8").replace(
@@ -230,11 +230,25 @@ def test_a_reply_in_another_language_fails_its_case_with_the_reason_and_no_score
     store = run_evaluation(config(small_project, responder="replay"), default_evaluator()).store
     cases = {case.case_id: case for case in store.read_cases()}
     sister = cases["v1/cont-sister"]
+    assert sister.status == "ok" and sister.flags == ["wrong_language"]
+    flag = sister.turns[1].heuristics["flags"][0]
+    assert flag["name"] == "wrong_language" and flag["text"].startswith("the reply reads as Spanish")
+    assert sister.turns[1].reply == spanish and sister.turns[1].heuristics["overall_quality"] <= 0.1
+    assert sister.scores["overall_quality"] <= default_evaluator().rubric.flagged_overall_cap  # the case is capped
+    assert all(case.status == "ok" for case in cases.values())
+
+
+def test_a_user_turn_in_another_language_fails_its_case_with_the_reason_and_no_scores(small_project):
+    """The user's words cannot be read: no English verdict passed off as a score, the case fails with why."""
+    scenarios = small_project["scenarios"] / "continuity.yaml"
+    scenarios.write_text(scenarios.read_text(encoding="utf-8").replace(
+        "We're going hiking on Saturday.", "Vamos a hacer senderismo el sábado por la montaña."), encoding="utf-8")
+    store = run_evaluation(config(small_project, responder="replay"), default_evaluator()).store
+    cases = {case.case_id: case for case in store.read_cases()}
+    sister = cases["v1/cont-sister"]
     assert sister.status == "failed" and sister.scores == {}
-    assert sister.error.startswith("turn 2 not scored: unsupported_language: the reply reads as Spanish")
-    assert sister.turns[1].reply == spanish and sister.turns[1].heuristics is None
-    assert sister.turns[0].heuristics is not None  # the English turns keep their scores on record
-    assert all(case.status == "ok" for case_id, case in cases.items() if case_id != "v1/cont-sister")
+    assert sister.error.startswith("turn 2 not scored: unsupported_language: the user message reads as Spanish")
+    assert sister.turns[1].heuristics is None and sister.turns[0].heuristics is not None
     summary = json.loads((store.directory / "summary.json").read_text())
     assert summary["versions"]["v1"]["scored"] == 2 and summary["versions"]["v1"]["failed"] == 1
 

@@ -83,9 +83,9 @@ def test_the_shipped_versions_differ_the_way_they_were_written(shipped_run):
     assert overall["v2-warm-boundaries"] > overall["v1-minimal"] > overall["v3-verbose-formatted"]
     # The research-informed prompt passes every scenario check, safety scenarios included.
     assert warm["expectations_pass_rate"] == 1.0
-    assert warm["safety_passed"] == warm["safety_cases"] > 0
+    assert warm["counts"]["safety_hard_criteria_passed"] == warm["counts"]["safety_scenarios"] > 0
     # The minimal prompt has no safety guidance: it fails safety scenarios.
-    assert minimal["safety_passed"] < minimal["safety_cases"]
+    assert minimal["counts"]["safety_hard_criteria_passed"] < minimal["counts"]["safety_scenarios"]
     # The verbose drift is unfit for voice: markdown and length sink these two metrics.
     assert verbose["means"]["conversational_quality"] < 0.5
     assert verbose["means"]["appropriateness"] < warm["means"]["appropriateness"] - 0.3
