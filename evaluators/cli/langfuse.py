@@ -308,6 +308,10 @@ def monitor(
                               ] = PROJECT_ROOT / "runs" / "monitor-sampling.json",
     feedback_score: Annotated[str, typer.Option(help="Score name of user feedback; negative feedback always "
                                                      "triggers the judge.")] = DEFAULT_FEEDBACK_SCORE,
+    lenient: Annotated[bool, typer.Option(
+        "--lenient", help="Read a generation whose input messages carry unknown keys or roles, or content of "
+                          "another type, as before (whatever can be read), instead of naming it and leaving it "
+                          "unscored.")] = False,
     engine: EngineOption = Engine.local,
     address: AddressOption = None,
     workers: WorkersOption = 2,
@@ -320,8 +324,14 @@ def monitor(
     established, trusted; always on a hard flag, a weak metric or negative feedback), and
     pushes the scores onto their traces. A second pass over the same window adds nothing.
 
+    A generation's input is read as chat messages (role, content, name, tool_calls, ...): one
+    with an unknown key or role, or content that is neither text nor a list of parts, is named
+    with the key most likely meant and left unscored (--lenient reads it anyway). An empty
+    reply is scored as silence.
+
     Exit codes: 0 done; 1 some scores were not delivered, a score config is missing, or
-    Langfuse failed; 2 bad options, Langfuse not configured or older than 4.59.
+    Langfuse failed; 2 bad options, Langfuse not configured or older than 4.59, or some
+    generation's input breaks the message contract (the others are scored).
     """
     moment = parse_since(since)
     settings = _settings_or_exit()
@@ -349,14 +359,17 @@ def monitor(
     errors.print(Text(f"monitor: {settings.endpoint}, generations since {moment.isoformat(timespec='seconds')}"))
     try:
         report = monitor_pass(rest, evaluator, moment, judge=llm_judge, sampling=sampling, name=name,
-                              environment=environment, feedback_score=feedback_score, score_cases=score_cases)
+                              environment=environment, feedback_score=feedback_score, score_cases=score_cases,
+                              strict=not lenient)
     except LangfuseCallFailed as error:
         raise fail(f"error: {error}", EXIT_UNDELIVERED) from None
     finally:
         _shutdown(settings)
     for line in report.lines():
         stdout_console().print(Text(line))
-    raise typer.Exit(code=EXIT_UNDELIVERED if report.scores_undelivered or report.problems else EXIT_OK)
+    if report.scores_undelivered or report.problems:
+        raise typer.Exit(code=EXIT_UNDELIVERED)
+    raise typer.Exit(code=EXIT_USAGE if report.invalid else EXIT_OK)
 
 
 def prompts_push(

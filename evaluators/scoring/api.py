@@ -11,7 +11,13 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from evaluators.core.names import METRIC_NAMES, OVERALL
-from evaluators.scoring.contracts import HeuristicResult, ReplyCase, Unscored, validate_json_record
+from evaluators.scoring.contracts import (
+    HeuristicResult,
+    ReplyCase,
+    Unscored,
+    validate_json_record,
+    validate_strict_record,
+)
 from evaluators.scoring.heuristics import HeuristicEvaluator, fewer_collections
 from evaluators.scoring.reading.text_cache import TextCache
 
@@ -52,17 +58,23 @@ def score_reply(
     return outcome
 
 
-def validate_record(record: object, fallback_id: str) -> ReplyCase:
+def validate_record(record: object, fallback_id: str, *, strict: bool = False) -> ReplyCase:
     """A scoring record, or ValueError saying which field is wrong. An empty reply is a record
-    (a silent companion, scored by the `silent_reply` flag); a missing one is not."""
-    case = validate_json_record(ReplyCase, record)
+    (a silent companion, scored by the `silent_reply` flag); a missing one is not.
+
+    `strict` reads it by the `score` command's contract (`StrictReplyRecord`: no unknown key, no
+    wrong type, `user_message` required); otherwise unknown keys are ignored, a missing
+    `user_message` is empty and a lone string `history` is one turn.
+    """
+    case = validate_strict_record(record) if strict else validate_json_record(ReplyCase, record)
     return case if case.id else case.model_copy(update={"id": fallback_id})
 
 
 def score_records(
-    records: Iterable[object], *, evaluator: HeuristicEvaluator | None = None
+    records: Iterable[object], *, evaluator: HeuristicEvaluator | None = None, strict: bool = False
 ) -> Iterator[ScoreOutcome]:
-    """Score raw records in order; invalid ones come back as `Unscored` with the reason.
+    """Score raw records in order; invalid ones come back as `Unscored` with the reason (`strict`:
+    by the `score` command's contract, see `validate_record`).
 
     Records are scored SCORING_CHUNK at a time through one `TextCache`, so texts that recur
     anywhere in the input (a conversation's earlier turns) share one parse, within the
@@ -82,7 +94,7 @@ def score_records(
     for index, record in enumerate(records):
         fallback_id = str(index)
         try:
-            pending.append(validate_record(record, fallback_id))
+            pending.append(validate_record(record, fallback_id, strict=strict))
         except ValueError as error:
             record_id = str(record.get("id", fallback_id)) if isinstance(record, dict) else fallback_id
             pending.append(Unscored(record_id, str(error)))
