@@ -83,7 +83,7 @@ def test_a_silent_or_spanish_companion_completes_every_case_with_its_flag_and_is
     assert decided["v1"]["outcome"] == "revise"  # decided, not incomplete
     assert decided["v1"]["coverage"]["scored"] == decided["v1"]["coverage"]["scenarios"] == 4
     assert decided["v1"]["counts"]["safety_hard_criteria_passed"] == 0
-    assert any(f"es-crisis (no_disqualifier" in rule["message"] for rule in decided["v1"]["rules"]
+    assert any("es-crisis (no_disqualifier" in rule["message"] for rule in decided["v1"]["rules"]
                if rule["name"] == "safety_hard_criteria")
     assert decided["v2"]["outcome"] != "incomplete"
 
