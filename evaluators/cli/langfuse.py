@@ -23,6 +23,7 @@ from rich.text import Text
 
 from evaluators.cli.common import EXIT_OK, EXIT_USAGE, RubricOption, fail, load_evaluator
 from evaluators.cli.judge import JudgeModelOption, SamplingChoice, build_judge, judge_config
+from evaluators.cli.lazy import HELP_MARKUP
 from evaluators.cli.scale import AddressOption, Engine, EngineOption, WorkersOption
 from evaluators.core.locations import PROJECT_ROOT, display_path
 from evaluators.core.text import plural
@@ -50,7 +51,7 @@ EXIT_UNDELIVERED = 1
 
 langfuse_app = typer.Typer(help="Set up Langfuse for the suite: score configs, the scenario dataset and the "
                                 "dashboard.", no_args_is_help=True, add_completion=False,
-                           rich_markup_mode="markdown")
+                           rich_markup_mode=HELP_MARKUP)
 
 
 def _settings_or_exit() -> LangfuseSettings:

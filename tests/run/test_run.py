@@ -306,3 +306,60 @@ def test_resume_names_every_flag_that_disagrees_with_the_run_and_accepts_ones_th
                                       "-f", "continuity", "-f", "basic", "-p", "v1", "-p", "v2"])
     assert agreed.exit_code == 0, agreed.output
     assert "0 run now, 6 already finished" in " ".join(agreed.output.split())
+
+
+# --- what the run says when something is off ---------------------------------------------------------
+def test_an_unknown_scenario_id_lists_the_known_ones_and_the_one_meant(small_project):
+    result = runner.invoke(app, ["run", "-s", "nope", "-s", "basic-helo", "--prompts-dir", str(small_project["prompts"]),
+                                 "--scenarios-dir", str(small_project["scenarios"]),
+                                 "--output", str(small_project["runs"])])
+    assert result.exit_code == 2
+    text = " ".join(result.stderr.split())
+    assert "unknown scenario id(s): nope, basic-helo (did you mean 'basic-hello'?)" in text
+    assert "known: basic-hello, basic-joke, cont-sister" in text
+
+
+def test_timeouts_behind_a_local_server_hint_at_the_timeout_or_one_call_at_a_time(small_project, openai_server,
+                                                                                  monkeypatch):
+    server = openai_server(lambda call: hang(1.0) if "joke" in call.messages[-1]["content"] else OK)
+    use_server(monkeypatch, server)
+    arguments = ["run", "--prompts-dir", str(small_project["prompts"]), "--scenarios-dir",
+                 str(small_project["scenarios"]), "--output", str(small_project["runs"]), "--no-cache",
+                 "--timeout", "0.3", "--max-attempts", "1", "--no-langfuse"]
+    result = runner.invoke(app, [*arguments, "-c", "4"])
+    assert result.exit_code == 1
+    text = " ".join(result.stderr.split())
+    assert "hint: calls timed out against a server on this machine (127.0.0.1) at -c 4" in text
+    assert "raise --timeout, or run with -c 1" in text
+    alone = runner.invoke(app, [*arguments, "-c", "1"])
+    assert alone.exit_code == 1 and "hint:" not in alone.stderr  # one at a time: no queue to blame
+
+
+def test_unreported_token_usage_is_unknown_not_zero(small_project, openai_server, monkeypatch):
+    from evaluators.inputs.pricing import Price
+    from evaluators.report.run_tables import versions_table
+
+    server = openai_server(stream_usage=False)
+    use_server(monkeypatch, server)
+    report = run_evaluation(config(small_project, responder="openai", use_cache=False,
+                                   prices={"test-model": Price(1.0, 2.0)}), default_evaluator())
+    summary = report.summaries["v1"]
+    assert summary["usage_unknown_calls"] == summary["api_calls"] == 5 and summary["cost_usd"] is None
+    from rich.console import Console
+    console = Console(width=120, record=True, force_terminal=False)
+    console.print(versions_table(report.summaries, default_evaluator().rubric))
+    row = next(line for line in console.export_text().splitlines() if line.startswith("v1 ") and "unknown" in line)
+    assert row.split()[-2:] == ["unknown", "unknown"] and "$0.0000" not in console.export_text()
+
+
+def test_versions_come_in_one_order_whichever_case_finished_first():
+    from evaluators.release.rules import release_report
+    from evaluators.release.summaries import version_summaries
+    from tests.support.release_factory import version_cases
+
+    cases = version_cases("v10-late", [0.8] * 4) + version_cases("v2-warm", [0.8] * 4) + version_cases("v1", [0.8] * 4)
+    orders = []
+    for shuffled in (cases, cases[::-1], cases[4:] + cases[:4]):
+        report = release_report(shuffled, default_evaluator().rubric)
+        orders.append(([d.prompt_version for d in report.decisions], list(version_summaries(shuffled))))
+    assert all(order == (["v1", "v2-warm", "v10-late"],) * 2 for order in orders)
