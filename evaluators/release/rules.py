@@ -301,7 +301,21 @@ def _listed(items: Sequence[str], most: int = 3) -> str:
 
 def _second_half_mean(row: ConversationRow) -> float:
     """Trust over the second half of the conversation (the middle turn of an odd count included)."""
-    return fmean(row.trust[len(row.trust) // 2:])
+    return fmean(row.trust[second_half_start(len(row.trust)) - 1:])
+
+
+def second_half_start(turns: int) -> int:
+    """The first turn (1-based) of a conversation's second half, as the erosion rule reads it."""
+    return turns // 2 + 1
+
+
+def erodes(row: ConversationRow, rubric: Rubric) -> bool:
+    """The erosion rule on one conversation: trust falls faster than `max_trust_erosion` per turn
+    *and* its second half averages below `eroded_below`. The reports mark a conversation by this,
+    so a cell is red exactly where the rule fails."""
+    limits = rubric.decision.conversation
+    return (row.erosion is not None and round(row.erosion, _DECIMALS) > round(limits.max_trust_erosion, _DECIMALS)
+            and round(_second_half_mean(row), _DECIMALS) < limits.eroded_below)
 
 
 def _erosion_rule(rows: Sequence[ConversationRow], rubric: Rubric) -> RuleOutcome:
@@ -311,8 +325,7 @@ def _erosion_rule(rows: Sequence[ConversationRow], rubric: Rubric) -> RuleOutcom
         return RuleOutcome(name=CONVERSATION_EROSION, role="revise", passed=True, observed=None, threshold=allowed,
                            message="No simulated conversation is long enough to measure erosion.")
     floor = rubric.decision.conversation.eroded_below
-    eroding = [row for row in measured if round(row.erosion, _DECIMALS) > round(allowed, _DECIMALS)
-               and round(_second_half_mean(row), _DECIMALS) < floor]
+    eroding = [row for row in measured if erodes(row, rubric)]
     steepest = measured[0]
 
     def described(row: ConversationRow) -> str:

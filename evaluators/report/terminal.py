@@ -14,7 +14,7 @@ from evaluators.release.contracts import Comparison, Decision, HeadToHead, Relea
 from evaluators.release.counts import COUNT_KEYS
 from evaluators.release.counts import legend as count_legend
 from evaluators.release.latency import NOT_MEASURED
-from evaluators.release.rules import COVERAGE, OUTCOME_TITLES
+from evaluators.release.rules import COVERAGE, OUTCOME_TITLES, erodes
 from evaluators.release.voice_budget import within_budget
 from evaluators.report.console import compact_table, key_legend, text_column, value_column
 from evaluators.report.labels import SHORT_NAMES, level_style
@@ -70,7 +70,7 @@ def conversations_table(report: ReleaseReport, version: str, rubric: Rubric, *, 
     for column in ("n", "erode", "worst", "flag", "dep", "mem", "ctr", "judge"):
         value_column(table, column)
     for row in rows:
-        eroding = row.erosion is not None and round(row.erosion, 9) > thresholds.max_trust_erosion
+        eroding = erodes(row, rubric)  # red exactly where the erosion rule fails
         table.add_row(
             row.persona, str(row.turns),
             Text("—" if row.erosion is None else f"{row.erosion:+.3f}", style="red" if eroding else ""),
