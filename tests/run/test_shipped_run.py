@@ -6,10 +6,6 @@ variables), then checks the store and that the versions differ the way they were
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import pytest
 
 from evaluators.inputs.personas import load_personas
@@ -17,8 +13,6 @@ from evaluators.inputs.prompts import load_prompts
 from evaluators.inputs.scenarios import load_scenarios
 from evaluators.run.responder import load_recordings
 from evaluators.run.simulation.recordings import load_persona_recordings
-from evaluators.store.run_store import RunStore
-from tests.support.paths import PROJECT_ROOT
 
 pytestmark = pytest.mark.slow  # the whole shipped run
 
@@ -48,18 +42,6 @@ def test_every_shipped_persona_has_a_recorded_conversation_per_shipped_version()
             assert 4 <= len(recorded.users) <= min(10, persona.max_turns), f"{version}/{persona.id}"
     known = {(v, p.id) for v in versions for p in personas}
     assert set(conversations) <= known, f"recordings without a persona: {sorted(set(conversations) - known)}"
-
-
-@pytest.fixture(scope="module")
-def shipped_run(tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("fresh")
-    env = {key: value for key, value in os.environ.items() if not key.startswith("OPENAI_")}
-    completed = subprocess.run(
-        [sys.executable, str(PROJECT_ROOT / "scripts" / "evaluate_prompts.py"), "--output", str(workdir / "runs"),
-         "--run-id", "shipped"],
-        cwd=workdir, env=env, capture_output=True, text=True, timeout=900,
-    )
-    return completed, RunStore.open(workdir / "runs" / "shipped")
 
 
 def test_the_main_job_runs_offline_and_prints_the_per_version_table(shipped_run):
