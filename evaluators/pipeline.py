@@ -19,6 +19,7 @@ from importlib.metadata import version as package_version
 from pathlib import Path
 
 from evaluators.core.locations import PROJECT_ROOT, display_path, manifest_path, read_data_file, short_hash
+from evaluators.core.problems import did_you_mean
 from evaluators.core.response_cache import ResponseCache
 from evaluators.core.retry import RetryPolicy
 from evaluators.inputs.contracts import PromptVersion, Scenario
@@ -60,7 +61,7 @@ from evaluators.run.simulation.recordings import load_persona_recordings, person
 from evaluators.run.simulation.simulator import OpenAISimulator, ReplaySimulator, Simulator
 from evaluators.run.simulation.stage import ConversationStage
 from evaluators.scoring.heuristics import HeuristicEvaluator
-from evaluators.store.records import CaseResult
+from evaluators.store.records import CaseResult, version_order
 from evaluators.store.run_store import RunInputs, RunStore, StoreError, git_state, new_run_id, run_id_problem, utc_now
 
 BATCH_STATE_FILE = "judge-batch.json"  # in the run directory: the Batch API batches this run submitted
@@ -147,6 +148,15 @@ def choose_simulator(config: RunConfig, responder: Responder, environ: Mapping[s
     return OpenAISimulator.from_environment(environ, timeout_s=config.timeout_s, retry=retry, cache=cache)
 
 
+def _unknown_ids(unknown: Sequence[str], known: set[str]) -> str:
+    """`nope, basic-helo (did you mean 'basic-hello'?)`: each unknown id, with the one most likely meant."""
+    shown = []
+    for item in unknown:
+        hint = did_you_mean(item, known)
+        shown.append(f"{item} ({hint.removeprefix('; ')})" if hint.startswith("; did you mean") else item)
+    return ", ".join(shown)
+
+
 def _select_scenarios(config: RunConfig, rubric_evaluator: HeuristicEvaluator
                       ) -> tuple[list[Scenario], list[Scenario], dict[str, Persona]]:
     """The whole scenario set (personas included), the scenarios the run is asked for, and the
@@ -163,7 +173,8 @@ def _select_scenarios(config: RunConfig, rubric_evaluator: HeuristicEvaluator
     if config.scenario_ids:
         unknown = [sid for sid in config.scenario_ids if sid not in known]
         if unknown:
-            raise RunConfigError(f"--scenario: unknown scenario id(s): {', '.join(unknown)}")
+            raise RunConfigError(f"--scenario: unknown scenario id(s): {_unknown_ids(unknown, known)}; known: "
+                                 f"{', '.join(sorted(known))} (penpal-eval scenarios list)")
     if config.persona_ids:
         unknown = [pid for pid in config.persona_ids if pid not in persona_ids]
         if unknown:
@@ -271,8 +282,8 @@ def _manifest(config: RunConfig, run_id: str, prompts: Sequence[PromptVersion], 
         "sample_data": responder.kind == "replay",
         # The whole scenario set and the selection: what a release decision's coverage is measured against.
         COVERAGE_KEY: ScenarioSet.of_scenarios(every_scenario or scenarios, scenarios, families=config.families,
-                                               scenario_ids=[*(config.scenario_ids or ()),
-                                                             *(config.persona_ids or ())]).record(),
+                                               scenario_ids=config.scenario_ids,
+                                               persona_ids=config.persona_ids).record(),
     }
 
 
@@ -497,8 +508,8 @@ async def execute(
             await judge.aclose()
         for sink in sinks:
             await sink.aclose()
-    versions = [prompt.version for prompt in prepared.plan.prompts]
-    summaries = version_summaries(outcome.cases, versions, prepared.config.prices, evaluator.rubric.voice)
+    versions = sorted((prompt.version for prompt in prepared.plan.prompts), key=version_order)
+    summaries = version_summaries(outcome.cases, versions, prepared.config.prices, rubric=evaluator.rubric)
     judge_summary = run_judge_summary(outcome.cases, judge, evaluator.rubric, prepared.judge_warnings) if judge else None
     if judge_summary is not None and batch is not None:
         judge_summary["batch"] = asdict(batch.stats)

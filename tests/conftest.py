@@ -3,15 +3,20 @@ small run inputs, and the opt-in switch for tests that start a real model (llama
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from evaluators.store.run_store import RunStore
 from tests.servers.langfuse import LangfuseCompatServer
 from tests.servers.llama import running_llama_server
 from tests.servers.openai_compat import OK, FaultPlan, OpenAICompatServer
+from tests.support.paths import PROJECT_ROOT
 from tests.support.project import PROMPT, RECORDED, SCENARIOS, write_files
 
 
@@ -31,6 +36,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "llm" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def shipped_run(tmp_path_factory) -> tuple[subprocess.CompletedProcess, RunStore]:
+    """The README's main job, once per session: scripts/evaluate_prompts.py as a user runs it (a fresh
+    working directory, no API variables), replaying the shipped versions over every scenario."""
+    workdir = tmp_path_factory.mktemp("fresh")
+    env = {key: value for key, value in os.environ.items() if not key.startswith("OPENAI_")}
+    completed = subprocess.run(
+        [sys.executable, str(PROJECT_ROOT / "scripts" / "evaluate_prompts.py"), "--output", str(workdir / "runs"),
+         "--run-id", "shipped"],
+        cwd=workdir, env=env, capture_output=True, text=True, timeout=900,
+    )
+    return completed, RunStore.open(workdir / "runs" / "shipped")
 
 
 @pytest.fixture

@@ -6,9 +6,11 @@ Commands live in the modules beside this one; this package only names them (see
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
-from evaluators.cli.lazy import LazyCommand, lazy_group
+from evaluators.cli.lazy import HELP_MARKUP, LazyCommand, lazy_group
 
 LAZY_COMMANDS: dict[str, LazyCommand] = {
     "score": LazyCommand("evaluators.cli.score:score", "Score one reply (--response) or a JSON-lines file of records "
@@ -46,13 +48,26 @@ app = typer.Typer(
     help="Score voice-companion replies on the Penpal rubric.",
     no_args_is_help=True,
     add_completion=False,
-    rich_markup_mode="markdown",
+    rich_markup_mode=HELP_MARKUP,
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            typer.echo(f"penpal-eval {version('penpal-eval')}")
+        except PackageNotFoundError:  # a checkout run without installing the package
+            typer.echo("penpal-eval (not installed: no version recorded)")
+        raise typer.Exit()
+
+
 @app.callback()
-def main() -> None:
-    """Every command is a lazy one, so a callback makes `app` a group (typer needs one registered)."""
+def main(version: Annotated[bool, typer.Option(
+        "--version", callback=_print_version, is_eager=True, help="Print the version and exit.")] = False) -> None:
+    """Every command is a lazy one, so a callback makes `app` a group (typer needs one registered);
+    it also answers --version."""
 
 
 if __name__ == "__main__":

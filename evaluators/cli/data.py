@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.text import Text
 
 from evaluators.cli.common import fail_all
-from evaluators.cli.lazy import LazyCommand, lazy_group
+from evaluators.cli.lazy import HELP_MARKUP, LazyCommand, lazy_group
 from evaluators.core.text import plural
 from evaluators.inputs.contracts import FAMILIES, PromptVersion
 from evaluators.inputs.personas import PersonaError, PersonaSet, load_personas, persona_scenario, personas_dir
@@ -38,10 +38,10 @@ PromptsDir = Annotated[
 ]
 
 scenarios_app = typer.Typer(help="Check and list the scenario sets.", no_args_is_help=True, add_completion=False,
-                            rich_markup_mode="markdown")
+                            rich_markup_mode=HELP_MARKUP)
 prompts_app = typer.Typer(
     help="Check and list the companion prompt versions.", no_args_is_help=True, add_completion=False,
-    rich_markup_mode="markdown",
+    rich_markup_mode=HELP_MARKUP,
     # `prompts push` needs the Langfuse SDK: imported only when it runs.
     cls=lazy_group({"push": LazyCommand("evaluators.cli.langfuse:prompts_push", "Create or update Langfuse prompts "
                                         "from prompts/: text as the prompt, model settings as config.")}),

@@ -21,6 +21,7 @@ from rich.text import Text
 
 from evaluators.cli.common import EXIT_OK, EXIT_USAGE, RubricOption, fail, load_evaluator, terminate_as_interrupt
 from evaluators.cli.judge import JudgeModelOption, SamplingChoice, build_judge, judge_config
+from evaluators.cli.lazy import HELP_MARKUP
 from evaluators.cli.scale import AddressOption, Engine, EngineOption, WorkersOption
 from evaluators.core.locations import PROJECT_ROOT, display_path
 from evaluators.core.text import plural
@@ -50,7 +51,7 @@ EXIT_INTERRUPTED = 130  # SIGINT or SIGTERM (a cancelled CI job)
 
 langfuse_app = typer.Typer(help="Set up Langfuse for the suite: score configs, the scenario dataset and the "
                                 "dashboard.", no_args_is_help=True, add_completion=False,
-                           rich_markup_mode="markdown")
+                           rich_markup_mode=HELP_MARKUP)
 
 
 def _settings_or_exit() -> LangfuseSettings:
@@ -327,6 +328,10 @@ def monitor(
                               ] = PROJECT_ROOT / "runs" / "monitor-sampling.json",
     feedback_score: Annotated[str, typer.Option(help="Score name of user feedback; negative feedback always "
                                                      "triggers the judge.")] = DEFAULT_FEEDBACK_SCORE,
+    lenient: Annotated[bool, typer.Option(
+        "--lenient", help="Read a generation whose input messages carry unknown keys or roles, or content of "
+                          "another type, as before (whatever can be read), instead of naming it and leaving it "
+                          "unscored.")] = False,
     engine: EngineOption = Engine.local,
     address: AddressOption = None,
     workers: WorkersOption = 2,
@@ -341,8 +346,14 @@ def monitor(
     always on a hard flag, a weak metric or negative feedback), and pushes the scores onto
     their traces. A second pass over the same window adds nothing.
 
+    A generation's input is read as chat messages (role, content, name, tool_calls, ...): one
+    with an unknown key or role, or content that is neither text nor a list of parts, is named
+    with the key most likely meant and left unscored (--lenient reads it anyway). An empty
+    reply is scored as silence.
+
     Exit codes: 0 done; 1 some scores were not delivered, a score config is missing, or
-    Langfuse failed; 2 bad options or Langfuse not configured.
+    Langfuse failed; 2 bad options, Langfuse not configured, or some generation's input breaks
+    the message contract (the others are scored).
     """
     moment = parse_since(since)
     settings = _settings_or_exit()
@@ -372,14 +383,16 @@ def monitor(
     try:
         report = monitor_pass(rest, evaluator, moment, judge=llm_judge, sampling=sampling, name=name,
                               environment=environment, include_evaluation=include_evaluation,
-                              feedback_score=feedback_score, score_cases=score_cases)
+                              feedback_score=feedback_score, score_cases=score_cases, strict=not lenient)
     except LangfuseCallFailed as error:
         raise fail(f"error: {error}", EXIT_UNDELIVERED) from None
     finally:
         _shutdown(settings)
     for line in report.lines():
         stdout_console().print(Text(line))
-    raise typer.Exit(code=EXIT_UNDELIVERED if report.scores_undelivered or report.problems else EXIT_OK)
+    if report.scores_undelivered or report.problems:
+        raise typer.Exit(code=EXIT_UNDELIVERED)
+    raise typer.Exit(code=EXIT_USAGE if report.invalid else EXIT_OK)
 
 
 def prompts_push(

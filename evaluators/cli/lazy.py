@@ -16,6 +16,11 @@ import typer
 from typer import _click
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
+# Help is click's plain layout, not typer's rich panels: the panels squeeze option names, types
+# and descriptions into a table that, at 80 columns, cuts descriptions with "…"; the plain layout
+# wraps every description whole, under its option when the option is long.
+HELP_MARKUP = None
+
 
 class _PlainArgument(TyperArgument):
     """An argument shown as RUN_DIR in the usage line, not typer's {run_dir}."""
@@ -37,12 +42,25 @@ def tidy_help(command: _click.Command) -> _click.Command:
             param.__class__ = _PlainArgument
         elif isinstance(param, TyperOption) and param.is_flag and param.metavar is None:
             param.metavar = ""
+        elif isinstance(param, TyperOption) and param.metavar is None and _long_choices(param):
+            # `--family <list[basic|emotional_support|...]>` would not fit a line: name the value, list the choices.
+            param.metavar = (param.name or "value").upper()
+            param.help = f"{param.help or ''} One of: {', '.join(_long_choices(param))}.".strip()
     for subcommand in getattr(command, "commands", {}).values():
         tidy_help(subcommand)
     return command
 
 
-def build_command(function: Any, name: str, rich_markup_mode: Any = "markdown") -> _click.Command:
+def _long_choices(param: TyperOption) -> list[str]:
+    """The option's choices when, written out as its metavar, they would not fit beside it."""
+    descriptor = param.type_descriptor
+    if not descriptor.is_choice:
+        return []
+    choices = [str(getattr(choice, "value", choice)) for choice in descriptor.choices or ()]
+    return choices if len("|".join(choices)) > 40 else []
+
+
+def build_command(function: Any, name: str, rich_markup_mode: Any = HELP_MARKUP) -> _click.Command:
     """The click command for one command function, tidied (also used by scripts/evaluate_prompts.py)."""
     single = typer.Typer(rich_markup_mode=rich_markup_mode, add_completion=False)
     single.command(name)(function)

@@ -35,7 +35,7 @@ from evaluators.report.frames import write_release_files
 from evaluators.report.html import render_html
 from evaluators.report.terminal import comparison_table, print_notices, print_release
 from evaluators.rubric.loader import Rubric, RubricError, default_rubric, load_rubric
-from evaluators.store.records import CaseResult
+from evaluators.store.records import CaseResult, versions_of
 from evaluators.store.run_store import RunStore, StoreError
 
 # `decide` exit codes, most severe outcome wins. 1 and 2 keep their meaning across the CLI.
@@ -214,8 +214,8 @@ def report(
 
 def _pairs(a: ReleaseRun, b: ReleaseRun, versions: Sequence[str] | None) -> list[tuple[str, str]]:
     """(version in A, version in B) pairs: the same name in both runs, or each run's only version."""
-    in_a = list(dict.fromkeys(case.prompt_version for case in a.cases))
-    in_b = list(dict.fromkeys(case.prompt_version for case in b.cases))
+    in_a = versions_of(a.cases)
+    in_b = versions_of(b.cases)
     if versions:
         missing = [f"{name} (not in {side.run_id})" for name in versions for side, present in ((a, in_a), (b, in_b))
                    if name not in present]
@@ -292,7 +292,7 @@ def print_run_decisions(store: RunStore, cases: list[CaseResult], rubric: Rubric
     baselines = manifest.get("config", {}).get("baselines") or {}
     record = manifest.get(COVERAGE_KEY)
     scenario_set = ScenarioSet.from_record(record) if isinstance(record, dict) and record.get("scenarios") else None
-    present = list(dict.fromkeys(case.prompt_version for case in cases))
+    present = versions_of(cases)
     decidable = [version for version in present
                  if any(case.status == "ok" for case in cases if case.prompt_version == version)]
     errors = stderr_console()

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
 from typing import Annotated
+from urllib.parse import urlsplit
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -160,6 +161,27 @@ def _print_failures(report: RunReport, limit: int = 10) -> None:
         errors.print(Text(printable(f"  {case.case_id}: {case.error}"), style="yellow"))
     if len(failed) > limit:
         errors.print(Text(f"  ... and {len(failed) - limit} more (see cases.jsonl)", style="yellow"))
+    if hint := timeout_hint(failed, report.store.manifest.get("config", {})):
+        errors.print(Text(f"hint: {hint}", style="yellow"))
+
+
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "0.0.0.0", "[::1]", "::1")
+
+
+def timeout_hint(failed: list[CaseResult], config: dict) -> str | None:
+    """When calls timed out against a server on this machine at concurrency above one: a local
+    server often answers one request at a time (llama.cpp's server has one slot unless told
+    otherwise), so the others wait in its queue until the per-call timeout runs out."""
+    endpoint = urlsplit(config.get("endpoint") or "").hostname or ""
+    concurrency, timeout = config.get("concurrency") or 1, config.get("timeout_s")
+    if not any("timeout" in (case.error or "") for case in failed) or concurrency <= 1:
+        return None
+    if endpoint not in {host.strip("[]") for host in LOCAL_HOSTS}:
+        return None
+    shown = f"{timeout:g} s" if isinstance(timeout, int | float) else "the timeout"
+    return (f"calls timed out against a server on this machine ({endpoint}) at -c {concurrency}: a local server "
+            f"that answers one request at a time keeps the others queued past {shown}; raise --timeout, or run "
+            "with -c 1 (or give the server more slots)")
 
 
 # CLI parameter -> the RunConfig field it sets, for the inputs a resumed run restores.

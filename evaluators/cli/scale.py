@@ -7,6 +7,7 @@ load Ray, pandas' Arrow writers or the cluster client.
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from enum import Enum
 from pathlib import Path
 from typing import Annotated
@@ -43,11 +44,12 @@ def ray_settings(address: str | None, workers: int, rubric_path: Path | None):
 
 
 def score_with_ray(file: Path, output: Path | None, address: str | None, workers: int,
-                   rubric_path: Path | None) -> None:
-    """Score FILE (JSON lines or Parquet; a path or a URI) on Ray; rows as `score_frame` gives them."""
+                   rubric_path: Path | None, *, strict: bool = False) -> None:
+    """Score FILE (JSON lines or Parquet; a path or a URI) on Ray; rows as `score_frame` gives them.
+    `strict`: records by the `score` contract (exit 2 when some record breaks it)."""
     from evaluators.integrations.scale.ray_scoring import score_file_on_ray
 
-    settings = ray_settings(address, workers, rubric_path)
+    settings = replace(ray_settings(address, workers, rubric_path), strict=strict)
     if str(file) == "-":
         raise fail("error: --engine ray reads a file or URI, not stdin", EXIT_USAGE)
     errors = stderr_console()
@@ -64,5 +66,7 @@ def score_with_ray(file: Path, output: Path | None, address: str | None, workers
     errors.print(Text(f"scored {summary.scored} of {summary.records} record(s) on {where} with {settings.workers} "
                       f"worker(s) in {summary.seconds:.1f}s ({summary.per_second:.0f} per second); "
                       f"{summary.failed} could not be scored"))
+    if strict and summary.invalid:
+        raise typer.Exit(code=EXIT_USAGE)
     if summary.failed:
         raise typer.Exit(code=EXIT_RECORD_ERRORS)

@@ -47,6 +47,7 @@ class LineOutcome:
     line: int
     record: dict
     error: str | None = None
+    invalid: bool = False  # the line is not a record by the contract (bad JSON, unknown key, wrong type)
 
 
 def _record_id(record: object) -> str | None:
@@ -55,11 +56,13 @@ def _record_id(record: object) -> str | None:
     return None
 
 
-def score_jsonl(stream: BinaryIO, evaluator: HeuristicEvaluator | None = None) -> Iterator[LineOutcome]:
+def score_jsonl(stream: BinaryIO, evaluator: HeuristicEvaluator | None = None, *,
+                strict: bool = False) -> Iterator[LineOutcome]:
     """Score a JSON-lines stream in input order, without reading it all first.
 
     Lines flow through `score_records`, which scores them in batches; a record without an
-    id is named after its line number.
+    id is named after its line number. `strict` reads each record by the contract
+    (evaluators.scoring.contracts.StrictReplyRecord).
     """
     from evaluators.scoring.api import Unscored, score_records
 
@@ -74,7 +77,7 @@ def score_jsonl(stream: BinaryIO, evaluator: HeuristicEvaluator | None = None) -
             # A line that is not JSON still takes its place in the stream; its reason wins below.
             yield record if line.error is None else None
 
-    for outcome in score_records(records(), evaluator=evaluator):
+    for outcome in score_records(records(), evaluator=evaluator, strict=strict):
         line = pending.popleft()
         if line.error is None and not isinstance(outcome, Unscored):
             yield LineOutcome(line.number, outcome.to_record())
@@ -83,7 +86,7 @@ def score_jsonl(stream: BinaryIO, evaluator: HeuristicEvaluator | None = None) -
         record = {"id": _record_id(line.record), "line": line.number, "error": reason}
         if line.error is None and outcome.notices:
             record["notices"] = outcome.to_record()["notices"]
-        yield LineOutcome(line.number, record, reason)
+        yield LineOutcome(line.number, record, reason, invalid=line.error is not None or not outcome.notices)
 
 
 @contextmanager
@@ -107,25 +110,27 @@ def _progress(console: Console, enabled: bool) -> Iterator[Callable[[int, int], 
         yield update
 
 
-def _write_jsonl(stream: BinaryIO, out: IO[str], evaluator: HeuristicEvaluator) -> int:
-    """Score every line to `out`; returns how many lines failed."""
+def _write_jsonl(stream: BinaryIO, out: IO[str], evaluator: HeuristicEvaluator, strict: bool) -> tuple[int, int]:
+    """Score every line to `out`; returns (lines that are not records by the contract, lines left
+    unscored for their text, e.g. a user message in another language)."""
     errors = stderr_console()
-    scored = failed = 0
+    scored = failed = invalid = 0
     with _progress(errors, enabled=stderr_is_tty()) as update:
-        for outcome in score_jsonl(stream, evaluator):
+        for outcome in score_jsonl(stream, evaluator, strict=strict):
             if outcome.error is None:
                 scored += 1
                 for notice in outcome.record.get("notices", []):  # scored, but not quite as written: say so
                     errors.print(Text(f"line {outcome.line}: {notice['text']}", style="yellow"))
             else:
                 failed += 1
+                invalid += outcome.invalid
                 errors.print(Text(f"line {outcome.line}: {outcome.error}"))
             out.write(json.dumps(outcome.record) + "\n")
             update(scored, failed)
     out.flush()
     if not scored and not failed:  # an empty input is worth saying, not a silent success
         errors.print(Text("no records: the input has no non-blank lines", style="yellow"))
-    return failed
+    return invalid, failed - invalid
 
 
 # --- commands ---------------------------------------------------------------------------------
@@ -155,6 +160,9 @@ def score(
         typer.Option("--output", "-o", help="With FILE: write the JSON lines here instead of stdout.",
                      dir_okay=False, show_default=False),
     ] = None,
+    lenient: Annotated[bool, typer.Option(
+        "--lenient", help="Read FILE records as before the contract was enforced: unknown keys ignored, a missing "
+                          "user_message empty, a lone string history one turn.")] = False,
     engine: EngineOption = Engine.local,
     address: AddressOption = None,
     workers: WorkersOption = 2,
@@ -162,20 +170,28 @@ def score(
 ) -> None:
     """Score one reply (--response) or a JSON-lines file of records (FILE).
 
+    A FILE record is {"id", "history", "user_message", "response"}: response and user_message
+    are required (user_message "" for an opening line), history (a list of strings, oldest
+    first) and id (text or a number) may be left out. A key the contract does not know, a
+    value of the wrong type or a missing required key is an error naming the line and the
+    key, with the key most likely meant; --lenient reads such records as before.
+
     FILE mode writes one JSON line per input line, in order: the record's id, each metric,
     quality_level, evidence and flags. A line that is not valid JSON or not a valid record is
     reported on stderr as 'line N: reason' and written as {"id", "line", "error"}; the other
-    lines are still scored. A record whose user message or reply is not in English is left
-    unscored the same way, its line carrying an unsupported_language notice. Blank lines are
-    skipped; a record without an id gets its line number. Ids are always text ("7" for an id
-    of 7); --response --json has none (null).
+    lines are still scored. An empty reply is scored as silence (the silent_reply flag), a
+    reply in another language than the user's as wrong_language; a record whose user message
+    is not in English is left unscored, its line carrying an unsupported_language notice.
+    Blank lines are skipped; a record without an id gets its line number. Ids are always text
+    ("7" for an id of 7); --response --json has none (null).
 
     With `--engine ray` FILE may also be Parquet or an object-store URI, and the output (JSON
     lines, or Parquet when --output ends in .parquet) has the columns of `score_frame`, an
     error row in place of each record that could not be scored (see docs/scale.md).
 
-    Exit codes: 0 every record scored; 1 some record could not be scored; 2 bad arguments or
-    an invalid --rubric file.
+    Exit codes: 0 every record scored; 1 some record left unscored (a user message in another
+    language; with --lenient, any record that could not be read); 2 bad arguments, an invalid
+    --rubric file, or some line that is not a record by the contract (the others are scored).
     """
     if file is not None and response is not None:
         raise typer.BadParameter("give either FILE or --response, not both", param_hint="FILE / --response")
@@ -185,6 +201,8 @@ def score(
     if file is not None and (user is not None or history):
         raise typer.BadParameter("--user and --history go with --response; in FILE mode each record has them",
                                  param_hint="--user / --history")
+    if lenient and file is None:
+        raise typer.BadParameter("--lenient reads FILE records; --response is one reply", param_hint="--lenient")
     if response is not None and output is not None:
         raise typer.BadParameter("--output goes with FILE; use --json and redirect stdout",
                                  param_hint="--output")
@@ -194,7 +212,7 @@ def score(
             raise typer.BadParameter("--engine ray scores a FILE, not --response", param_hint="--engine")
         from evaluators.cli.scale import score_with_ray
 
-        score_with_ray(file, output, address, workers, rubric_path)
+        score_with_ray(file, output, address, workers, rubric_path, strict=not lenient)
         return
     evaluator = load_evaluator(rubric_path)
     if response is not None:
@@ -202,8 +220,14 @@ def score(
         return
 
     with ExitStack() as stack:
-        failed = _write_jsonl(open_input(stack, file), open_output(stack, output), evaluator)
-    if failed:
+        invalid, unscored = _write_jsonl(open_input(stack, file), open_output(stack, output), evaluator,
+                                         strict=not lenient)
+    if invalid and not lenient:
+        stderr_console().print(Text(f"{plural(invalid, 'line')} not a record by the contract "
+                                    "{id, history, user_message, response}; --lenient reads records as before",
+                                    style="yellow"))
+        raise typer.Exit(code=EXIT_USAGE)
+    if invalid or unscored:
         raise typer.Exit(code=EXIT_RECORD_ERRORS)
 
 

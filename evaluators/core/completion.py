@@ -10,8 +10,12 @@ from evaluators.core.text_safety import Notice
 
 
 class Usage(BaseModel):
+    """Tokens a call used. `reported` is False when the server sent no usage: the counts are then
+    unknown (not zero), and so is the call's cost."""
+
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    reported: bool = True
 
     @property
     def total_tokens(self) -> int:
@@ -19,7 +23,8 @@ class Usage(BaseModel):
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(prompt_tokens=self.prompt_tokens + other.prompt_tokens,
-                     completion_tokens=self.completion_tokens + other.completion_tokens)
+                     completion_tokens=self.completion_tokens + other.completion_tokens,
+                     reported=self.reported and other.reported)
 
 
 class Completion(BaseModel):

@@ -18,9 +18,16 @@ from evaluators.core.locations import field_path
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
-    """`; did you mean 'temperature'?` for a near miss, else ``; known: a, b, c``."""
+    """`; did you mean 'temperature'?` for a near miss, else ``; known: a, b, c``.
+
+    A near miss is a close spelling (`temprature`), or the one known name the word is a part of
+    (`user` → `user_message`): a shortened name is as common a slip as a typo.
+    """
     known = sorted(set(choices))
     close = get_close_matches(word, known, n=1, cutoff=0.6)
+    if not close:
+        parts = [name for name in known if word.lower() in name.lower().split("_")]
+        close = parts if len(parts) == 1 else []
     if close:
         return f"; did you mean {close[0]!r}?"
     return f"; known: {', '.join(known)}" if known else ""

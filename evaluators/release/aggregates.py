@@ -18,11 +18,12 @@ from collections.abc import Callable, Iterable, Sequence
 from evaluators.core.names import OVERALL, SCORE_COLUMNS
 from evaluators.judge.result import is_usable
 from evaluators.release.contracts import ConversationRow, FairnessGap, GroupMeans, VersionAggregate
+from evaluators.release.counts import version_counts
 from evaluators.release.hard_criteria import case_hard_criteria, case_passes_hard_criteria
 from evaluators.release.latency import version_latency
 from evaluators.release.summaries import judge_aggregates
 from evaluators.rubric.loader import Rubric
-from evaluators.store.records import CaseResult
+from evaluators.store.records import CaseResult, versions_of
 
 UNSPECIFIED_GROUP = "unspecified"  # "no age group given" is not a group of people to compare
 _DECIMALS = 9
@@ -162,8 +163,7 @@ def version_aggregate(version: str, cases: Sequence[CaseResult], rubric: Rubric)
         judge=judge_aggregates(mine),
         hard_criteria_pass_rate=pass_rate,
         hard_criteria={name: exact_mean(values) for name, values in criteria.items()},
-        safety_cases=len(safety),
-        safety_scored=sum(case.status == "ok" for case in safety),
+        counts=version_counts(mine, rubric),
         safety_failed=safety_failed,
         composite=composite,
         quality_level=rubric.quality_level(average) if average is not None else None,
@@ -204,6 +204,6 @@ def version_aggregates(cases: Iterable[CaseResult], rubric: Rubric,
                        versions: Sequence[str] | None = None) -> dict[str, VersionAggregate]:
     """Aggregates per version, in `versions` order or the order versions first appear."""
     cases = list(cases)
-    order = list(versions) if versions is not None else list(dict.fromkeys(case.prompt_version for case in cases))
+    order = list(versions) if versions is not None else versions_of(cases)
     return {version: version_aggregate(version, cases, rubric) for version in order}
 

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from evaluators.core.names import OVERALL
 from evaluators.judge.result import PairwiseComparison
+from evaluators.release.counts import VersionCounts
 
 OUTCOMES: tuple[str, ...] = ("deploy", "ab_test", "revise", "incomplete")
 # What a rule means for the outcome: failing a "revise" rule forces revise; every "deploy" rule
@@ -129,8 +130,7 @@ class VersionAggregate(BaseModel):
     judge: dict | None = None  # evaluators.release.summaries.judge_aggregates
     hard_criteria_pass_rate: float | None = None
     hard_criteria: dict[str, float] = Field(default_factory=dict)  # pass rate per criterion
-    safety_cases: int = 0
-    safety_scored: int = 0
+    counts: VersionCounts  # every count the outputs show (evaluators.release.counts), computed once
     safety_failed: dict[str, list[str]] = Field(default_factory=dict)  # scenario id -> failed criteria
     composite: float | None = None
     quality_level: str | None = None
@@ -145,6 +145,14 @@ class VersionAggregate(BaseModel):
     @property
     def average(self) -> float | None:
         return self.means.get(OVERALL)
+
+    @property
+    def safety_cases(self) -> int:
+        return self.counts.safety_scenarios
+
+    @property
+    def safety_scored(self) -> int:
+        return self.counts.safety_scored
 
 
 class MetricDelta(BaseModel):
@@ -268,6 +276,7 @@ class Decision(BaseModel):
     quality_level: str
     composite: float
     hard_criteria_pass_rate: float
+    counts: VersionCounts | None = None  # the same counts as the aggregate's (None in decisions stored before)
     baseline: str | None = None
     rules: list[RuleOutcome]
     fired: list[str]  # names of the rules that decided the outcome, and any failing flag

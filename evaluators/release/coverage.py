@@ -28,26 +28,30 @@ class ScenarioSet:
     selected: tuple[str, ...]  # the scenarios the run was asked for (after --family / --scenario)
     families: tuple[str, ...] = ()  # the --family filter, when there was one
     scenario_ids: tuple[str, ...] = ()  # the --scenario filter, when there was one
+    persona_ids: tuple[str, ...] = ()  # the --persona filter, when there was one
     recorded: bool = True  # False: rebuilt from what the run holds (a manifest from before the record)
 
     def record(self) -> dict:
         """The manifest's form."""
         return {"scenarios": list(self.ids), "safety": sorted(self.safety), "selected": list(self.selected),
-                "families": list(self.families) or None, "scenario_ids": list(self.scenario_ids) or None}
+                "families": list(self.families) or None, "scenario_ids": list(self.scenario_ids) or None,
+                "persona_ids": list(self.persona_ids) or None}
 
     @classmethod
     def from_record(cls, record: dict) -> ScenarioSet:
         return cls(ids=tuple(record.get("scenarios") or ()), safety=frozenset(record.get("safety") or ()),
                    selected=tuple(record.get("selected") or record.get("scenarios") or ()),
-                   families=tuple(record.get("families") or ()), scenario_ids=tuple(record.get("scenario_ids") or ()))
+                   families=tuple(record.get("families") or ()), scenario_ids=tuple(record.get("scenario_ids") or ()),
+                   persona_ids=tuple(record.get("persona_ids") or ()))
 
     @classmethod
     def of_scenarios(cls, every: Sequence[Scenario], selected: Sequence[Scenario], *,
-                     families: Sequence[str] | None = None, scenario_ids: Sequence[str] | None = None) -> ScenarioSet:
+                     families: Sequence[str] | None = None, scenario_ids: Sequence[str] | None = None,
+                     persona_ids: Sequence[str] | None = None) -> ScenarioSet:
         return cls(ids=tuple(scenario.id for scenario in every),
                    safety=frozenset(scenario.id for scenario in every if scenario.safety),
                    selected=tuple(scenario.id for scenario in selected), families=tuple(families or ()),
-                   scenario_ids=tuple(scenario_ids or ()))
+                   scenario_ids=tuple(scenario_ids or ()), persona_ids=tuple(persona_ids or ()))
 
     @classmethod
     def of_cases(cls, cases: Sequence[CaseResult]) -> ScenarioSet:
@@ -59,7 +63,8 @@ class ScenarioSet:
     @property
     def filters(self) -> str:
         """The filters as typed on the command line ("" when the run took the whole set)."""
-        return " ".join([*(f"-f {family}" for family in self.families), *(f"-s {sid}" for sid in self.scenario_ids)])
+        return " ".join([*(f"-f {family}" for family in self.families), *(f"-s {sid}" for sid in self.scenario_ids),
+                         *(f"--persona {pid}" for pid in self.persona_ids)])
 
 
 def _count(number: int, thing: str) -> str:
@@ -91,12 +96,15 @@ def version_coverage(version: str, cases: Sequence[CaseResult], scenario_set: Sc
     if unjudged:
         reasons.append(f"{_count(len(unjudged), 'case')} could not be judged (the run asked for the judge and its "
                        "call failed)")
-    if not_run or failed or unjudged:
+    if (not_run or failed or unjudged) and not filtered_out:
         finish.append(f"finish the run: {resume}")
     if filtered_out:
         how = f" with {scenario_set.filters}" if scenario_set.filters else ""
         reasons.append(f"the run was filtered{how} ({_count(len(filtered_out), 'scenario')} left out)")
-        finish.append("run every scenario (no --family or --scenario) to decide a deploy")
+        # Resuming a filtered run finishes only its selection: it can never cover the set.
+        without = f" without {scenario_set.filters}" if scenario_set.filters else ""
+        finish.append(f"to decide a deploy, run every scenario: penpal-eval run{without} (resuming this run "
+                      "finishes only what the filter selected)")
     if not scenario_set.safety:
         reasons.append("the scenario set has no safety scenario")
         finish.append("add safety scenarios (safety: true) to the scenario set")

@@ -16,7 +16,7 @@ from evaluators.inputs.contracts import Scenario
 from evaluators.judge.pairwise import PairwiseJudge, judge_comparisons, plan_comparisons
 from evaluators.release.contracts import HeadToHead
 from evaluators.release.head_to_head import head_to_head, head_to_head_record
-from evaluators.store.records import CaseResult
+from evaluators.store.records import CaseResult, versions_of
 from evaluators.store.run_store import RunStore
 
 
@@ -33,7 +33,7 @@ class PairwiseOutcome:
 
 def baseline_pairs(cases: Sequence[CaseResult], baselines: Mapping[str, str | None]) -> list[tuple[str, str]]:
     """(candidate, baseline) for every version of the run whose baseline the run also holds."""
-    present = list(dict.fromkeys(case.prompt_version for case in cases))
+    present = versions_of(cases)
     return [(version, baselines[version]) for version in present
             if baselines.get(version) in present and baselines[version] != version]
 
@@ -41,7 +41,7 @@ def baseline_pairs(cases: Sequence[CaseResult], baselines: Mapping[str, str | No
 def chosen_pairs(cases: Sequence[CaseResult], baselines: Mapping[str, str | None], a: str | None,
                  b: str | None) -> list[tuple[str, str]]:
     """The pair asked for (A the candidate, B its baseline), else every version against its baseline."""
-    present = list(dict.fromkeys(case.prompt_version for case in cases))
+    present = versions_of(cases)
     if (a is None) != (b is None):
         raise PairwiseError("--a and --b go together: --a the candidate, --b the version it is compared with")
     if a is not None and b is not None:

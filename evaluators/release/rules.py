@@ -62,7 +62,7 @@ from evaluators.release.coverage import ScenarioSet, version_coverage
 from evaluators.release.head_to_head import win_rate_text
 from evaluators.release.voice_budget import voice_budget_rules
 from evaluators.rubric.loader import Rubric
-from evaluators.store.records import CaseResult
+from evaluators.store.records import CaseResult, versions_of
 
 SAFETY_HARD_CRITERIA = "safety_hard_criteria"
 METRIC_FLOOR = "metric_floor"
@@ -119,8 +119,9 @@ def _metric_list(names: Sequence[str], values: Mapping[str, float], threshold: f
 
 # --- the rules ------------------------------------------------------------------------------------
 def _safety_rule(aggregate: VersionAggregate) -> RuleOutcome:
+    """Reads the one safety count (evaluators.release.counts): its failures are the scenarios listed."""
     failed = aggregate.safety_failed
-    checked = aggregate.safety_scored
+    checked = aggregate.counts.safety_scored
     if failed:
         shown = "; ".join(f"{scenario} ({', '.join(criteria)})" for scenario, criteria in list(failed.items())[:3])
         more = f"; and {len(failed) - 3} more" if len(failed) > 3 else ""
@@ -300,7 +301,21 @@ def _listed(items: Sequence[str], most: int = 3) -> str:
 
 def _second_half_mean(row: ConversationRow) -> float:
     """Trust over the second half of the conversation (the middle turn of an odd count included)."""
-    return fmean(row.trust[len(row.trust) // 2:])
+    return fmean(row.trust[second_half_start(len(row.trust)) - 1:])
+
+
+def second_half_start(turns: int) -> int:
+    """The first turn (1-based) of a conversation's second half, as the erosion rule reads it."""
+    return turns // 2 + 1
+
+
+def erodes(row: ConversationRow, rubric: Rubric) -> bool:
+    """The erosion rule on one conversation: trust falls faster than `max_trust_erosion` per turn
+    *and* its second half averages below `eroded_below`. The reports mark a conversation by this,
+    so a cell is red exactly where the rule fails."""
+    limits = rubric.decision.conversation
+    return (row.erosion is not None and round(row.erosion, _DECIMALS) > round(limits.max_trust_erosion, _DECIMALS)
+            and round(_second_half_mean(row), _DECIMALS) < limits.eroded_below)
 
 
 def _erosion_rule(rows: Sequence[ConversationRow], rubric: Rubric) -> RuleOutcome:
@@ -310,8 +325,7 @@ def _erosion_rule(rows: Sequence[ConversationRow], rubric: Rubric) -> RuleOutcom
         return RuleOutcome(name=CONVERSATION_EROSION, role="revise", passed=True, observed=None, threshold=allowed,
                            message="No simulated conversation is long enough to measure erosion.")
     floor = rubric.decision.conversation.eroded_below
-    eroding = [row for row in measured if round(row.erosion, _DECIMALS) > round(allowed, _DECIMALS)
-               and round(_second_half_mean(row), _DECIMALS) < floor]
+    eroding = [row for row in measured if erodes(row, rubric)]
     steepest = measured[0]
 
     def described(row: ConversationRow) -> str:
@@ -459,9 +473,11 @@ def decide(aggregate: VersionAggregate, rubric: Rubric, *, coverage: Coverage, b
     else:
         outcome, decisive = "revise", failing("deploy") + failing("ab_test")
     fired = [rule.name for rule in rules if rule in decisive or (rule.role == "flag" and not rule.passed)]
-    safety = f"{aggregate.safety_scored - len(aggregate.safety_failed)}/{aggregate.safety_cases}"
+    counts = aggregate.counts
     figures = (f"average {average:.2f} ({aggregate.quality_level}), composite {aggregate.composite:.2f}, hard "
-               f"criteria passed in {aggregate.hard_criteria_pass_rate:.0%} of cases, safety scenarios passed {safety}")
+               f"criteria passed by {counts.fraction('hard_criteria_passed')} scored cases "
+               f"({aggregate.hard_criteria_pass_rate:.0%}) and {counts.fraction('safety_hard_criteria_passed')} "
+               "scored safety scenarios")
     if outcome == "incomplete":
         summary = f"{OUTCOME_TITLES[outcome]}: {coverage.message}. So far: {figures}."
     elif not coverage.complete:
@@ -472,7 +488,8 @@ def decide(aggregate: VersionAggregate, rubric: Rubric, *, coverage: Coverage, b
         prompt_version=aggregate.prompt_version, prompt_name=aggregate.prompt_name,
         prompt_source=aggregate.prompt_source, outcome=outcome, summary=summary, average=average,
         average_of=aggregate.average_of, quality_level=aggregate.quality_level, composite=aggregate.composite,
-        hard_criteria_pass_rate=aggregate.hard_criteria_pass_rate, baseline=baseline, rules=rules, fired=fired,
+        hard_criteria_pass_rate=aggregate.hard_criteria_pass_rate, counts=counts, baseline=baseline, rules=rules,
+        fired=fired,
         coverage=coverage, partial=partial and not coverage.complete,
     )
 
@@ -495,7 +512,7 @@ def release_report(
     """
     if not cases:
         raise ReleaseError("the run holds no cases")
-    present = list(dict.fromkeys(case.prompt_version for case in cases))
+    present = versions_of(cases)
     chosen = list(versions) if versions else present
     unknown = [version for version in chosen if version not in present]
     if unknown:

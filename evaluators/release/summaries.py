@@ -17,9 +17,10 @@ from evaluators.core.names import METRIC_NAMES, SCORE_COLUMNS
 from evaluators.inputs.pricing import Price, price_for
 from evaluators.judge.reliability import verbosity_bias
 from evaluators.judge.result import is_usable
+from evaluators.release.counts import version_counts
 from evaluators.release.latency import version_latency
 from evaluators.rubric.loader import VERDICTS, Rubric, VoiceRules
-from evaluators.store.records import CaseResult, api_turns
+from evaluators.store.records import CaseResult, api_turns, versions_of
 
 if TYPE_CHECKING:
     from evaluators.judge.client import LLMJudge
@@ -63,33 +64,39 @@ def simulator_usage(cases: Sequence[CaseResult], prices: Mapping[str, Price] | N
 
 def version_summaries(
     cases: Iterable[CaseResult], versions: Sequence[str] | None = None,
-    prices: Mapping[str, Price] | None = None, voice: VoiceRules | None = None,
+    prices: Mapping[str, Price] | None = None, voice: VoiceRules | None = None, *, rubric: Rubric | None = None,
 ) -> dict[str, dict]:
     """Per prompt version: counts, metric means over scored cases, expectations, usage, cost, and
-    (given the rubric's voice rules) latency and speaking time (evaluators.release.latency)."""
+    (given the rubric's voice rules) latency and speaking time (evaluators.release.latency).
+
+    Given the rubric, `counts` holds the checks passed (evaluators.release.counts: the very
+    figures the release decision shows); versions come in `versions` order, else sorted by name.
+    """
     cases = list(cases)
-    order = list(versions) if versions is not None else list(dict.fromkeys(c.prompt_version for c in cases))
+    order = list(versions) if versions is not None else versions_of(cases)
+    voice = voice if voice is not None or rubric is None else rubric.voice
     summaries: dict[str, dict] = {}
     for version in order:
         mine = [case for case in cases if case.prompt_version == version]
         scored = [case for case in mine if case.status == "ok"]
-        safety = [case for case in scored if case.safety]
         fresh_turns = [turn for case in mine for turn in api_turns(case)]
+        unreported = sum(not turn.usage.reported for turn in fresh_turns)
         summaries[version] = {
             "cases": len(mine),
             "scored": len(scored),
             "failed": len(mine) - len(scored),
             "means": {name: _mean(case.scores.get(name) for case in scored) for name in SCORE_COLUMNS},
             "expectations_pass_rate": _mean(float(bool(case.expectations_passed)) for case in scored),
-            "safety_passed": sum(bool(case.expectations_passed) for case in safety),
-            "safety_cases": len(safety),
+            "counts": version_counts(mine, rubric).model_dump() if rubric is not None else None,
             "flagged_cases": sum(bool(case.flags) for case in scored),
             "api_calls": len(fresh_turns),
             "cached_calls": sum(turn.cached for case in mine for turn in case.turns),
             "replayed_turns": sum(len(case.turns) for case in mine if case.responder == "replay"),
             "prompt_tokens": sum(turn.usage.prompt_tokens for turn in fresh_turns),
             "completion_tokens": sum(turn.usage.completion_tokens for turn in fresh_turns),
-            "cost_usd": _cost(mine, prices),
+            # Calls whose server reported no token usage: their tokens and cost are unknown, not 0.
+            "usage_unknown_calls": unreported,
+            "cost_usd": None if unreported else _cost(mine, prices),
             "mean_latency_s": _mean(turn.latency_s for turn in fresh_turns),
             "judge": judge_aggregates(mine),
             "simulator": simulator_usage(mine, prices),

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from html import escape
 
-from evaluators.core.names import OVERALL, SCORE_COLUMNS
+from evaluators.core.names import METRIC_NAMES, OVERALL, SCORE_COLUMNS
 from evaluators.core.text import plural
 from evaluators.release.contracts import (
     Comparison,
@@ -30,10 +30,11 @@ from evaluators.release.contracts import (
     ReleaseReport,
     VersionAggregate,
 )
-from evaluators.release.rules import COUNT_RULES, OUTCOME_TITLES
+from evaluators.release.rules import COUNT_RULES, OUTCOME_TITLES, erodes, second_half_start
 from evaluators.report.labels import SHORT_NAMES
 from evaluators.report.latency_panel import latency_section
 from evaluators.report.svg import (
+    Guide,
     Interval,
     Threshold,
     WinTieLoss,
@@ -43,6 +44,7 @@ from evaluators.report.svg import (
     line_chart,
     win_tie_loss_chart,
 )
+from evaluators.report.what_to_change import DOC, Lowered, advice_for, anchor, failing_topics, lowered
 from evaluators.report.worst import WorstCase, worst_cases
 from evaluators.rubric.loader import Rubric
 from evaluators.store.records import CaseResult
@@ -62,7 +64,7 @@ padding-bottom:4px; } h3 { font-size:16px; margin:0; } h4 { font-size:13px; marg
 letter-spacing:.04em; color:var(--muted); }
 .muted { color:var(--muted); } code { font-family:ui-monospace,SFMono-Regular,Menlo,monospace; font-size:12px; }
 .banner { background:#fff4e5; border:1px solid #f0c36d; padding:8px 12px; border-radius:6px; margin:10px 0; }
-.cards { display:grid; grid-template-columns:repeat(auto-fill,minmax(360px,1fr)); gap:16px; }
+.cards { display:grid; grid-template-columns:repeat(auto-fill,minmax(min(360px,100%),1fr)); gap:16px; }
 .card { background:#fff; border:1px solid var(--line); border-top:6px solid var(--muted); border-radius:8px; padding:14px 16px; }
 .card.outcome-deploy { border-top-color:var(--deploy); } .card.outcome-ab_test { border-top-color:var(--ab_test); }
 .card.outcome-revise { border-top-color:var(--revise); }
@@ -95,6 +97,16 @@ summary { cursor:pointer; } .turn { border-left:3px solid var(--line); padding:4
 .text { white-space:pre-wrap; overflow-wrap:anywhere; margin:0 0 6px; }
 .evidence li { font-size:13px; } .judge { background:#f5f7fb; border-radius:4px; padding:6px 8px; font-size:13px; }
 footer { margin-top:36px; color:var(--muted); font-size:12px; }
+/* A phone: the page never scrolls sideways; a table or chart wider than the screen scrolls in its own
+   box, and a chart keeps at least its drawn size (--natural) there, so no label shrinks below 10 px. */
+.table-box, .chart-box { max-width:100%; overflow-x:auto; }
+h1, h2, h3, summary, dd, li, p, figcaption { overflow-wrap:anywhere; }
+td, th { overflow-wrap:normal; }
+@media (max-width: 760px) {
+  body { padding:12px 12px 32px; }
+  .chart { min-width:calc(var(--natural) + 2px); }  /* its drawn size inside its 1 px border */
+  .figures { grid-template-columns:1fr; } .figures dd { margin-bottom:4px; }
+}
 """
 
 
@@ -149,15 +161,19 @@ def _header(report: ReleaseReport, rubric: Rubric) -> str:
     for decision in report.decisions:
         coverage = decision.coverage
         if coverage is not None and not coverage.complete:
+            named = (' <a href="#failed-cases">The failed cases, with their reasons.</a>'
+                     if coverage.failed else "")
             parts.append(f'<p class="banner coverage"><strong>{_e(decision.prompt_version)}</strong>: the run does not '
-                         f"cover its scenario set ({_e(coverage.message)}). {_e('; '.join(coverage.finish))}.</p>")
+                         f"cover its scenario set ({_e(coverage.message)}). {_e('; '.join(coverage.finish))}.{named}</p>")
     parts.append("</header>")
     return "".join(parts)
 
 
-def _reason_item(rule, *, flag_role: bool = True) -> str:
+def _reason_item(rule, *, flag_role: bool = True, topics: Sequence[str] = ()) -> str:
     css = "flag" if rule.role == "flag" and flag_role and not rule.passed else ("pass" if rule.passed else "fail")
-    return f'<li class="{css}"><code>{_e(rule.name)}</code> {_e(rule.message)}</li>'
+    links = ", ".join(f'<a href="#{anchor(topic)}">{_e(topic.replace("_", " "))}</a>' for topic in topics)
+    change = f' <span class="change">What to change: {links}.</span>' if links else ""
+    return f'<li class="{css}"><code>{_e(rule.name)}</code> {_e(rule.message)}{change}</li>'
 
 
 def _judge_line(aggregate: VersionAggregate) -> str:
@@ -178,10 +194,20 @@ def _coverage_line(decision: Decision) -> str:
     return f"<dt>coverage</dt><dd class=\"coverage\">{_e(coverage.message)}{steps}{partial}</dd>"
 
 
-def _scorecard(decision: Decision, aggregate: VersionAggregate, palette: _Palette) -> str:
-    safety_passed = aggregate.safety_scored - len(aggregate.safety_failed)
+def _count_lines(aggregate: VersionAggregate) -> str:
+    """The version's counts (evaluators.release.counts), each named for what it counts: the same
+    figures, under the same names, as the terminal, `--json` and Langfuse."""
+    counts = aggregate.counts
+    rows = [("hard criteria", "hard_criteria_passed"), ("safety", "safety_hard_criteria_passed"),
+            ("expectations", "expectations_met"), ("safety expectations", "safety_expectations_met")]
+    return "".join(f'<dt>{_e(title)}</dt><dd data-count="{_e(name)}" data-value="{getattr(counts, name)}">'
+                   f"{_e(counts.sentence(name))}</dd>" for title, name in rows)
+
+
+def _scorecard(decision: Decision, aggregate: VersionAggregate, palette: _Palette,
+               topics: dict[str, list[str]] | None = None) -> str:
     baseline = f"baseline <code>{_e(decision.baseline)}</code>" if decision.baseline else "no baseline"
-    reasons = "".join(_reason_item(rule) for rule in decision.reasons)
+    reasons = "".join(_reason_item(rule, topics=(topics or {}).get(rule.name, ())) for rule in decision.reasons)
     return (
         f'<article class="card outcome-{_e(decision.outcome)}" id="version-{_e(_slug(decision.prompt_version))}" '
         f'data-outcome="{_e(decision.outcome)}">'
@@ -191,9 +217,10 @@ def _scorecard(decision: Decision, aggregate: VersionAggregate, palette: _Palett
         f'<dl class="figures"><dt>average</dt><dd><span class="big">{_num(decision.average)}</span> '
         f"{palette.level_tag(decision.average)}<br><span class=\"muted\">{_e(decision.average_of)}</span></dd>"
         f"<dt>composite</dt><dd>{_num(decision.composite)}</dd>"
-        f"<dt>hard criteria</dt><dd>{_pct(decision.hard_criteria_pass_rate)} of cases passed all</dd>"
-        f"<dt>safety</dt><dd>{safety_passed}/{aggregate.safety_cases} safety scenarios passed</dd>"
-        f"<dt>cases</dt><dd>{aggregate.scored} of the {aggregate.cases} in the store scored</dd>"
+        f"{_count_lines(aggregate)}"
+        f"<dt>cases</dt><dd>{aggregate.scored} of the {aggregate.cases} in the store scored"
+        + (f' (<a href="#failed-cases">{plural(aggregate.failed, "failed case")}, with the reasons</a>)'
+           if aggregate.failed else "") + "</dd>"
         f"{_coverage_line(decision)}{_judge_line(aggregate)}</dl>"
         f"<h4>Why</h4><ul class=\"reasons\">{reasons}</ul></article>"
     )
@@ -203,10 +230,20 @@ def _metric_chart(report: ReleaseReport, rubric: Rubric, palette: _Palette) -> s
     versions = [decision.prompt_version for decision in report.decisions]
     series = [(version, report.aggregates[version].means) for version in versions]
     settings = rubric.decision
+    # Each line where its rule applies: a metric's floor across the six metrics (metric_floor), the
+    # average's bars (average_floor, average_deploy) across overall quality alone.
+    average = (OVERALL,)
+    thresholds = [Threshold(settings.min_metric_mean, f"metric floor {settings.min_metric_mean:g} (each metric)",
+                            tuple(METRIC_NAMES)),
+                  Threshold(settings.revise_below_average, f"revise below {settings.revise_below_average:g} "
+                            "(average)", average),
+                  Threshold(settings.deploy_min_average, f"deploy {settings.deploy_min_average:g} (average)", average)]
     chart = bar_chart("Mean per metric and version", list(SCORE_COLUMNS), series, labels=palette.labels,
-                      thresholds=[Threshold(settings.min_metric_mean, f"metric floor {settings.min_metric_mean:g}"),
-                                  Threshold(settings.deploy_min_average, f"deploy {settings.deploy_min_average:g}")])
-    return f"<section id=\"metrics\"><h2>Metric means</h2>{chart}</section>"
+                      thresholds=thresholds)
+    note = (f"Dashed lines are the decision's own figures: every metric's mean must reach "
+            f"{settings.min_metric_mean:g}; the average (overall quality) must reach {settings.revise_below_average:g} "
+            f"not to be revised and {settings.deploy_min_average:g} to deploy.")
+    return f"<section id=\"metrics\"><h2>Metric means</h2><p class=\"muted\">{_e(note)}</p>{chart}</section>"
 
 
 def _heatmaps(report: ReleaseReport, rubric: Rubric, palette: _Palette) -> str:
@@ -435,6 +472,22 @@ def _worst_conversation(version: str, rows: Sequence[ConversationRow], cases: Se
             "</details>")
 
 
+def _erosion_guides(series: Sequence[tuple[str, Sequence[float]]], rubric: Rubric) -> list[Guide]:
+    """The erosion rule's own figures over a persona's turns: the steepest fall it allows, from the
+    highest first turn, and the floor the second half's mean must stay above (a conversation
+    erodes when it breaks both)."""
+    limits = rubric.decision.conversation
+    turns = max((len(values) for _, values in series), default=0)
+    if turns < 2:
+        return []
+    start = max(values[0] for _, values in series if values)
+    fall = [(1.0, start), (float(turns), max(0.0, start - limits.max_trust_erosion * (turns - 1)))]
+    half = float(second_half_start(turns))
+    return [Guide(f"fall limit {limits.max_trust_erosion:g}/turn", tuple(fall), "slope"),
+            Guide(f"2nd-half floor {limits.eroded_below:g}", ((half, limits.eroded_below),
+                                                              (float(turns), limits.eroded_below)), "floor")]
+
+
 def _conversations(report: ReleaseReport, cases: Sequence[CaseResult], rubric: Rubric) -> str:
     """Simulated conversations: each persona's trust per turn, a line per version; the metrics
     per version and persona; and each version's worst conversation, turn by turn."""
@@ -444,18 +497,18 @@ def _conversations(report: ReleaseReport, cases: Sequence[CaseResult], rubric: R
         return ""
     personas = list(dict.fromkeys(row.persona for rows in by_version.values() for row in rows))
     metric = rubric.dimensions[rubric.conversation.trajectory_metric].title
-    floor = [Threshold(rubric.decision.min_metric_mean, f"floor {rubric.decision.min_metric_mean:g}")]
     charts = []
     for persona in personas:
         series = [(version, row.trust) for version, rows in by_version.items() for row in rows
                   if row.persona == persona]
+        chart = line_chart(f"{persona}: {metric} per turn", series, guides=_erosion_guides(series, rubric))
         charts.append(f"<figure data-persona=\"{_e(persona)}\"><figcaption>{_e(persona)}: {_e(metric)} per turn"
-                      f"</figcaption>{line_chart(f'{persona}: {metric} per turn', series, thresholds=floor)}</figure>")
+                      f"</figcaption>{chart}</figure>")
     limits = rubric.decision.conversation
     body = []
     for version, rows in by_version.items():
         for row in rows:
-            eroding = row.erosion is not None and round(row.erosion, 9) > limits.max_trust_erosion
+            eroding = erodes(row, rubric)  # red exactly where the erosion rule fails
             body.append(
                 f"<tr data-version=\"{_e(version)}\" data-persona=\"{_e(row.persona)}\"><td>{_e(version)}</td>"
                 f"<td><code>{_e(row.persona)}</code></td><td class=\"num\">{row.turns}</td>"
@@ -473,8 +526,9 @@ def _conversations(report: ReleaseReport, cases: Sequence[CaseResult], rubric: R
              f"<tbody>{''.join(body)}</tbody></table>")
     worst = "".join(_worst_conversation(version, rows, cases) for version, rows in by_version.items() if rows)
     return ("<section id=\"conversations\"><h2>Simulated conversations</h2><p class=\"muted\">A persona played "
-            f"over many turns. Erosion is the fall of {_e(metric)} per turn (minus the least-squares slope); above "
-            f"{limits.max_trust_erosion:g} the boundaries erode. Dependency is the share of replies that make the "
+            f"over many turns. Erosion is the fall of {_e(metric)} per turn (minus the least-squares slope); the "
+            f"boundaries erode when it is above {limits.max_trust_erosion:g} and the second half of the conversation "
+            f"averages below {limits.eroded_below:g} (the dashed lines; a red cell fails the rule). Dependency is the share of replies that make the "
             "companion the user's main support, with its trend (second half minus first). Memory fidelity is "
             "recalled facts over recalled, wrong and invented.</p>"
             f"<div class=\"charts\">{''.join(charts)}</div>{table}<h3>Worst conversation per version</h3>{worst}"
@@ -543,14 +597,79 @@ def _thresholds(rubric: Rubric) -> str:
             "<p>Generated by penpal-eval from the run store and evaluators/rubric/rubric.yaml.</p></footer>")
 
 
+def _lowered_table(items: Sequence[Lowered], versions: Sequence[str], metric: bool) -> str:
+    if not items:
+        return "<p class=\"muted\">Nothing lowered it in this run.</p>"
+    head = "".join(f"<th>{_e(version)}</th>" for version in versions)
+    rows = []
+    for item in items:
+        cells = [f"<td class=\"num\">{_e(item.cell(version))}</td>" for version in versions]
+        example = f" <span class=\"muted\">e.g. {_e(item.example[:120])}</span>" if item.example else ""
+        rows.append(f"<tr><td><code>{_e(item.indicator)}</code>{example}</td>{''.join(cells)}</tr>")
+    what = "how often it lowered the metric (its mean effect)" if metric else "how often it was found"
+    return (f"<table class=\"lowered\"><thead><tr><th>indicator</th>{head}</tr></thead><tbody>{''.join(rows)}"
+            f"</tbody></table><p class=\"muted\">Per version: {what}.</p>")
+
+
+def _what_to_change(report: ReleaseReport, cases: Sequence[CaseResult], rubric: Rubric,
+                    topics: dict[str, dict[str, list[str]]]) -> str:
+    """A section per topic some decision's failing rule points at: what lowered it in this run,
+    per version, and what a prompt change that fixes it looks like (docs/what-to-change.md)."""
+    wanted = list(dict.fromkeys(topic for by_rule in topics.values() for names in by_rule.values()
+                                for topic in names))
+    if not wanted:
+        return ""
+    versions = [decision.prompt_version for decision in report.decisions]
+    blocks = []
+    for topic in wanted:
+        advice = advice_for(topic, rubric)
+        items = lowered(cases, topic, versions, rubric)
+        blocks.append(f"<article class=\"change\" id=\"{anchor(topic)}\"><h3>{_e(advice.title)}</h3>"
+                      f"<p>{_e(advice.change)}</p>{_lowered_table(items, versions, topic in METRIC_NAMES)}"
+                      f"<p class=\"muted\">With the shipped prompts' example: <code>{DOC}#{anchor(topic)}</code>.</p>"
+                      "</article>")
+    return ("<section id=\"what-to-change\"><h2>What to change</h2><p class=\"muted\">For each failing rule above: "
+            "what lowered it in this run and what a prompt change that fixes it looks like.</p>"
+            + "".join(blocks) + "</section>")
+
+
+def _failed_cases(report: ReleaseReport, cases: Sequence[CaseResult]) -> str:
+    """Every case that failed (the call failed, or the judge did) with its reason: what "N cases
+    failed" counts, named; resuming the run retries them."""
+    versions = {decision.prompt_version for decision in report.decisions}
+    failed = [case for case in cases if case.prompt_version in versions and (case.status != "ok" or case.judge_failed)]
+    if not failed:
+        return ""
+    rows = "".join(
+        f"<tr data-case=\"{_e(case.case_id)}\"><td>{_e(case.prompt_version)}</td><td><code>{_e(case.scenario_id)}"
+        f"</code></td><td>{'case' if case.status != 'ok' else 'judge'}</td>"
+        f"<td>{_e(case.error if case.status != 'ok' else (case.judge or {}).get('error') or 'the judge call failed')}"
+        "</td></tr>" for case in sorted(failed, key=lambda case: (case.prompt_version, case.scenario_id)))
+    return (f"<section id=\"failed-cases\"><h2>Failed cases</h2><p class=\"muted\">{plural(len(failed), 'case')} "
+            "failed: no score of theirs enters a mean. Resuming the run retries them (a filtered run still needs every "
+            "scenario to decide a deploy).</p><table><thead><tr><th>version</th><th>scenario</th><th>what failed</th>"
+            f"<th>reason</th></tr></thead><tbody>{rows}</tbody></table></section>")
+
+
+def _boxed(page: str) -> str:
+    """Every table and chart in a box of its own that scrolls sideways when it is wider than the
+    screen, so the page itself never does (see the CSS)."""
+    page = page.replace("<table", '<div class="table-box"><table').replace("</table>", "</table></div>")
+    return page.replace('<svg class="chart', '<div class="chart-box"><svg class="chart').replace("</svg>",
+                                                                                              "</svg></div>")
+
+
 def render_html(report: ReleaseReport, cases: Sequence[CaseResult], rubric: Rubric, *, worst: int = 5) -> str:
     """The whole report as one HTML document."""
     palette = _Palette(rubric)
-    cards = "".join(_scorecard(decision, report.aggregates[decision.prompt_version], palette)
-                    for decision in report.decisions)
+    topics = {decision.prompt_version: failing_topics(decision, report.aggregates[decision.prompt_version], rubric,
+                                                      cases) for decision in report.decisions}
+    cards = "".join(_scorecard(decision, report.aggregates[decision.prompt_version], palette,
+                               topics[decision.prompt_version]) for decision in report.decisions)
     sections: Iterable[str] = (
         _header(report, rubric),
         f"<section id=\"decisions\"><h2>Decisions</h2><div class=\"cards\">{cards}</div></section>",
+        _failed_cases(report, cases),
         _metric_chart(report, rubric, palette),
         _heatmaps(report, rubric, palette),
         _deltas(report, palette),
@@ -560,6 +679,7 @@ def render_html(report: ReleaseReport, cases: Sequence[CaseResult], rubric: Rubr
         latency_section(report, rubric),
         _conversations(report, cases, rubric),
         _worst(report, cases, rubric, palette, worst),
+        _what_to_change(report, cases, rubric, topics),
         _rules(report),
         _thresholds(rubric),
     )
@@ -567,5 +687,5 @@ def render_html(report: ReleaseReport, cases: Sequence[CaseResult], rubric: Rubr
     return ("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
             f"<title>{_e(title)}</title><link rel=\"icon\" href=\"data:,\"><style>{_CSS}</style></head><body>"
-            + "".join(sections) + "</body></html>\n")
+            + _boxed("".join(sections)) + "</body></html>\n")
 

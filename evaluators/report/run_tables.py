@@ -10,15 +10,22 @@ from rich.console import Group
 from rich.text import Text
 
 from evaluators.core.names import SCORE_COLUMNS
+from evaluators.release.counts import COUNT_KEYS, VersionCounts
+from evaluators.release.counts import legend as count_legend
 from evaluators.report.console import compact_table, key_legend, text_column, value_column
 from evaluators.report.labels import SHORT_NAMES, level_style
 from evaluators.rubric.loader import Rubric
 
+# The counts the run's table shows: the same figures, under the same keys and legends, as the
+# release decision table (evaluators.release.counts).
+CHECK_COUNTS = ("expectations_met", "safety_hard_criteria_passed")
+
 
 def money(value: float | None) -> str:
-    """Dollars as a person reads them: cents to four places below $1; n/a when unknown."""
+    """Dollars as a person reads them: cents to four places below $1; unknown when some price or
+    token count is."""
     if value is None:
-        return "n/a"
+        return "unknown"
     return f"${value:.4f}" if value < 1 else f"${value:.2f}"
 
 
@@ -37,8 +44,8 @@ def versions_table(summaries: Mapping[str, dict], rubric: Rubric) -> Group:
         value_column(means, "judge")
     checks = compact_table("Checks, calls and cost per prompt version")
     text_column(checks, "version", min_width=10)
-    for column in ("expect", "safety"):
-        value_column(checks, column)
+    for name in CHECK_COUNTS:
+        value_column(checks, COUNT_KEYS[name])
     text_column(checks, "calls")
     for column in ("tokens", "cost"):
         value_column(checks, column)
@@ -52,21 +59,29 @@ def versions_table(summaries: Mapping[str, dict], rubric: Rubric) -> Group:
         if judged:
             cells.append(_judge_cell(summary.get("judge"), rubric))
         means.add_row(Text(version, style="bold"), cases, *cells)
-        rate = summary["expectations_pass_rate"]
-        expect = "—" if rate is None else f"{rate:.0%}"
-        safety = f"{summary['safety_passed']}/{summary['safety_cases']}" if summary["safety_cases"] else "—"
+        counts = VersionCounts.model_validate(summary["counts"])
         calls = f"{summary['api_calls']}" + (f" (+{summary['cached_calls']} cached)" if summary["cached_calls"] else "")
-        if summary["replayed_turns"]:
+        replayed = bool(summary["replayed_turns"])
+        if replayed:
             calls = "replay"
-        tokens = f"{summary['prompt_tokens'] + summary['completion_tokens']:,}"
-        cost = "—" if summary["replayed_turns"] else money(summary["cost_usd"])
-        checks.add_row(Text(version, style="bold"), expect, safety, calls, tokens, cost)
+        checks.add_row(Text(version, style="bold"), *(counts.fraction(name) for name in CHECK_COUNTS), calls,
+                       tokens_cell(summary), "—" if replayed else money(summary["cost_usd"]))
     keys = {name: SHORT_NAMES[name] for name in SCORE_COLUMNS}
     means.caption = ("means over scored cases; " + key_legend(keys)
                      + ("; judge = the LLM judge's overall" if judged else ""))
-    checks.caption = ("expect = cases passing all their scenario expectations; safety = safety scenarios passed; "
-                      "calls and tokens count live API calls only")
+    checks.caption = (f"{count_legend(CHECK_COUNTS)}; calls and tokens count live API calls only (— for replayed "
+                      "replies; unknown when the server reported no usage)")
     return Group(means, Text(""), checks)
+
+
+def tokens_cell(summary: dict) -> str:
+    """Tokens of the version's live calls: — for replayed replies (no call), unknown when some
+    call's server reported none (a count that leaves them out would read as the total)."""
+    if summary["replayed_turns"]:
+        return "—"
+    if summary.get("usage_unknown_calls"):
+        return "unknown"
+    return f"{summary['prompt_tokens'] + summary['completion_tokens']:,}"
 
 
 def _judge_cell(judge: dict | None, rubric: Rubric) -> Text:

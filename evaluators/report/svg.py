@@ -24,10 +24,27 @@ def _num(value: float) -> str:
     return f"{value:.2f}".rstrip("0").rstrip(".") if value % 1 else f"{value:.0f}"
 
 
+def _open(css_class: str, title: str, width: float, height: float) -> list[str]:
+    """A chart's opening tag and title. `--natural` is its drawn width: on a narrow screen the page
+    keeps the chart at least that wide, in a box that scrolls, so no label renders below its size
+    (every label is 10 units or more: 10 px or more on screen)."""
+    return [f'<svg class="chart {_attr(css_class)}" role="img" viewBox="0 0 {width:g} {height:g}" width="{width:g}" '
+            f'height="{height:g}" xmlns="http://www.w3.org/2000/svg" style="--natural:{width:g}px;{FONT}">',
+            f"<title>{escape(title)}</title>"]
+
+
 @dataclass(frozen=True)
 class Threshold:
+    """A rule's figure drawn as a dashed line. `categories`: the rows of a bar chart it applies to
+    (None: all), so a line is drawn only where its rule holds (a metric's floor across the metrics,
+    the deploy bar across the average alone)."""
+
     value: float
     label: str
+    categories: tuple[str, ...] | None = None
+
+    def applies_to(self, category: str) -> bool:
+        return self.categories is None or category in self.categories
 
 
 THRESHOLD_GAP_PX = 3.0  # a bar below a threshold ends at least this far left of its line
@@ -66,27 +83,36 @@ def nice_ticks(bound: float, most: int = 3) -> list[float]:
     return [-bound, 0.0, bound]
 
 
+THRESHOLD_COLOURS = ("#b23a48", "#1e7b45", "#b26a00", "#6b4fa0")
+
+
 def bar_chart(title: str, categories: Sequence[str], series: Sequence[tuple[str, Mapping[str, float | None]]],
               *, labels: Mapping[str, str] | None = None, thresholds: Sequence[Threshold] = (),
               css_class: str = "metric-chart") -> str:
-    """Horizontal grouped bars on a 0-1 axis: one group per category, one bar per series."""
+    """Horizontal grouped bars on a 0-1 axis: one group per category, one bar per series.
+
+    Each threshold is a dashed line across the rows it applies to only (`Threshold.categories`),
+    named in the legend above the bars in its colour; a bar below a line that applies to its row
+    ends short of it, and its label has the decimals that keep it below.
+    """
     labels = labels or {}
-    left, right, top, bar_height, gap = 190, 40, 48, 14, 12
-    plot_width = 900  # wide: the chart takes the page width
+    left, right, top, bar_height, gap = 190, 44, 48 + (20 if thresholds else 0), 14, 12
+    plot_width = 560
     group_height = bar_height * max(len(series), 1) + gap
     height = top + group_height * len(categories) + 40
     width = left + plot_width + right
     x = lambda value: left + plot_width * max(0.0, min(1.0, value))  # noqa: E731
-    parts = [f'<svg class="chart {_attr(css_class)}" role="img" viewBox="0 0 {width} {height}" width="{width}" '
-             f'height="{height}" xmlns="http://www.w3.org/2000/svg" style="{FONT}">',
-             f"<title>{escape(title)}</title>"]
+    parts = _open(css_class, title, width, height)
     for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
         parts.append(f'<line x1="{x(tick):.1f}" x2="{x(tick):.1f}" y1="{top - 6}" y2="{height - 34}" '
                      'stroke="#e3e3e3"/>')
         parts.append(f'<text x="{x(tick):.1f}" y="{height - 20}" font-size="11" text-anchor="middle" '
                      f'fill="#555">{_num(tick)}</text>')
+    colours = {threshold: THRESHOLD_COLOURS[index % len(THRESHOLD_COLOURS)]
+               for index, threshold in enumerate(thresholds)}
     for index, category in enumerate(categories):
         y0 = top + index * group_height
+        applying = [threshold for threshold in thresholds if threshold.applies_to(category)]
         parts.append(f'<text x="{left - 8}" y="{y0 + group_height / 2 - gap / 2 + 4:.1f}" font-size="12" '
                      f'text-anchor="end" fill="#222">{escape(labels.get(category, category))}</text>')
         for position, (name, values) in enumerate(series):
@@ -95,26 +121,34 @@ def bar_chart(title: str, categories: Sequence[str], series: Sequence[tuple[str,
             colour = SERIES_COLOURS[position % len(SERIES_COLOURS)]
             if value is None:
                 continue
-            end = bar_end(value, thresholds, x)
-            shown = value_label(value, thresholds)
+            end = bar_end(value, applying, x)
+            shown = value_label(value, applying)
             parts.append(
                 f'<rect class="bar" data-series="{_attr(name)}" data-category="{_attr(category)}" '
                 f'data-value="{value:.4f}" x="{left}" y="{y}" width="{max(end - left, 0.5):.1f}" '
                 f'height="{bar_height - 2}" fill="{colour}"><title>{escape(name)} · '
-                f'{escape(labels.get(category, category))}: {value_label(value, thresholds, 3)}</title></rect>')
+                f'{escape(labels.get(category, category))}: {value_label(value, applying, 3)}</title></rect>')
             parts.append(f'<text x="{end + 4:.1f}" y="{y + bar_height - 4}" font-size="10" '
                          f'fill="#333">{shown}</text>')
-    for threshold in thresholds:
-        parts.append(f'<line class="threshold" x1="{x(threshold.value):.1f}" x2="{x(threshold.value):.1f}" '
-                     f'y1="{top - 10}" y2="{height - 34}" stroke="#b23a48" stroke-dasharray="4 3"/>')
-        parts.append(f'<text x="{x(threshold.value) + 3:.1f}" y="{top - 14}" font-size="10" fill="#b23a48">'
-                     f'{escape(threshold.label)}</text>')
+        for threshold in applying:
+            parts.append(f'<line class="threshold" data-value="{threshold.value:g}" '
+                         f'data-category="{_attr(category)}" x1="{x(threshold.value):.1f}" '
+                         f'x2="{x(threshold.value):.1f}" y1="{y0 - 4}" y2="{y0 + group_height - gap + 2}" '
+                         f'stroke="{colours[threshold]}" stroke-width="1.5" stroke-dasharray="4 3">'
+                         f'<title>{escape(threshold.label)}</title></line>')
     legend_x = left
     for position, (name, _) in enumerate(series):
         colour = SERIES_COLOURS[position % len(SERIES_COLOURS)]
         parts.append(f'<rect x="{legend_x}" y="6" width="10" height="10" fill="{colour}"/>')
         parts.append(f'<text x="{legend_x + 14}" y="15" font-size="11" fill="#222">{escape(name)}</text>')
         legend_x += 24 + 7 * len(name)
+    legend_x = left
+    for threshold in thresholds:
+        parts.append(f'<line x1="{legend_x}" x2="{legend_x + 16}" y1="31" y2="31" stroke="{colours[threshold]}" '
+                     'stroke-width="1.5" stroke-dasharray="4 3"/>')
+        parts.append(f'<text class="threshold-label" x="{legend_x + 20}" y="35" font-size="11" '
+                     f'fill="{colours[threshold]}">{escape(threshold.label)}</text>')
+        legend_x += 36 + 6 * len(threshold.label)
     parts.append("</svg>")
     return "".join(parts)
 
@@ -128,9 +162,7 @@ def heatmap(title: str, rows: Sequence[str], columns: Sequence[str], values: Map
     left, top, cell_width, cell_height = 190, 30, 74, 26
     width = left + cell_width * len(columns) + 10
     height = top + cell_height * len(rows) + 10
-    parts = [f'<svg class="chart {_attr(css_class)}" role="img" viewBox="0 0 {width} {height}" width="{width}" '
-             f'height="{height}" xmlns="http://www.w3.org/2000/svg" style="{FONT}">',
-             f"<title>{escape(title)}</title>"]
+    parts = _open(css_class, title, width, height)
     for column_index, column in enumerate(columns):
         parts.append(f'<text x="{left + column_index * cell_width + cell_width / 2:.1f}" y="{top - 10}" '
                      f'font-size="11" text-anchor="middle" fill="#222">'
@@ -179,9 +211,7 @@ def interval_chart(title: str, intervals: Sequence[Interval], *, css_class: str 
     width = left + plot_width + right
     height = top + row_height * len(intervals) + 34
     x = lambda value: left + plot_width * (value + bound) / (2 * bound)  # noqa: E731
-    parts = [f'<svg class="chart {_attr(css_class)}" role="img" viewBox="0 0 {width} {height}" width="{width}" '
-             f'height="{height}" xmlns="http://www.w3.org/2000/svg" style="{FONT}">',
-             f"<title>{escape(title)}</title>"]
+    parts = _open(css_class, title, width, height)
     for tick in ticks:
         parts.append(f'<line class="tick" data-value="{tick:g}" x1="{x(tick):.1f}" x2="{x(tick):.1f}" y1="{top - 8}" '
                      f'y2="{height - 28}" stroke="{"#444" if tick == 0 else "#e3e3e3"}"/>')
@@ -226,8 +256,7 @@ def win_tie_loss_chart(title: str, rows: Sequence[WinTieLoss]) -> str:
     plot_width = 440
     width, height = left + plot_width + right, top + row_height * len(rows) + 34
     x = lambda share: left + plot_width * share  # noqa: E731
-    parts = [f'<svg class="chart head-to-head-chart" role="img" viewBox="0 0 {width} {height}" width="{width}" '
-             f'height="{height}" xmlns="http://www.w3.org/2000/svg" style="{FONT}">', f"<title>{escape(title)}</title>"]
+    parts = _open("head-to-head-chart", title, width, height)
     for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
         style = 'stroke="#444" stroke-dasharray="4 3"' if tick == 0.5 else 'stroke="#e3e3e3"'
         parts.append(f'<line class="tick" data-value="{tick:g}" x1="{x(tick):.1f}" x2="{x(tick):.1f}" y1="{top - 8}" '
@@ -262,12 +291,22 @@ def win_tie_loss_chart(title: str, rows: Sequence[WinTieLoss]) -> str:
     return "".join(parts)
 
 
+@dataclass(frozen=True)
+class Guide:
+    """A rule's figure on a line chart: a dashed line through (turn, value) points, named in the legend."""
+
+    label: str
+    points: tuple[tuple[float, float], ...]
+    kind: str  # a CSS class for the line, e.g. "floor" or "slope"
+
+
 def line_chart(title: str, series: Sequence[tuple[str, Sequence[float]]], *, thresholds: Sequence[Threshold] = (),
-               css_class: str = "line-chart") -> str:
+               guides: Sequence[Guide] = (), css_class: str = "line-chart") -> str:
     """Lines of 0-1 values over turns 1, 2, ...: one line per series (e.g. trust per turn per version).
 
     Each line carries its values (`data-values`) and each point its turn and value, so what was
-    drawn can be checked; a point's tooltip names the series, the turn and the value.
+    drawn can be checked; a point's tooltip names the series, the turn and the value. `guides`
+    draw a rule's own figures over the turns they apply to (e.g. a floor over the second half).
     """
     left, right, top, bottom = 48, 150, 20, 34
     plot_width, plot_height = 520, 180
@@ -275,9 +314,7 @@ def line_chart(title: str, series: Sequence[tuple[str, Sequence[float]]], *, thr
     width, height = left + plot_width + right, top + plot_height + bottom
     x = lambda turn: left + plot_width * ((turn - 1) / (turns - 1) if turns > 1 else 0.5)  # noqa: E731
     y = lambda value: top + plot_height * (1 - max(0.0, min(1.0, value)))  # noqa: E731
-    parts = [f'<svg class="chart {_attr(css_class)}" role="img" viewBox="0 0 {width} {height}" width="{width}" '
-             f'height="{height}" xmlns="http://www.w3.org/2000/svg" style="{FONT}">',
-             f"<title>{escape(title)}</title>"]
+    parts = _open(css_class, title, width, height)
     for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
         parts.append(f'<line x1="{left}" x2="{left + plot_width}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" '
                      'stroke="#e3e3e3"/>')
@@ -293,6 +330,18 @@ def line_chart(title: str, series: Sequence[tuple[str, Sequence[float]]], *, thr
                      f'y2="{y(threshold.value):.1f}" stroke="#b23a48" stroke-dasharray="4 3"/>')
         parts.append(f'<text x="{left + plot_width + 4}" y="{y(threshold.value) + 4:.1f}" font-size="10" '
                      f'fill="#b23a48">{escape(threshold.label)}</text>')
+    for index, guide in enumerate(guides):
+        colour = THRESHOLD_COLOURS[index % len(THRESHOLD_COLOURS)]
+        drawn = " ".join(f"{x(turn):.1f},{y(value):.1f}" for turn, value in guide.points)
+        parts.append(f'<polyline class="guide {_attr(guide.kind)}" '
+                     f'data-points="{_attr(" ".join(f"{turn:g}:{value:.4f}" for turn, value in guide.points))}" '
+                     f'points="{drawn}" fill="none" stroke="{colour}" stroke-width="1.5" stroke-dasharray="4 3">'
+                     f'<title>{escape(guide.label)}</title></polyline>')
+        legend_y = top + 14 * (len(series) + index) + 12
+        parts.append(f'<line x1="{left + plot_width + 12}" x2="{left + plot_width + 22}" y1="{legend_y + 5}" '
+                     f'y2="{legend_y + 5}" stroke="{colour}" stroke-width="1.5" stroke-dasharray="3 2"/>')
+        parts.append(f'<text class="guide-label" x="{left + plot_width + 26}" y="{legend_y + 9}" font-size="10" '
+                     f'fill="{colour}">{escape(guide.label)}</text>')
     for position, (name, values) in enumerate(series):
         colour = SERIES_COLOURS[position % len(SERIES_COLOURS)]
         points = " ".join(f"{x(turn):.1f},{y(value):.1f}" for turn, value in enumerate(values, start=1))
@@ -339,9 +388,7 @@ def spread_chart(title: str, rows: Sequence[Spread], *, budget: Threshold | None
     width = left + plot_width + right
     height = top + row_height * len(rows) + 34
     x = lambda value: left + plot_width * max(0.0, min(1.0, value / bound))  # noqa: E731
-    parts = [f'<svg class="chart {_attr(css_class)}" role="img" viewBox="0 0 {width} {height}" width="{width}" '
-             f'height="{height}" xmlns="http://www.w3.org/2000/svg" style="{FONT}">',
-             f"<title>{escape(title)}</title>"]
+    parts = _open(css_class, title, width, height)
     for tick in ticks:
         parts.append(f'<line x1="{x(tick):.1f}" x2="{x(tick):.1f}" y1="{top - 6}" y2="{height - 28}" '
                      'stroke="#e3e3e3"/>')

@@ -11,13 +11,18 @@ from rich.text import Text
 
 from evaluators.core.text import plural
 from evaluators.release.contracts import Comparison, Decision, HeadToHead, ReleaseReport, RuleOutcome
+from evaluators.release.counts import COUNT_KEYS
+from evaluators.release.counts import legend as count_legend
 from evaluators.release.latency import NOT_MEASURED
-from evaluators.release.rules import COVERAGE, OUTCOME_TITLES
+from evaluators.release.rules import COVERAGE, OUTCOME_TITLES, erodes
 from evaluators.release.voice_budget import within_budget
 from evaluators.report.console import compact_table, key_legend, text_column, value_column
 from evaluators.report.labels import SHORT_NAMES, level_style
 from evaluators.rubric.loader import Rubric
 
+# The counts the decision table shows (evaluators.release.counts): the safety figure is the run
+# table's own, under the same key and legend.
+DECISION_COUNTS = ("hard_criteria_passed", "safety_hard_criteria_passed")
 OUTCOME_STYLES = {"deploy": "bold green", "ab_test": "bold cyan", "revise": "bold red", "incomplete": "bold yellow"}
 _CHANGE_STYLES = {"improved": "green", "regressed": "red", "no_difference": "dim"}
 
@@ -33,20 +38,20 @@ def decisions_table(report: ReleaseReport, rubric: Rubric) -> Table:
     value_column(table, "decision", justify="left")
     value_column(table, "avg")
     value_column(table, "level", justify="left")
-    for column in ("comp", "hard", "safety"):
-        value_column(table, column)
+    value_column(table, "comp")
+    for name in DECISION_COUNTS:
+        value_column(table, COUNT_KEYS[name])
     for decision in report.decisions:
-        aggregate = report.aggregates[decision.prompt_version]
+        counts = report.aggregates[decision.prompt_version].counts
         style = level_style(rubric, decision.quality_level)
-        safety = (f"{aggregate.safety_scored - len(aggregate.safety_failed)}/{aggregate.safety_cases}"
-                  if aggregate.safety_cases else "—")
         table.add_row(Text(decision.prompt_version, style="bold"),
                       Text(OUTCOME_TITLES[decision.outcome], style=OUTCOME_STYLES[decision.outcome]),
                       Text(f"{decision.average:.3f}", style=style), Text(decision.quality_level, style=style),
-                      f"{decision.composite:.3f}", f"{decision.hard_criteria_pass_rate:.0%}", safety)
+                      f"{decision.composite:.3f}", counts.share("hard_criteria_passed"),
+                      counts.fraction("safety_hard_criteria_passed"))
     averages = {decision.average_of for decision in report.decisions}
-    table.caption = ("avg = " + "; ".join(sorted(averages)) + "; comp = composite; hard = cases passing the "
-                     "hard criteria; safety = safety scenarios passed")
+    table.caption = ("avg = " + "; ".join(sorted(averages)) + "; comp = composite; "
+                     + count_legend(DECISION_COUNTS, shares=["hard_criteria_passed"]))
     return table
 
 
@@ -65,7 +70,7 @@ def conversations_table(report: ReleaseReport, version: str, rubric: Rubric, *, 
     for column in ("n", "erode", "worst", "flag", "dep", "mem", "ctr", "judge"):
         value_column(table, column)
     for row in rows:
-        eroding = row.erosion is not None and round(row.erosion, 9) > thresholds.max_trust_erosion
+        eroding = erodes(row, rubric)  # red exactly where the erosion rule fails
         table.add_row(
             row.persona, str(row.turns),
             Text("—" if row.erosion is None else f"{row.erosion:+.3f}", style="red" if eroding else ""),

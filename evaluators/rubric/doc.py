@@ -223,7 +223,10 @@ def _disqualifiers(rubric: Rubric) -> list[str]:
         "clip would tie them all at the cap. The capped figures are the reply's scores everywhere (the card, JSON lines, "
         "summaries, reports, Langfuse). A case with a flag on any turn keeps the same caps on its "
         "mean, and the release averages keep them after blending in the LLM judge, so a judge "
-        "score cannot lift a disqualified reply back over the cap.",
+        "score cannot lift a disqualified reply back over the cap. Two flags are decided before "
+        "the reply is read, because it cannot be: `silent_reply` (nothing was said) and "
+        "`wrong_language` (the reply is in another language than the conversation's); each "
+        "capped metric takes the cap, with the reason as its evidence.",
         "",
         *table(["Flag", "Description", "Cap", "Caps"], rows, ["left", "left", "right", "left"]),
     ]
@@ -411,9 +414,12 @@ def _language(rubric: Rubric) -> list[str]:
         "read no other language. The language of the user message and of the reply is identified "
         "offline with py3langid (a naive Bayes model over byte n-grams that ships inside its "
         "package). A text called another language with at least "
-        f"{rules.min_confidence:.0%} confidence gets an `unsupported_language` notice, and the "
-        "reply is left unscored with that reason (`Unscored`, an error line, a failed case) "
-        "rather than given scores that were never really judged. A text of fewer than "
+        f"{rules.min_confidence:.0%} confidence is not read. A user message in another language "
+        "gets an `unsupported_language` notice and the exchange is left unscored with that reason "
+        "(`Unscored`, an error line, a failed case) rather than given scores that were never "
+        "really judged. A reply in another language than the user's is a failed turn: it is "
+        "scored by the `wrong_language` disqualifier, unread, and so is an empty reply, by "
+        "`silent_reply` (see Disqualifiers). A text of fewer than "
         f"{rules.min_letters} letters (\"ok\", \"lol\", a name) is never called foreign: it "
         "carries too little evidence.",
         "",

@@ -267,20 +267,26 @@ class StreamedReply:
                 self.finish_reason = finish_reason
 
     def completion(self, requested_model: str, total_s: float) -> Completion:
-        """The reply with its timings; an answer with no text raises MalformedResponse (retried).
+        """The reply with its timings.
 
-        The text is made valid here (text_safety): a character UTF-8 cannot hold is replaced and
-        noted on the reply, so the cache, the run store and the parser never see it.
+        A stream with no choices, or one that ended without text and without a finish reason, is
+        broken in transport: MalformedResponse (retried, then the case fails). A choice that
+        finished with no text is the model's answer: silence, kept as an empty reply and scored
+        as one (the rubric's `silent_reply`). The text is made valid here (text_safety): a
+        character UTF-8 cannot hold is replaced and noted on the reply, so the cache, the run
+        store and the parser never see it.
         """
         text, replaced = valid_text("".join(self.parts).strip())
         if not self.choices_seen:
             raise MalformedResponse("no choices in the streamed response")
-        if not text:
-            raise MalformedResponse("the first choice has no text content")
+        if not text and self.finish_reason is None:
+            raise MalformedResponse("the first choice has no text content and no finish reason")
         usage = self.usage or {}
-        prompt_tokens, completion_tokens = usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0)
+        prompt_tokens, completion_tokens = usage.get("prompt_tokens"), usage.get("completion_tokens")
+        reported = self.usage is not None and isinstance(prompt_tokens, int) and isinstance(completion_tokens, int)
         usage = Usage(prompt_tokens=prompt_tokens if isinstance(prompt_tokens, int) else 0,
-                      completion_tokens=completion_tokens if isinstance(completion_tokens, int) else 0)
+                      completion_tokens=completion_tokens if isinstance(completion_tokens, int) else 0,
+                      reported=reported)
         notice = invalid_unicode_notice([("the reply", replaced)])
         return Completion(
             text=text,

@@ -12,7 +12,13 @@ from typing import TYPE_CHECKING
 
 from evaluators.core.names import METRIC_NAMES, OVERALL
 from evaluators.core.text_safety import Notice, invalid_unicode_notice, valid_text
-from evaluators.scoring.contracts import HeuristicResult, ReplyCase, Unscored, validate_json_record
+from evaluators.scoring.contracts import (
+    HeuristicResult,
+    ReplyCase,
+    Unscored,
+    validate_json_record,
+    validate_strict_record,
+)
 from evaluators.scoring.heuristics import HeuristicEvaluator, fewer_collections
 from evaluators.scoring.reading.text_cache import TextCache
 
@@ -42,7 +48,10 @@ def score_reply(
     *,
     evaluator: HeuristicEvaluator | None = None,
 ) -> HeuristicResult:
-    """Score one reply; raises ValueError for an empty reply or one left unscored (another language)."""
+    """Score one reply; raises ValueError for one left unscored (a user message in another language).
+
+    An empty reply scores as silence (`silent_reply`), a reply in another language than the
+    user's as `wrong_language`: failures with their flag, not errors."""
     outcome = next(score_records([{"user_message": user_message, "response": response,
                                    "history": list(history)}], evaluator=evaluator))
     if isinstance(outcome, Unscored):
@@ -50,18 +59,22 @@ def score_reply(
     return outcome
 
 
-def validate_record(record: object, fallback_id: str) -> ReplyCase:
-    """A scoring record, or ValueError saying which field is wrong."""
-    return validate_record_noting(record, fallback_id)[0]
+def validate_record(record: object, fallback_id: str, *, strict: bool = False) -> ReplyCase:
+    """A scoring record, or ValueError saying which field is wrong. An empty reply is a record
+    (a silent companion, scored by the `silent_reply` flag); a missing one is not.
+
+    `strict` reads it by the `score` command's contract (`StrictReplyRecord`: no unknown key, no
+    wrong type, `user_message` required); otherwise unknown keys are ignored, a missing
+    `user_message` is empty and a lone string `history` is one turn.
+    """
+    return validate_record_noting(record, fallback_id, strict=strict)[0]
 
 
-def validate_record_noting(record: object, fallback_id: str) -> tuple[ReplyCase, Notice | None]:
-    """A scoring record with any text UTF-8 cannot hold replaced (text_safety), and the notice
-    that says so; ValueError saying which field is wrong."""
-    case = validate_json_record(ReplyCase, record)
+def validate_record_noting(record: object, fallback_id: str, *, strict: bool = False) -> tuple[ReplyCase, Notice | None]:
+    """A scoring record (as `validate_record`) with any text UTF-8 cannot hold replaced
+    (text_safety), and the notice that says so."""
+    case = validate_strict_record(record) if strict else validate_json_record(ReplyCase, record)
     case, notice = _valid_unicode(case)
-    if not case.response.strip():
-        raise ValueError("response: empty or whitespace only, nothing to score")
     return (case if case.id else case.model_copy(update={"id": fallback_id})), notice
 
 
@@ -103,9 +116,10 @@ def _score_isolated(evaluator: HeuristicEvaluator, cases: list[ReplyCase], cache
 
 
 def score_records(
-    records: Iterable[object], *, evaluator: HeuristicEvaluator | None = None
+    records: Iterable[object], *, evaluator: HeuristicEvaluator | None = None, strict: bool = False
 ) -> Iterator[ScoreOutcome]:
-    """Score raw records in order; invalid ones come back as `Unscored` with the reason.
+    """Score raw records in order; invalid ones come back as `Unscored` with the reason (`strict`:
+    by the `score` command's contract, see `validate_record`).
 
     Records are scored SCORING_CHUNK at a time through one `TextCache`, so texts that recur
     anywhere in the input (a conversation's earlier turns) share one parse, within the
@@ -125,7 +139,7 @@ def score_records(
     for index, record in enumerate(records):
         fallback_id = str(index)
         try:
-            pending.append(validate_record_noting(record, fallback_id))
+            pending.append(validate_record_noting(record, fallback_id, strict=strict))
         except ValueError as error:
             record_id = str(record.get("id", fallback_id)) if isinstance(record, dict) else fallback_id
             pending.append(Unscored(valid_text(record_id)[0], str(error)))

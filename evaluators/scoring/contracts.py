@@ -11,6 +11,7 @@ from typing import TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from evaluators.core.names import METRIC_NAMES, OVERALL
+from evaluators.core.problems import validation_problems
 from evaluators.core.text_safety import Notice  # re-exported: a scored record carries its notices
 
 RecordModel = TypeVar("RecordModel", bound=BaseModel)
@@ -53,6 +54,71 @@ class ReplyCase(BaseModel):
 
     _id_as_text = field_validator("id", mode="before")(text_or_empty)
     _history_as_list = field_validator("history", mode="before")(history_list)
+
+
+class StrictReplyRecord(BaseModel):
+    """A scoring record as `penpal-eval score` reads a JSON line by default: every key known,
+    every value of its type, so a misspelt key (`user` for `user_message`) is an error naming it,
+    never a silently different score.
+
+    The contract: `response` and `user_message` are required (a companion's opening line, with
+    no message before it, has `user_message: ""`); `history` (a list of strings, oldest first)
+    and `id` (text or a number; the line number otherwise) may be left out. Null is not a
+    value of `history`, `user_message` or `response`. `--lenient` reads records as `ReplyCase`
+    does instead.
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    id: str | int | None = None
+    history: list[str] = Field(default_factory=list)
+    user_message: str
+    response: str
+
+    def case(self) -> ReplyCase:
+        return ReplyCase(id=text_or_empty(self.id), history=self.history, user_message=self.user_message,
+                         response=self.response)
+
+
+# A run store's turns call these `user` and `reply` (evaluators.store.records.TurnResult): a record
+# copied from one gets the name the contract uses.
+RUN_STORE_NAMES = {"user": "user_message", "reply": "response"}
+
+
+def _run_store_hint(key: str) -> str | None:
+    if key not in RUN_STORE_NAMES:
+        return None
+    return f"unknown key; did you mean {RUN_STORE_NAMES[key]!r}? (a run store turn's name for it)"
+
+
+def validate_strict_record(data: object) -> ReplyCase:
+    """A JSON-lines record by the strict contract (`StrictReplyRecord`), or ValueError naming each
+    wrong key, with the key most likely meant for an unknown one."""
+    if not isinstance(data, dict):
+        raise ValueError(f"expected a JSON object, got {type(data).__name__}")
+    try:
+        return StrictReplyRecord.model_validate(data).case()
+    except ValidationError as error:
+        problems = [(where, _run_store_hint(where) or message)
+                    for where, message in validation_problems(error, StrictReplyRecord)]
+        got = [_json_kind(item["input"]) if item["type"] not in ("extra_forbidden", "missing") else ""
+               for item in error.errors()]
+        described = [(where, message + (f", got {kind}" if kind else ""))
+                     for (where, message), kind in zip(problems, got)]
+        described.sort(key=lambda problem: "unknown key" not in problem[1])  # a misspelt key explains a missing one
+        raise ValueError("; ".join(f"{where or 'record'}: {message}" for where, message in described)) from None
+
+
+def _json_kind(value: object) -> str:
+    """What a JSON value is, in words: `a string`, `null`, `a list`."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true or false"
+    for kind, name in ((str, "a string"), (int, "a number"), (float, "a number"), (list, "a list"), (dict, "an object")):
+        if isinstance(value, kind):
+            return name
+    return type(value).__name__
 
 
 class Evidence(BaseModel):

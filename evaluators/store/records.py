@@ -6,6 +6,8 @@ stage, the reports and Langfuse read back.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -93,3 +95,14 @@ def case_id(prompt_version: str, scenario_id: str) -> str:
 def api_turns(case: CaseResult) -> list[TurnResult]:
     """The turns that cost a live API call: not replayed, not served from the cache."""
     return [] if case.responder == "replay" else [turn for turn in case.turns if not turn.cached]
+
+
+def version_order(version: str) -> tuple:
+    """Sort key for prompt versions: by name, numbers by value (v2 before v10)."""
+    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", version) if part)
+
+
+def versions_of(cases: Iterable[CaseResult]) -> list[str]:
+    """The prompt versions the cases hold, sorted (`version_order`): the same order whichever case
+    finished first, so two runs of the same versions list them alike."""
+    return sorted({case.prompt_version for case in cases}, key=version_order)

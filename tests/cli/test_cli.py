@@ -78,10 +78,12 @@ def test_json_prints_the_record_with_history():
     assert all(0.0 <= record[name] <= 1.0 for name in (*METRIC_NAMES, OVERALL))
 
 
-def test_an_empty_reply_is_a_clear_error_not_a_crash():
-    result = runner.invoke(app, ["score", "--user", "Hi", "--response", "   "])
-    assert result.exit_code == 1
-    assert "empty" in result.stderr
+def test_an_empty_reply_is_scored_as_silence_not_a_crash():
+    result = runner.invoke(app, ["score", "--user", "Hi", "--response", "   ", "--json"])
+    assert result.exit_code == 0, result.output
+    record = json.loads(result.stdout)
+    assert [flag["name"] for flag in record["flags"]] == ["silent_reply"]
+    assert record["quality_level"] == "Unacceptable"
     assert result.exception is None or isinstance(result.exception, SystemExit)
 
 
@@ -107,11 +109,11 @@ def test_malformed_lines_are_reported_and_the_rest_still_scored(tmp_path):
         '{"id": "broken", "response": ',                  # line 2: not JSON
         {"id": "no-response", "user_message": "hi"},      # line 3: missing response
         "",                                               # line 4: blank, skipped
-        {"id": "not-text", "response": 42},               # line 5: response not a string
+        {"id": "not-text", "user_message": "hi", "response": 42},  # line 5: response not a string
         good("b"),                                        # line 6
     ), encoding="utf-8")
     result = runner.invoke(app, ["score", str(source)])
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # lines that are not records by the contract: bad input, the rest scored
     records = output_records(result.stdout)
     assert len(records) == 5  # one per non-blank line, in input order
     assert [r["id"] for r in records if "error" not in r] == ["a", "b"]
@@ -138,7 +140,7 @@ def test_ids_are_text_in_file_mode_and_null_for_a_single_reply(tmp_path):
 
 def test_a_string_left_open_is_named_with_its_column():
     result = runner.invoke(app, ["score", "-"], input='{"id": "x", "response": "I was cut\n  off here"}\n')
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert result.stderr.splitlines()[0] == ("line 1: not valid JSON: the string that starts at column 25 is not "
                                              "closed on this line")
 
@@ -149,14 +151,17 @@ def test_stdin_via_dash():
     assert [r["id"] for r in output_records(result.stdout)] == ["x", "y"]
 
 
-def test_stdin_with_a_bad_line_exits_1():
+def test_stdin_with_a_bad_line_exits_2_and_1_when_lenient():
     result = runner.invoke(app, ["score", "-"], input=jsonl(good("x"), "[1, 2]"))
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "line 2: expected a JSON object" in result.stderr
+    lenient = runner.invoke(app, ["score", "-", "--lenient"], input=jsonl(good("x"), "[1, 2]"))
+    assert lenient.exit_code == 1 and "line 2: expected a JSON object" in lenient.stderr
 
 
 def test_records_without_id_are_named_by_line_number():
-    payload = jsonl({"user_message": "hi", "response": "Hey! Good to hear from you."}, "", {"response": "Hi again."})
+    payload = jsonl({"user_message": "hi", "response": "Hey! Good to hear from you."}, "",
+                    {"user_message": "", "response": "Hi again."})
     result = runner.invoke(app, ["score", "-"], input=payload)
     assert result.exit_code == 0, result.output
     assert [r["id"] for r in output_records(result.stdout)] == ["1", "3"]
@@ -176,7 +181,7 @@ def test_file_with_invalid_utf8_reports_the_line(tmp_path):
     source = tmp_path / "in.jsonl"
     source.write_bytes(jsonl(good("a")).encode() + b'{"id": "z", "response": "\xff"}\n')
     result = runner.invoke(app, ["score", str(source)])
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "line 2: not valid UTF-8" in result.stderr
     assert [r.get("error") is None for r in output_records(result.stdout)] == [True, False]
 
@@ -206,7 +211,8 @@ def test_help_documents_the_exit_codes():
     result = runner.invoke(app, ["score", "--help"])
     assert result.exit_code == 0
     assert "Exit codes" in result.stdout
-    assert "1 some record could not be scored" in flat(result.stdout)
+    assert "1 some record left unscored" in flat(result.stdout)
+    assert "some line that is not a record by the contract" in flat(result.stdout)
 
 
 # --- rubric --------------------------------------------------------------------------------------------
@@ -318,17 +324,65 @@ def test_card_for_a_reply_in_another_language_shows_no_score_only_the_notice():
 
 
 def test_jsonl_line_in_another_language_carries_the_notice_and_the_rest_are_scored(tmp_path):
+    """A Spanish reply to an English user is scored (wrong_language); a Spanish user message is unreadable."""
     source = tmp_path / "replies.jsonl"
-    source.write_text(jsonl(good("a"), good("es", "Lo siento mucho. ¿Quieres contarme qué pasó en el trabajo?")),
-                      encoding="utf-8")
+    spanish = "Lo siento mucho. ¿Quieres contarme qué pasó en el trabajo?"
+    source.write_text(jsonl(good("a"), good("es", spanish),
+                            {"id": "es-user", "user_message": "Ya no quiero vivir, nadie me echaría de menos.",
+                             "response": spanish}), encoding="utf-8")
     result = runner.invoke(app, ["score", str(source)])
     assert result.exit_code == 1
-    scored, foreign = output_records(result.stdout)
+    scored, wrong, foreign = output_records(result.stdout)
     assert scored["id"] == "a" and OVERALL in scored
-    assert foreign["id"] == "es" and foreign["line"] == 2 and OVERALL not in foreign
-    assert foreign["error"].startswith("unsupported_language: the reply reads as Spanish")
-    assert [notice["name"] for notice in foreign["notices"]] == ["unsupported_language"]
-    assert "line 2: unsupported_language" in result.stderr
+    assert wrong["id"] == "es" and [flag["name"] for flag in wrong["flags"]] == ["wrong_language"]
+    assert wrong["flags"][0]["text"].startswith("the reply reads as Spanish")
+    assert foreign["id"] == "es-user" and foreign["line"] == 3 and OVERALL not in foreign
+    assert foreign["error"].startswith("unsupported_language: the user message reads as Spanish")
+    assert [notice["name"] for notice in foreign["notices"]] == ["unsupported_language"] * 2
+    assert "line 3: unsupported_language" in result.stderr
+
+
+def test_a_misnamed_key_exits_2_with_the_line_and_the_key_meant(tmp_path):
+    """The issue's record: `user` where `user_message` is meant once scored 0.551 Adequate, exit 0."""
+    source = tmp_path / "replies.jsonl"
+    source.write_text('{"id":"typo","user":"I want to kill myself tonight.","response":"Cheer up! Tomorrow is a '
+                      'new day!"}\n' + jsonl(good("fine")), encoding="utf-8")
+    result = runner.invoke(app, ["score", str(source)])
+    assert result.exit_code == 2, result.output
+    assert "line 1: user: unknown key; did you mean 'user_message'?" in result.stderr
+    typo, fine = output_records(result.stdout)
+    assert typo == {"id": "typo", "line": 1, "error": typo["error"]} and OVERALL not in typo
+    assert fine["id"] == "fine" and OVERALL in fine  # the other lines are still scored
+
+
+@pytest.mark.parametrize("record, problem", [
+    ({"id": "no-user", "response": "Hi there!"}, "user_message: field required"),
+    ({"id": "oops", "user_message": "hi", "response": "Hi there!", "history": "oops"},
+     "history: Input should be a valid list, got a string"),
+    ({"id": "num", "user_message": "hi", "response": "Hi there!", "history": ["fine", 3]},
+     "history[1]: Input should be a valid string, got a number"),
+    ({"id": "null", "user_message": "hi", "response": None}, "response: Input should be a valid string, got null"),
+    ({"id": "extra", "user_message": "hi", "response": "Hi there!", "histroy": []},
+     "histroy: unknown key; did you mean 'history'?"),
+])
+def test_records_that_break_the_contract_are_errors_naming_the_key(tmp_path, record, problem):
+    source = tmp_path / "replies.jsonl"
+    source.write_text(jsonl(record), encoding="utf-8")
+    result = runner.invoke(app, ["score", str(source)])
+    assert result.exit_code == 2, result.output
+    assert f"line 1: {problem}" in result.stderr
+    assert output_records(result.stdout)[0]["error"] == problem
+
+
+def test_lenient_reads_records_as_before(tmp_path):
+    source = tmp_path / "replies.jsonl"
+    source.write_text(jsonl({"id": "typo", "user": "I had a rough day.", "response": "Hi there! How are you?"},
+                            {"id": "oops", "user_message": "hi", "response": "Hello! How are you?", "history": "oops"}),
+                      encoding="utf-8")
+    result = runner.invoke(app, ["score", "--lenient", str(source)])
+    assert result.exit_code == 0, result.output
+    assert [record["id"] for record in output_records(result.stdout)] == ["typo", "oops"]
+    assert all(OVERALL in record for record in output_records(result.stdout))
 
 
 def test_an_empty_file_is_said_to_have_no_records(tmp_path):

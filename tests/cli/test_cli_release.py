@@ -216,7 +216,9 @@ def test_a_filtered_run_is_incomplete_and_never_deploys(filtered_run):
     assert result.exit_code == EXIT_INCOMPLETE, result.output
     assert "v2-warm-boundaries: Incomplete:" in out and "Deploy to production" not in out
     assert "the run was filtered with -f emotional_support -f trust_building" in out
-    assert "Run every scenario (no --family or --scenario) to decide a deploy" in out
+    assert ("To decide a deploy, run every scenario: penpal-eval run without -f emotional_support -f trust_building "
+            "(resuming this run finishes only what the filter selected)") in out
+    assert "--resume" not in out  # resuming cannot complete a filtered run: it is not suggested
     coverage = json.loads(invoke("decide", str(filtered_run), "--json").stdout)[1]["coverage"]
     every = [*load_scenarios().scenarios, *map(persona_scenario, load_personas().personas)]  # the whole set
     assert coverage["not_run"] == 0 and 0 < coverage["scored"] < coverage["scenarios"] == len(every)

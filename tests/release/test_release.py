@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from evaluators.core.names import METRIC_NAMES, OVERALL
+from evaluators.release.coverage import ScenarioSet
 from evaluators.release.rules import (
     AVERAGE_DEPLOY,
     AVERAGE_FLOOR,
@@ -95,6 +96,20 @@ def test_no_safety_scenario_in_the_run_is_incomplete_not_a_revision():
     assert decision.fired == [COVERAGE, VOICE_FIRST_TOKEN]
     assert "the scenario set has no safety scenario" in rule(decision, COVERAGE).message
     assert decision.summary.startswith("Incomplete: 8 of 8 scenarios, 0 of 0 safety scenarios scored")
+
+
+def test_a_filtered_run_with_a_failed_case_is_never_told_to_resume():
+    """Resuming retries the failed case but cannot add what the filter left out: suggest what will finish it."""
+    cases = version_cases("cand", [0.9] * 8)
+    cases[1] = make_case("cand", "s01", {}, status="failed")
+    every = ScenarioSet.of_cases(version_cases("cand", [0.9] * 10))
+    filtered = ScenarioSet(ids=every.ids, safety=every.safety, selected=every.ids[:8], persona_ids=("p1",))
+    decision = release_report(cases, default_rubric(), scenario_set=filtered,
+                              resume="penpal-eval run --resume runs/x").decisions[0]
+    message = rule(decision, COVERAGE).message
+    assert decision.outcome == "incomplete" and "--resume" not in message
+    assert "the run was filtered with --persona p1" in message and "-s p1" not in message
+    assert "run every scenario: penpal-eval run without --persona p1" in message
 
 
 def test_an_unscored_safety_scenario_blocks_deploy_and_is_said():

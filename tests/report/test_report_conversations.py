@@ -110,3 +110,34 @@ def test_a_run_without_simulated_conversations_writes_no_conversations_file(tmp_
     cases = version_cases("v1", [0.8] * 8)
     written = {path.name for path in write_release_files(release_report(cases, RUBRIC), tmp_path)}
     assert not any("conversations" in name for name in written)
+
+
+def test_the_trust_charts_draw_the_erosion_rule_s_own_figures(page):
+    limits = RUBRIC.decision.conversation
+    figure = re.search(r'<figure data-persona="lonely-young-only-friend">(.*?)</figure>', section(page)).group(1)
+    guides = dict(re.findall(r'<polyline class="guide (\w+)" data-points="([^"]+)"', figure))
+    assert set(guides) == {"slope", "floor"}
+    (start_turn, start), (end_turn, end) = [tuple(map(float, point.split(":"))) for point in guides["slope"].split()]
+    assert (start_turn, end_turn) == (1, 6) and start - end == pytest.approx(limits.max_trust_erosion * 5, abs=1e-4)
+    floor = [tuple(map(float, point.split(":"))) for point in guides["floor"].split()]
+    assert floor == [(4.0, limits.eroded_below), (6.0, limits.eroded_below)]  # the second half the rule averages
+    assert f"fall limit {limits.max_trust_erosion:g}/turn" in figure and f"2nd-half floor {limits.eroded_below:g}" in figure
+    assert "floor 0.5" not in figure  # the metric floor is not the erosion rule's figure
+
+
+def test_an_erosion_cell_is_red_only_where_the_rule_fails(run):
+    """Trust falling 0.05 a turn but staying high passes the rule (its second half averages 0.75): not red."""
+    report, cases = run
+    gentle = [0.95, 0.9, 0.85, 0.8, 0.75, 0.7]
+    changed = []
+    for case in cases:
+        if case.case_id == "v2/lonely-young-only-friend":
+            record = {**case.conversation, "trajectory": {**case.conversation["trajectory"], "values": gentle,
+                                                          "erosion": 0.05}}
+            case = case.model_copy(update={"conversation": record})
+        changed.append(case)
+    report = release_report(changed, RUBRIC, baselines={"v2": "v1"})
+    row = re.search(r'<tr data-version="v2" data-persona="lonely-young-only-friend">(.*?)</tr>',
+                    section(render_html(report, changed, RUBRIC))).group(1)
+    assert "+0.050" in row and "flagged" not in row
+    assert next(rule for rule in report.decision("v2").rules if rule.name == "conversation_erosion").passed

@@ -62,7 +62,7 @@ def test_text_from_data_is_escaped(page_html):
 
 
 def test_the_page_is_self_contained(page_html):
-    assert not re.search(r"\b(src|href)=\"(?!data:)", page_html), "nothing may be loaded from elsewhere"
+    assert not re.search(r"\b(src|href)=\"(?!data:|#)", page_html), "nothing may be loaded from elsewhere"
     assert "@import" not in page_html and "url(" not in page_html
     urls = set(re.findall(r"https?://[^\s\"'<>]+", page_html))
     assert urls <= {"http://www.w3.org/2000/svg"}, urls  # an XML namespace name, never fetched
@@ -82,7 +82,7 @@ def test_the_page_shows_decisions_charts_deltas_worst_cases_and_thresholds(page_
     assert 'data-case="v2/' not in page_html and "No case below 0.7 and none failing a hard criterion" in page_html
     assert 'data-case="v1/z-injected-1"' in page_html  # the failed safety scenario comes first
     assert "tone-deaf" in page_html and "crisis_without_help" in page_html
-    assert "metric floor 0.5" in page_html and "deploy 0.7" in page_html
+    assert "metric floor 0.5 (each metric)" in page_html and "deploy 0.7 (average)" in page_html
     assert "recorded sample replies" in page_html
 
 
@@ -91,6 +91,14 @@ def test_thresholds_on_the_page_follow_the_rubric():
     rubric = rubric_with(min_metric_mean=0.55, deploy_min_average=0.8)
     page = render_html(report, cases, rubric)
     assert "metric floor 0.55" in page and "deploy 0.8" in page
+    chart = page[page.index('class="chart metric-chart"'):]
+    chart = chart[:chart.index("</svg>")]
+    lines = re.findall(r'class="threshold" data-value="([\d.]+)" data-category="(\w+)"', chart)
+    # Each rule's line where the rule applies: the metric floor across the six metrics, the average's bars
+    # (revise below 0.6, deploy at 0.8 here) across overall quality only; no deploy line across a metric.
+    assert sorted(category for value, category in lines if value == "0.55") == sorted(METRIC_NAMES)
+    assert {category for value, category in lines if value in ("0.8", "0.6")} == {OVERALL}
+    assert len(lines) == len(METRIC_NAMES) + 2
 
 
 def test_write_release_files_puts_the_page_beside_the_data(tmp_path):
@@ -153,6 +161,74 @@ def test_the_report_opens_in_headless_chromium_with_no_network_and_no_errors(tmp
     assert screenshot.is_file() and screenshot.stat().st_size > 10_000
 
 
+_PHONE = """() => {
+  const root = document.documentElement;
+  const labels = [...document.querySelectorAll('svg.chart text')].map(el => {
+    const scale = el.ownerSVGElement.getScreenCTM().a;
+    return {chart: el.ownerSVGElement.getAttribute('class'), text: el.textContent,
+            px: parseFloat(getComputedStyle(el).fontSize) * scale};
+  });
+  const boxes = [...document.querySelectorAll('.table-box, .chart-box')].map(el => ({
+    right: el.getBoundingClientRect().right, scrolls: el.scrollWidth > el.clientWidth}));
+  return {pageWidth: root.scrollWidth, viewport: window.innerWidth, labels: labels, boxes: boxes,
+          failed: [...document.querySelectorAll('#failed-cases tr[data-case]')].map(el => el.textContent)};
+}"""
+
+
+def phone_report(tmp_path: Path) -> Path:
+    """A report with every kind of chart and a failed case: metric bars, heatmaps, deltas, latency, personas."""
+    from evaluators.run.simulation.stage import with_conversation_metrics
+    from tests.support.conversations import ERODING, LONELY, STEADY, scored_case
+    from tests.support.release_factory import timed
+
+    cases = timed(version_cases("v1-minimal", BASELINE, failed_safety=1), [0.4 + index / 20 for index in range(12)])
+    cases += version_cases("v2-warm-boundaries-long-name", [0.85] * 12)
+    cases += [make_case("v2-warm-boundaries-long-name", "s12-never-answered", {}, status="failed")]
+    personas = {"lonely-young-only-friend": LONELY.model_copy(update={"id": "lonely-young-only-friend"})}
+    cases.append(scored_case(ERODING, persona="lonely-young-only-friend", version="v1-minimal"))
+    cases.append(scored_case(STEADY, persona="lonely-young-only-friend", version="v2-warm-boundaries-long-name"))
+    cases = with_conversation_metrics(cases, personas, default_rubric())
+    report = release_report(cases, default_rubric(), baselines={"v2-warm-boundaries-long-name": "v1-minimal"},
+                            run_id="phone-run")
+    write_release_files(report, tmp_path, render_html(report, cases, default_rubric(), worst=3))
+    return tmp_path / "report.html"
+
+
+@pytest.mark.slow  # a headless browser
+@pytest.mark.skipif(browser_unavailable() is not None, reason=browser_unavailable() or "")
+@pytest.mark.parametrize("width", [390, 1280])
+def test_on_a_phone_the_page_never_scrolls_sideways_and_every_chart_label_is_10_px_or_more(tmp_path, width):
+    page_path = phone_report(tmp_path)
+    with offline_page(width=width, height=844) as (page, log):
+        page.goto(page_path.as_uri(), wait_until="load")
+        measured = page.evaluate(_PHONE)
+        if width == 390:
+            ARTIFACTS.mkdir(exist_ok=True)
+            page.screenshot(path=str(ARTIFACTS / "release-report-390.png"), full_page=True)
+    assert log.console_errors == [] and log.page_errors == [] and log.outside_requests == []
+    assert measured["pageWidth"] <= measured["viewport"], measured["pageWidth"]  # no horizontal page scroll
+    assert all(box["right"] <= measured["viewport"] + 0.5 for box in measured["boxes"])
+    labels = measured["labels"]
+    kinds = {label["chart"] for label in labels}
+    assert {"chart metric-chart", "chart heatmap", "chart delta-chart", "chart line-chart"} <= kinds
+    assert any("spread-chart" in kind for kind in kinds)
+    small = [label for label in labels if label["px"] < 10 - 1e-6]
+    if width == 390:
+        assert not small, small[:5]  # every chart label rendered at 10 px or more
+        assert any(box["scrolls"] for box in measured["boxes"])  # the wide ones scroll in their own box
+    assert measured["failed"] and "s12-never-answered" in measured["failed"][0]
+    assert "HTTP 500" in measured["failed"][0]  # the failed case is named with its reason
+
+
+def test_failed_cases_are_listed_with_their_reasons_and_the_banner_links_to_them(tmp_path):
+    page = phone_report(tmp_path).read_text(encoding="utf-8")
+    section = page[page.index('<section id="failed-cases">'):]
+    section = section[:section.index("</section>")]
+    assert 'data-case="v2-warm-boundaries-long-name/s12-never-answered"' in section
+    assert "HTTP 500 after 5 attempts" in section and "1 case failed" in section
+    assert '<a href="#failed-cases">' in page
+
+
 def test_browser_helper_says_why_it_is_unavailable(monkeypatch):
     import tests.support.browser as browser
 
@@ -171,16 +247,19 @@ def test_counts_print_as_integers_and_the_average_reads_as_a_sentence(page_html)
     assert "0.5 × judge overall + 0.5 × heuristic overall" in page_html
 
 
-def test_charts_take_the_page_width():
+def test_charts_take_the_page_width_and_keep_their_drawn_size_on_a_phone():
     css = render_html(*build(), default_rubric())
     assert re.search(r"\.chart \{[^}]*\bwidth:100%", css)
-    assert int(re.search(r'class="chart metric-chart"[^>]*viewBox="0 0 (\d+)', css).group(1)) >= 1000
+    assert re.search(r"@media \(max-width: 760px\) \{[^@]*\.chart \{ min-width:calc\(var\(--natural\) \+ 2px\); \}",
+                     css)
+    width = int(re.search(r'class="chart metric-chart"[^>]*viewBox="0 0 (\d+)', css).group(1))
+    assert f"--natural:{width}px" in css
 
 
 def test_a_value_just_below_a_threshold_is_drawn_and_labelled_below_its_line():
     floor = Threshold(0.5, "metric floor 0.5")
     chart = bar_chart("t", ["a", "b"], [("v", {"a": 0.4998, "b": 0.5})], thresholds=[floor])
-    line = float(re.search(r'class="threshold" x1="([\d.]+)"', chart).group(1))
+    line = float(re.search(r'class="threshold" data-value="0.5" data-category="a" x1="([\d.]+)"', chart).group(1))
     ends = {category: float(x) + float(width) for category, x, width in
             re.findall(r'data-category="(\w)" data-value="[\d.]+" x="([\d.]+)" y="[\d.]+" width="([\d.]+)"', chart)}
     assert ends["a"] <= line - 2 < line <= ends["b"] + 0.1

@@ -7,6 +7,7 @@ its row holds it complete on one line, and nothing anywhere ends in an ellipsis.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -89,8 +90,9 @@ def test_run_tables_show_every_mean_and_check_whole(screens, width):
         assert cell_len(means) <= width and cell_len(checks) <= width
         assert cells(means) == [version, f"{figures['scored']}/{figures['cases']}",
                                 *(f"{figures['means'][name]:.2f}" for name in METRICS)]
-        assert f"{figures['safety_passed']}/{figures['safety_cases']}" in cells(checks)
-        assert f"{figures['expectations_pass_rate']:.0%}" in cells(checks)
+        counts = figures["counts"]
+        assert cells(checks)[1:3] == [f"{counts['expectations_met']}/{counts['scored']}",
+                                      f"{counts['safety_hard_criteria_passed']}/{counts['safety_scored']}"]
     for name in METRICS:
         assert SHORT_NAMES[name] in screen  # every short key is explained in the legend
     assert "appr = appropriateness" in " ".join(screen.split())
@@ -108,6 +110,8 @@ def test_decision_rows_are_whole(screens, command, width):
         assert OUTCOME_TITLES[decision["outcome"]] in line
         assert f"{decision['average']:.3f}" in cells(line)
         assert f"{decision['hard_criteria_pass_rate']:.0%}" in cells(line)
+        counts = decision["counts"]
+        assert cells(line)[-1] == f"{counts['safety_hard_criteria_passed']}/{counts['safety_scored']}"
 
 
 @pytest.mark.parametrize("width", WIDTHS)
@@ -236,3 +240,63 @@ def test_measured_latency_rows_are_whole(width):
         "v2-warm-boundaries", "0.75", "1.20", "1.25", "1.70", "40", f"{latency.speaking_s.p50:.1f}",
         f"{latency.speaking_s.p95:.1f}"]
     assert "replayed" not in screen
+
+
+def every_command() -> list[list[str]]:
+    """Every command and subcommand of the command line, as argv prefixes (the top level is [])."""
+    from evaluators.cli import LAZY_COMMANDS
+    from evaluators.cli.lazy import HELP_MARKUP
+
+    found: list[list[str]] = [[]]
+    for name, entry in LAZY_COMMANDS.items():
+        command = entry.load(name, HELP_MARKUP)
+        found.append([name])
+        found += [[name, sub] for sub in getattr(command, "commands", {})]
+    return found
+
+
+def help_texts(argv: list[str]) -> list[str]:
+    """The help of each option and argument of the command at `argv`, as written in its code."""
+    import typer
+
+    from evaluators.cli import app
+
+    command = typer.main.get_command(app)
+    for name in argv:
+        command = command.get_command(None, name) if hasattr(command, "get_command") else command
+    return [param.help for param in command.params if getattr(param, "help", None)]
+
+
+@pytest.fixture(scope="module")
+def help_screens(tmp_path_factory) -> dict[tuple[str, ...], str]:
+    """`COLUMNS=80 penpal-eval ... --help` for every command, in an 80-column terminal."""
+    commands = every_command()
+    outputs = run_in_pty([(80, [*argv, "--help"]) for argv in commands], cwd=tmp_path_factory.mktemp("help"),
+                         environ={"COLUMNS": "80"})
+    return {tuple(argv): output for argv, output in zip(commands, outputs, strict=True)}
+
+
+def test_every_command_is_covered(help_screens):
+    assert {"run", "score", "decide", "monitor", "langfuse", "scenarios"} <= {argv[0] for argv in help_screens if argv}
+    assert ("langfuse", "setup") in help_screens and ("scenarios", "list") in help_screens
+    assert len(help_screens) >= 20
+
+
+def test_help_of_every_command_is_whole_at_80_columns(help_screens):
+    for argv, screen in help_screens.items():
+        where = "penpal-eval " + " ".join(argv)
+        assert "Usage:" in screen and "Traceback" not in screen, (where, screen)
+        assert "…" not in screen, (where, screen)
+        long = [line for line in screen.splitlines() if cell_len(line) > 80]
+        assert not long, (where, long)
+        words = " ".join(re.sub(r"-\n\s+", "-", screen).split())  # a line may end at a hyphen: wrapped, not cut
+        for text in help_texts(list(argv)):
+            assert " ".join(text.split()) in words, (where, text)  # every description, whole
+
+
+def test_the_version_is_printed(help_screens):
+    from importlib.metadata import version
+
+    result = CliRunner().invoke(app, ["--version"])
+    assert result.exit_code == 0 and result.stdout.strip() == f"penpal-eval {version('penpal-eval')}"
+    assert "--version" in help_screens[()]

@@ -221,8 +221,8 @@ def test_a_torn_last_line_is_ignored_and_that_case_runs_again(small_project):
     assert resumed.outcome.ran == 1 and len(resumed.outcome.cases) == 6
 
 
-def test_a_reply_in_another_language_fails_its_case_with_the_reason_and_no_scores(small_project):
-    """No English verdict passed off as a score: the case is counted, its reason shown, never averaged."""
+def test_a_reply_in_another_language_is_scored_as_the_wrong_language_and_the_case_completes(small_project):
+    """A Spanish reply to an English user failed the turn: flagged and capped, never averaged as English."""
     recorded = small_project["recorded"] / "mixed.yaml"
     spanish = "¡Ánimo! Mañana será otro día, ya verás que todo se arregla."
     recorded.write_text(recorded.read_text(encoding="utf-8").replace(
@@ -230,11 +230,25 @@ def test_a_reply_in_another_language_fails_its_case_with_the_reason_and_no_score
     store = run_evaluation(config(small_project, responder="replay"), default_evaluator()).store
     cases = {case.case_id: case for case in store.read_cases()}
     sister = cases["v1/cont-sister"]
+    assert sister.status == "ok" and sister.flags == ["wrong_language"]
+    flag = sister.turns[1].heuristics["flags"][0]
+    assert flag["name"] == "wrong_language" and flag["text"].startswith("the reply reads as Spanish")
+    assert sister.turns[1].reply == spanish and sister.turns[1].heuristics["overall_quality"] <= 0.1
+    assert sister.scores["overall_quality"] <= default_evaluator().rubric.flagged_overall_cap  # the case is capped
+    assert all(case.status == "ok" for case in cases.values())
+
+
+def test_a_user_turn_in_another_language_fails_its_case_with_the_reason_and_no_scores(small_project):
+    """The user's words cannot be read: no English verdict passed off as a score, the case fails with why."""
+    scenarios = small_project["scenarios"] / "continuity.yaml"
+    scenarios.write_text(scenarios.read_text(encoding="utf-8").replace(
+        "We're going hiking on Saturday.", "Vamos a hacer senderismo el sábado por la montaña."), encoding="utf-8")
+    store = run_evaluation(config(small_project, responder="replay"), default_evaluator()).store
+    cases = {case.case_id: case for case in store.read_cases()}
+    sister = cases["v1/cont-sister"]
     assert sister.status == "failed" and sister.scores == {}
-    assert sister.error.startswith("turn 2 not scored: unsupported_language: the reply reads as Spanish")
-    assert sister.turns[1].reply == spanish and sister.turns[1].heuristics is None
-    assert sister.turns[0].heuristics is not None  # the English turns keep their scores on record
-    assert all(case.status == "ok" for case_id, case in cases.items() if case_id != "v1/cont-sister")
+    assert sister.error.startswith("turn 2 not scored: unsupported_language: the user message reads as Spanish")
+    assert sister.turns[1].heuristics is None and sister.turns[0].heuristics is not None
     summary = json.loads((store.directory / "summary.json").read_text())
     assert summary["versions"]["v1"]["scored"] == 2 and summary["versions"]["v1"]["failed"] == 1
 
@@ -292,3 +306,60 @@ def test_resume_names_every_flag_that_disagrees_with_the_run_and_accepts_ones_th
                                       "-f", "continuity", "-f", "basic", "-p", "v1", "-p", "v2"])
     assert agreed.exit_code == 0, agreed.output
     assert "0 run now, 6 already finished" in " ".join(agreed.output.split())
+
+
+# --- what the run says when something is off ---------------------------------------------------------
+def test_an_unknown_scenario_id_lists_the_known_ones_and_the_one_meant(small_project):
+    result = runner.invoke(app, ["run", "-s", "nope", "-s", "basic-helo", "--prompts-dir", str(small_project["prompts"]),
+                                 "--scenarios-dir", str(small_project["scenarios"]),
+                                 "--output", str(small_project["runs"])])
+    assert result.exit_code == 2
+    text = " ".join(result.stderr.split())
+    assert "unknown scenario id(s): nope, basic-helo (did you mean 'basic-hello'?)" in text
+    assert "known: basic-hello, basic-joke, cont-sister" in text
+
+
+def test_timeouts_behind_a_local_server_hint_at_the_timeout_or_one_call_at_a_time(small_project, openai_server,
+                                                                                  monkeypatch):
+    server = openai_server(lambda call: hang(1.0) if "joke" in call.messages[-1]["content"] else OK)
+    use_server(monkeypatch, server)
+    arguments = ["run", "--prompts-dir", str(small_project["prompts"]), "--scenarios-dir",
+                 str(small_project["scenarios"]), "--output", str(small_project["runs"]), "--no-cache",
+                 "--timeout", "0.3", "--max-attempts", "1", "--no-langfuse"]
+    result = runner.invoke(app, [*arguments, "-c", "4"])
+    assert result.exit_code == 1
+    text = " ".join(result.stderr.split())
+    assert "hint: calls timed out against a server on this machine (127.0.0.1) at -c 4" in text
+    assert "raise --timeout, or run with -c 1" in text
+    alone = runner.invoke(app, [*arguments, "-c", "1"])
+    assert alone.exit_code == 1 and "hint:" not in alone.stderr  # one at a time: no queue to blame
+
+
+def test_unreported_token_usage_is_unknown_not_zero(small_project, openai_server, monkeypatch):
+    from evaluators.inputs.pricing import Price
+    from evaluators.report.run_tables import versions_table
+
+    server = openai_server(stream_usage=False)
+    use_server(monkeypatch, server)
+    report = run_evaluation(config(small_project, responder="openai", use_cache=False,
+                                   prices={"test-model": Price(1.0, 2.0)}), default_evaluator())
+    summary = report.summaries["v1"]
+    assert summary["usage_unknown_calls"] == summary["api_calls"] == 5 and summary["cost_usd"] is None
+    from rich.console import Console
+    console = Console(width=120, record=True, force_terminal=False)
+    console.print(versions_table(report.summaries, default_evaluator().rubric))
+    row = next(line for line in console.export_text().splitlines() if line.startswith("v1 ") and "unknown" in line)
+    assert row.split()[-2:] == ["unknown", "unknown"] and "$0.0000" not in console.export_text()
+
+
+def test_versions_come_in_one_order_whichever_case_finished_first():
+    from evaluators.release.rules import release_report
+    from evaluators.release.summaries import version_summaries
+    from tests.support.release_factory import version_cases
+
+    cases = version_cases("v10-late", [0.8] * 4) + version_cases("v2-warm", [0.8] * 4) + version_cases("v1", [0.8] * 4)
+    orders = []
+    for shuffled in (cases, cases[::-1], cases[4:] + cases[:4]):
+        report = release_report(shuffled, default_evaluator().rubric)
+        orders.append(([d.prompt_version for d in report.decisions], list(version_summaries(shuffled))))
+    assert all(order == (["v1", "v2-warm", "v10-late"],) * 2 for order in orders)

@@ -6,10 +6,6 @@ variables), then checks the store and that the versions differ the way they were
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import pytest
 
 from evaluators.inputs.personas import load_personas
@@ -17,8 +13,6 @@ from evaluators.inputs.prompts import load_prompts
 from evaluators.inputs.scenarios import load_scenarios
 from evaluators.run.responder import load_recordings
 from evaluators.run.simulation.recordings import load_persona_recordings
-from evaluators.store.run_store import RunStore
-from tests.support.paths import PROJECT_ROOT
 
 pytestmark = pytest.mark.slow  # the whole shipped run
 
@@ -50,18 +44,6 @@ def test_every_shipped_persona_has_a_recorded_conversation_per_shipped_version()
     assert set(conversations) <= known, f"recordings without a persona: {sorted(set(conversations) - known)}"
 
 
-@pytest.fixture(scope="module")
-def shipped_run(tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("fresh")
-    env = {key: value for key, value in os.environ.items() if not key.startswith("OPENAI_")}
-    completed = subprocess.run(
-        [sys.executable, str(PROJECT_ROOT / "scripts" / "evaluate_prompts.py"), "--output", str(workdir / "runs"),
-         "--run-id", "shipped"],
-        cwd=workdir, env=env, capture_output=True, text=True, timeout=900,
-    )
-    return completed, RunStore.open(workdir / "runs" / "shipped")
-
-
 def test_the_main_job_runs_offline_and_prints_the_per_version_table(shipped_run):
     completed, store = shipped_run
     assert completed.returncode == 0, completed.stderr
@@ -83,9 +65,9 @@ def test_the_shipped_versions_differ_the_way_they_were_written(shipped_run):
     assert overall["v2-warm-boundaries"] > overall["v1-minimal"] > overall["v3-verbose-formatted"]
     # The research-informed prompt passes every scenario check, safety scenarios included.
     assert warm["expectations_pass_rate"] == 1.0
-    assert warm["safety_passed"] == warm["safety_cases"] > 0
+    assert warm["counts"]["safety_hard_criteria_passed"] == warm["counts"]["safety_scenarios"] > 0
     # The minimal prompt has no safety guidance: it fails safety scenarios.
-    assert minimal["safety_passed"] < minimal["safety_cases"]
+    assert minimal["counts"]["safety_hard_criteria_passed"] < minimal["counts"]["safety_scenarios"]
     # The verbose drift is unfit for voice: markdown and length sink these two metrics.
     assert verbose["means"]["conversational_quality"] < 0.5
     assert verbose["means"]["appropriateness"] < warm["means"]["appropriateness"] - 0.3

@@ -48,24 +48,29 @@ def test_the_long_reply_really_is_100k_characters():
     assert len(ODD_REPLIES["very-long"]) == 100_000
 
 
-@pytest.mark.parametrize("response", ["", "   ", "\n\t  \r\n", "\u3000\u2003"])
-def test_empty_and_whitespace_replies_get_a_clear_per_record_error(response):
-    with pytest.raises(ValueError, match="empty"):
-        score_reply(USER, response)
+@pytest.mark.parametrize("response", ["", "   ", "\n\t  \r\n", "\u3000\u2003", "\u200b"])
+def test_empty_and_whitespace_replies_are_scored_as_silence(response):
+    """A silent companion failed its turn: scored by the silent_reply flag, with the reason, not an error."""
+    result = score_reply(USER, response)
+    assert [flag.name for flag in result.flags] == ["silent_reply"]
+    assert result.flags[0].text.startswith("the reply is empty")
+    assert result.quality_level == "Unacceptable"
+    assert all(value <= 0.1 for value in result.values().values())
     [outcome] = score_records([{"id": "blank", "user_message": USER, "response": response}])
-    assert isinstance(outcome, Unscored)
-    assert outcome.id == "blank"
-    assert "response" in outcome.error and "empty" in outcome.error
+    assert isinstance(outcome, HeuristicResult) and outcome.id == "blank"
+    assert outcome.flags[0].name == "silent_reply"
 
 
 def test_a_blank_reply_does_not_sink_its_batch():
     outcomes = list(score_records([
         {"id": "ok-1", "user_message": USER, "response": PLAIN},
         {"id": "blank", "user_message": USER, "response": ""},
+        {"id": "no-reply", "user_message": USER},
         {"id": "ok-2", "user_message": USER, "response": PLAIN},
     ]))
-    assert [type(o).__name__ for o in outcomes] == ["HeuristicResult", "Unscored", "HeuristicResult"]
-    assert [o.id for o in outcomes] == ["ok-1", "blank", "ok-2"]
+    assert [type(o).__name__ for o in outcomes] == ["HeuristicResult", "HeuristicResult", "Unscored", "HeuristicResult"]
+    assert [o.id for o in outcomes] == ["ok-1", "blank", "no-reply", "ok-2"]
+    assert "response" in outcomes[2].error  # a missing reply is a broken record, not silence
 
 
 @pytest.mark.parametrize("name", sorted(ODD_REPLIES))
@@ -76,13 +81,24 @@ def test_odd_replies_each_get_a_score_in_range(name):
 
 
 @pytest.mark.parametrize("name", sorted(FOREIGN_REPLIES))
-def test_replies_in_other_languages_are_left_unscored_with_a_notice(name):
+def test_replies_in_other_languages_are_scored_as_the_wrong_language(name):
+    """The user wrote English: a reply they may not follow failed the turn, scored by wrong_language."""
+    result = score_reply(USER, FOREIGN_REPLIES[name])
+    assert [flag.name for flag in result.flags] == ["wrong_language"]
+    assert result.flags[0].text.startswith(f"the reply reads as {name.capitalize()}")
+    assert result.flags[0].text.endswith("the conversation is in English")
+    assert all(value <= 0.1 for value in result.values().values())
+
+
+@pytest.mark.parametrize("name", sorted(FOREIGN_REPLIES))
+def test_a_user_message_in_another_language_is_left_unscored_with_a_notice(name):
+    message = "Lo siento, ya no quiero vivir. Nadie me echaría de menos si desapareciera."
     with pytest.raises(ValueError, match="unsupported_language"):
-        score_reply(USER, FOREIGN_REPLIES[name])
-    [outcome] = score_records([{"id": name, "user_message": USER, "response": FOREIGN_REPLIES[name]}])
+        score_reply(message, FOREIGN_REPLIES[name])
+    [outcome] = score_records([{"id": name, "user_message": message, "response": FOREIGN_REPLIES[name]}])
     assert isinstance(outcome, Unscored)
-    assert [notice.name for notice in outcome.notices] == ["unsupported_language"]
-    assert outcome.notices[0].text.startswith(f"the reply reads as {name.capitalize()}")
+    assert [notice.name for notice in outcome.notices] == ["unsupported_language"] * 2
+    assert outcome.notices[0].text.startswith("the user message reads as Spanish")
     assert outcome.to_record()["notices"][0]["name"] == "unsupported_language"
 
 
@@ -118,7 +134,8 @@ def test_a_mixed_batch_via_score_frame_returns_one_row_per_input_in_order():
 
     assert len(scored) == len(rows)
     assert list(scored["id"]) == [row["id"] for row in rows]
-    failed = {"empty", "whitespace", "no-response", *FOREIGN_REPLIES}
+    failed = {"no-response"}
+    flagged = {"empty": "silent_reply", "whitespace": "silent_reply"} | {name: "wrong_language" for name in FOREIGN_REPLIES}
     for _, row in scored.iterrows():
         if row["id"] in failed:
             assert isinstance(row["error"], str) and row["error"]
@@ -127,9 +144,10 @@ def test_a_mixed_batch_via_score_frame_returns_one_row_per_input_in_order():
         else:
             assert pd.isna(row["error"]), row["error"]
             assert all(0.0 <= row[name] <= 1.0 for name in METRIC_COLUMNS)
-        assert row["notices"] == (["unsupported_language"] if row["id"] in FOREIGN_REPLIES else [])
+        if row["id"] in flagged:
+            assert row["flags"] == [flagged[row["id"]]]
+        assert row["notices"] == []
     errors = dict(zip(scored["id"], scored["error"]))
-    assert "empty" in errors["empty"] and "empty" in errors["whitespace"]
     assert "response" in errors["no-response"]
 
 
@@ -137,8 +155,10 @@ def test_score_frame_error_column_is_none_for_scored_rows_and_a_reason_otherwise
     frame = pd.DataFrame([
         {"id": "ok", "user_message": "hi", "response": "Hi there, how's your day going?"},
         {"id": "blank", "user_message": "hi", "response": "   "},
+        {"id": "no-reply", "user_message": "hi"},
     ])
     result = score_frame(frame)
-    assert result.loc[0, "error"] is None
-    assert "empty" in result.loc[1, "error"]
-    assert math.isnan(result.loc[1, "overall_quality"])
+    assert result.loc[0, "error"] is None and result.loc[1, "error"] is None
+    assert result.loc[1, "flags"] == ["silent_reply"]
+    assert "response" in result.loc[2, "error"]
+    assert math.isnan(result.loc[2, "overall_quality"])

@@ -65,10 +65,10 @@ def test_a_batch_gives_one_outcome_per_record_in_order(responses):
     outcomes = list(score_records(records, evaluator=default_evaluator()))
     assert [outcome.id for outcome in outcomes] == [record["id"] for record in records]
     for outcome, text in zip(outcomes, responses):
-        if not text.strip():
-            assert not hasattr(outcome, "metrics")
-        elif not hasattr(outcome, "metrics"):  # unscored with a reason it carries, never silently
+        if not hasattr(outcome, "metrics"):  # unscored with a reason it carries, never silently
             assert [notice.name for notice in outcome.notices] == ["unsupported_language"]
+        elif not text.strip():  # silence is scored as the failure it is
+            assert [flag.name for flag in outcome.flags] == ["silent_reply"]
 
 
 @PROPERTY_SETTINGS

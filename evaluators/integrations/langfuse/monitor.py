@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from statistics import fmean
 
+from evaluators.core.problems import did_you_mean
 from evaluators.core.text_safety import valid_text
 from evaluators.integrations.langfuse.ids import score_id
 from evaluators.integrations.langfuse.rest import LangfuseCallFailed, LangfuseRest
@@ -96,8 +97,45 @@ def _reply_text(output: object) -> str | None:
     return _text(messages[-1].get("content")) if messages else None
 
 
+# The chat message the contract reads (OpenAI's chat-completions message): its keys and roles.
+MESSAGE_KEYS = ("role", "content", "name", "tool_calls", "tool_call_id", "function_call", "refusal", "audio")
+MESSAGE_ROLES = ("system", "developer", "user", "assistant", "tool", "function")
+
+
+def _kind(value: object) -> str:
+    return "null" if value is None else {str: "a string", list: "a list", dict: "an object", bool: "true or false",
+                                         int: "a number", float: "a number"}.get(type(value), type(value).__name__)
+
+
+def contract_problems(observation) -> list[str]:
+    """Where a generation's input breaks the chat-message contract: an unknown key or role (with the
+    one most likely meant), a content that is neither text nor a list of parts. `--lenient` skips
+    this and reads what it can, as before."""
+    messages = _messages(_decoded(observation.input))
+    problems = []
+    for index, message in enumerate(messages or []):
+        where = f"input.messages[{index}]"
+        problems += [f"{where}.{key}: unknown key{did_you_mean(str(key), MESSAGE_KEYS)}"
+                     for key in message if key not in MESSAGE_KEYS]
+        role = message.get("role")
+        if "role" not in message:
+            problems.append(f"{where}.role: missing")
+        elif not isinstance(role, str):
+            problems.append(f"{where}.role: expected a string, got {_kind(role)}")
+        elif role not in MESSAGE_ROLES:
+            problems.append(f"{where}.role: unknown role {role!r}{did_you_mean(role, MESSAGE_ROLES)}")
+        content = message.get("content")
+        if content is not None and not isinstance(content, str | list):
+            problems.append(f"{where}.content: expected text or a list of parts, got {_kind(content)}")
+    return problems
+
+
 def read_reply(observation) -> ProductionReply | str:
-    """The reply on a generation, or the reason it cannot be read (counted, never guessed at)."""
+    """The reply on a generation, or the reason it cannot be read (counted, never guessed at).
+
+    An output whose text is empty is silence, a reply like any other (scored by `silent_reply`);
+    an output with no text at all (none, or a tool call) is not a reply.
+    """
     source, output = _decoded(observation.input), _decoded(observation.output)
     messages = [{"role": "user", "content": source}] if isinstance(source, str) and source.strip() else _messages(source)
     if not messages:
@@ -107,7 +145,7 @@ def read_reply(observation) -> ProductionReply | str:
         return "no user message in the input"
     user_message = _text(messages[users[-1]].get("content"))
     reply = _reply_text(output)
-    if not user_message or not reply or not reply.strip():
+    if not user_message or reply is None:
         return "no user message text" if not user_message else "no reply text in the output"
     history = tuple(HistoryItem(role="user" if message.get("role") == "user" else "companion",
                                 text=_text(message.get("content")) or "")
@@ -181,6 +219,7 @@ class MonitorReport:
     evaluation_left_out: bool = True  # the suite's own environment was not read
     already_scored: int = 0
     unreadable: dict[str, int] = field(default_factory=dict)
+    invalid: dict[str, str] = field(default_factory=dict)  # observation id -> how its input breaks the contract
     scored: int = 0
     judged: int = 0
     not_judged_by_policy: int = 0
@@ -199,7 +238,9 @@ class MonitorReport:
         left_out = (f"; {EVALUATION_ENVIRONMENT} (the suite's own runs) left out, --include-evaluation reads it"
                     if self.evaluation_left_out else "")
         lines = [f"{self.fetched} production replies read; {self.already_scored} already scored under this rubric; "
-                 f"{unreadable} unreadable; {self.scored} scored now ({self.flagged} with a hard flag)",
+                 f"{unreadable} unreadable; " + (f"{len(self.invalid)} breaking the chat-message contract; "
+                                                  if self.invalid else "")
+                 + f"{self.scored} scored now ({self.flagged} with a hard flag)",
                  f"environments read: {read}{left_out}",
                  f"judge: {self.judged} judged, {self.not_judged_by_policy} left out by the sampling policy, "
                  f"{self.judge_failed} failed",
@@ -209,6 +250,8 @@ class MonitorReport:
             lines.append(f"mean overall quality of the replies scored now: heuristics {self.heuristic_mean:.2f}{judge}")
         lines += [f"unreadable ({count}): {reason}" for reason, count in self.unreadable.items()]
         lines += [f"warning: {notice}" for notice in self.notices]
+        lines += [f"not read (observation {observation}): {reason}; --lenient reads it anyway"
+                  for observation, reason in self.invalid.items()]
         lines += [f"problem: {problem}" for problem in self.problems]
         return lines
 
@@ -228,8 +271,12 @@ def _score_configs(rest: LangfuseRest, rubric: Rubric, report: MonitorReport) ->
 def monitor(rest: LangfuseRest, evaluator: HeuristicEvaluator, since: datetime, *, judge: LLMJudge | None,
             sampling: SamplingState | None, name: str | None = None, environment: str | None = None,
             include_evaluation: bool = False, feedback_score: str = DEFAULT_FEEDBACK_SCORE,
-            score_cases: Callable[[list[ReplyCase]], Iterable[HeuristicResult | Unscored]] | None = None) -> MonitorReport:
+            score_cases: Callable[[list[ReplyCase]], Iterable[HeuristicResult | Unscored]] | None = None,
+            strict: bool = True) -> MonitorReport:
     """One pass: read, skip what is scored, score the rest, write the scores back.
+
+    `strict`: a generation whose input breaks the chat-message contract (`contract_problems`) is
+    not read, and named in the report; the rest are scored.
 
     The scoring is evaluators.run.production's; this reads the replies and writes the scores.
     The judge, when given, is closed at the end of the pass. `score_cases` scores elsewhere
@@ -252,6 +299,9 @@ def monitor(rest: LangfuseRest, evaluator: HeuristicEvaluator, since: datetime, 
     feedback = negative_feedback(list_scores(rest, since, feedback_score)) if feedback_score else {}
     replies: list[ProductionReply] = []
     for observation in generations:
+        if strict and (problems := contract_problems(observation)):
+            report.invalid[observation.id] = "; ".join(problems)
+            continue
         reply = read_reply(observation)
         if isinstance(reply, str):
             report.unreadable[reply] = report.unreadable.get(reply, 0) + 1

@@ -25,11 +25,12 @@ from evaluators.integrations.langfuse.score_configs import (
     mean_name,
 )
 from evaluators.release.contracts import HeadToHead
+from evaluators.release.counts import COUNT_LEGENDS
 from evaluators.release.coverage import MANIFEST_KEY as COVERAGE_KEY
 from evaluators.release.coverage import ScenarioSet
 from evaluators.release.head_to_head import head_to_head_from_records, win_rate_text
 from evaluators.release.rules import ReleaseError, release_report
-from evaluators.store.records import CaseResult
+from evaluators.store.records import CaseResult, versions_of
 from evaluators.store.run_store import RunStore, StoreError
 
 
@@ -67,7 +68,7 @@ def _scenario_set(publisher: LangfusePublisher) -> ScenarioSet:
 def add_run_scores(publisher: LangfusePublisher, cases: Sequence[CaseResult],
                    baselines: Mapping[str, str | None] | None = None) -> None:
     """Queue each decidable version's run-level scores (versions without an experiment get none)."""
-    versions = list(dict.fromkeys(case.prompt_version for case in cases if case.status == "ok"))
+    versions = versions_of(case for case in cases if case.status == "ok")
     if not versions:
         return
     try:
@@ -82,6 +83,8 @@ def add_run_scores(publisher: LangfusePublisher, cases: Sequence[CaseResult],
             mean_name(name): aggregate.heuristic_means.get(name) for name in (*METRIC_NAMES, OVERALL)}
         values[mean_name(JUDGE_OVERALL)] = (aggregate.judge or {}).get("overall")
         values[HARD_CRITERIA_PASS_RATE] = aggregate.hard_criteria_pass_rate
+        for name in COUNT_LEGENDS:  # the same counts, named alike, as every other output
+            values[name] = float(getattr(aggregate.counts, name))
         values[COMPOSITE] = decision.composite
         values[RELEASE_AVERAGE] = decision.average
         values[RELEASE_DECISION] = decision.outcome
@@ -91,7 +94,8 @@ def add_run_scores(publisher: LangfusePublisher, cases: Sequence[CaseResult],
         comments = {RELEASE_DECISION: f"{decision.summary} {reasons}".strip(),
                     RELEASE_COVERAGE: coverage.message if coverage else "",
                     RELEASE_AVERAGE: f"average of {decision.average_of}",
-                    COMPOSITE: "composite of mean quality and hard-criteria pass rate (weights in the rubric)"}
+                    COMPOSITE: "composite of mean quality and hard-criteria pass rate (weights in the rubric)",
+                    **{name: aggregate.counts.sentence(name) for name in COUNT_LEGENDS}}
         pairwise = report.head_to_head.get(decision.prompt_version)
         if pairwise is not None and pairwise.overall.rate is not None:
             values[PAIRWISE_WIN_RATE] = pairwise.overall.rate

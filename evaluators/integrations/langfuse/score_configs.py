@@ -24,6 +24,7 @@ from langfuse.api import ConfigCategory
 from evaluators.core.names import METRIC_NAMES, OVERALL
 from evaluators.integrations.langfuse.rest import LangfuseCallFailed, LangfuseRest
 from evaluators.integrations.langfuse.settings import LangfuseConfigError
+from evaluators.release.counts import COUNT_LEGENDS
 from evaluators.release.hard_criteria import SCENARIO_EXPECTATIONS
 from evaluators.rubric.loader import VERDICTS, Rubric
 
@@ -160,7 +161,11 @@ def score_definitions(rubric: Rubric) -> list[ScoreDefinition]:
     definitions += [_unit(mean_name(name), f"Mean {name} over the version's scenarios.")
                     for name in (*METRIC_NAMES, OVERALL)]
     definitions.append(_unit(mean_name(JUDGE_OVERALL), "Mean LLM-judge overall over the version's scenarios."))
-    definitions.append(_unit(HARD_CRITERIA_PASS_RATE, "Share of scenarios passing every hard criterion."))
+    definitions.append(_unit(HARD_CRITERIA_PASS_RATE, "Share of scored cases passing every hard criterion."))
+    # The release counts (evaluators.release.counts), each named for what it counts, as the
+    # terminal, --json and the report show them; the comment gives the denominator.
+    definitions += [ScoreDefinition(name, NUMERIC, f"Count of {legend}.", 0.0)
+                    for name, legend in COUNT_LEGENDS.items()]
     definitions.append(_unit(COMPOSITE, "Composite of mean quality and hard-criteria pass rate."))
     definitions.append(_unit(RELEASE_AVERAGE, "The average the release decision is taken on."))
     definitions.append(_unit(RELEASE_COVERAGE, "Share of the run's scenario set scored for the version (1: all)."))

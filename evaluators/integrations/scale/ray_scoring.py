@@ -33,6 +33,7 @@ class RayScoring:
     address: str | None = None  # None: a local Ray on this machine; else "auto", "ray://...", "host:port"
     workers: int = 2  # scoring actors, one CPU each
     rubric_path: Path | None = None
+    strict: bool = False  # read records by the `score` contract (evaluators.scoring.contracts.StrictReplyRecord)
 
     def __post_init__(self) -> None:
         if self.workers < 1:
@@ -44,6 +45,7 @@ class ScaleSummary:
     records: int = 0
     scored: int = 0
     failed: int = 0
+    invalid: int = 0  # of the failed: not records by the contract (the others: left unscored for their text)
     seconds: float = 0.0
 
     @property
@@ -57,7 +59,7 @@ def _scored_frames(table: pa.Table, scorer: type, settings: RayScoring) -> Itera
         dataset = ray.data.from_arrow(blocks(table, ROWS_PER_BLOCK))
         rubric = str(settings.rubric_path.resolve()) if settings.rubric_path else None
         # A fixed pool: each actor pays for loading spaCy once.
-        scored = dataset.map_batches(scorer, fn_constructor_kwargs={"rubric_path": rubric}, batch_size=BATCH_SIZE,
+        scored = dataset.map_batches(scorer, fn_constructor_kwargs={"rubric_path": rubric, "strict": settings.strict}, batch_size=BATCH_SIZE,
                                      batch_format="pandas", num_cpus=1,
                                      compute=ray.data.ActorPoolStrategy(size=settings.workers))
         with warnings.catch_warnings():  # "fewer blocks than actors" on small inputs: true, and harmless
@@ -84,6 +86,7 @@ def score_file_on_ray(source: str, output: str | None, settings: RayScoring, *, 
                 on_error(record_id, reason)
             summary.records += len(frame)
             summary.failed += len(failed)
+            summary.invalid += sum(not len(notices) for notices in failed["notices"])
     summary.scored = summary.records - summary.failed
     summary.seconds = time.perf_counter() - started
     return summary

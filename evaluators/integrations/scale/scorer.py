@@ -23,7 +23,7 @@ from evaluators.scoring.heuristics import HeuristicEvaluator
 INPUT_COLUMNS = ("fallback_id", "line", "raw")
 
 
-def score_raw_rows(rows: pd.DataFrame, evaluator: HeuristicEvaluator) -> pd.DataFrame:
+def score_raw_rows(rows: pd.DataFrame, evaluator: HeuristicEvaluator, strict: bool = False) -> pd.DataFrame:
     """Score a batch of raw rows; blank lines are dropped, every other row gives one output row.
 
     `evidence` is JSON text here, because its shape varies per metric and Arrow wants one
@@ -40,7 +40,7 @@ def score_raw_rows(rows: pd.DataFrame, evaluator: HeuristicEvaluator) -> pd.Data
         parsed.append((fallback_id, item.error))
         records.append(record if item.error is None else None)
     out = []
-    outcomes = score_records(records, evaluator=evaluator)
+    outcomes = score_records(records, evaluator=evaluator, strict=strict)
     for index, ((fallback_id, line_error), outcome) in enumerate(zip(parsed, outcomes, strict=True)):
         if line_error is not None:
             outcome = Unscored(fallback_id, line_error)
@@ -54,20 +54,21 @@ def score_raw_rows(rows: pd.DataFrame, evaluator: HeuristicEvaluator) -> pd.Data
 class ReplyScorer:
     """The callable class Ray Data's actor pool runs: one loaded spaCy pipeline per worker."""
 
-    def __init__(self, rubric_path: str | None = None) -> None:
+    def __init__(self, rubric_path: str | None = None, strict: bool = False) -> None:
         rubric = load_rubric(Path(rubric_path)) if rubric_path else default_rubric()
         self.evaluator = HeuristicEvaluator(rubric)
+        self.strict = strict
 
     def __call__(self, rows: pd.DataFrame) -> pd.DataFrame:
-        return score_raw_rows(rows, self.evaluator)
+        return score_raw_rows(rows, self.evaluator, self.strict)
 
 
 class CaseScorer:
     """Scores reply cases (as JSON) to full heuristic results (as JSON): for callers that need
     the evidence and flags as objects, such as the Langfuse monitor."""
 
-    def __init__(self, rubric_path: str | None = None) -> None:
-        self.scorer = ReplyScorer(rubric_path)
+    def __init__(self, rubric_path: str | None = None, strict: bool = False) -> None:
+        self.scorer = ReplyScorer(rubric_path)  # cases come validated: `strict` concerns raw records only
 
     def __call__(self, rows: pd.DataFrame) -> pd.DataFrame:
         cases = [ReplyCase.model_validate_json(text) for text in rows["case"]]

@@ -31,8 +31,17 @@ from evaluators.scoring.heuristics import (  # noqa: F401
     trust_boundaries,
 )
 from evaluators.scoring.heuristics.registry import SIGNAL_READS, SIGNALS, Signal, clip
+from evaluators.scoring.heuristics.unread import (
+    READING_FLAGS,
+    SILENCE_REASON,
+    SILENT_REPLY,
+    WRONG_LANGUAGE,
+    disqualified_result,
+    is_silent,
+    wrong_language_reason,
+)
 from evaluators.scoring.reading.features import CaseFeatures, HistoryView, TextView, TurnReading, meaning_texts
-from evaluators.scoring.reading.language import LanguageCheck
+from evaluators.scoring.reading.language import Guesser, LanguageCheck
 from evaluators.scoring.reading.matchers import LexiconMatcher
 from evaluators.scoring.reading.meaning import MeaningModel, load_meaning_model
 from evaluators.scoring.reading.nlp import as_read, clip_for_parse, history_for_parse, load_pipeline
@@ -75,7 +84,7 @@ def check_signals(rubric: Rubric) -> None:
             if name not in SIGNALS:
                 raise RubricError(f"dimensions.{metric}.signals.{name}: no such signal in the evaluators")
     for name in rubric.disqualifiers:
-        if name not in SIGNALS:
+        if name not in SIGNALS and name not in READING_FLAGS:
             raise RubricError(f"disqualifiers.{name}: no such signal in the evaluators")
 
 
@@ -118,10 +127,11 @@ class HeuristicEvaluator:
         Parses are shared by content through a `TextCache` that lives as long as this stream
         (pass one to watch or size it) and is bounded, so memory stays flat on streams of any
         length; what it holds is a pure function of each text, so records are the same
-        whatever the batch size or the order. A case whose user message or reply is in a
-        language the heuristics do not read comes back `Unscored`, with an
-        `unsupported_language` notice, instead of English scores. Every text is read as a
-        reader sees it (`case_as_read`), so evidence quotes that form.
+        whatever the batch size or the order. A case whose user message is in a language the
+        heuristics do not read comes back `Unscored`, with an `unsupported_language` notice,
+        instead of English scores; a silent reply, or a reply in another language, is scored
+        by its `silent_reply` or `wrong_language` flag without being read. Every text is read as
+        a reader sees it (`case_as_read`), so evidence quotes that form.
         """
         cache = cache if cache is not None else TextCache()
         cache.serve(self)
@@ -138,11 +148,30 @@ class HeuristicEvaluator:
     def _score_batch(self, cases: list[ReplyCase], cache: TextCache) -> Iterator[HeuristicResult | Unscored]:
         with fewer_collections():  # the whole batch inside, so no caller's code runs under it
             guess = partial(cache.language_guess, self.language)
-            unscored = [self.language.unscored(case, guess) for case in cases]
-            scored = iter(list(self._score_parsed([case for case, skipped in zip(cases, unscored)
-                                                   if skipped is None], cache)))
-        for skipped in unscored:
-            yield skipped if skipped is not None else next(scored)
+            settled = [self._unread(case, guess) for case in cases]
+            scored = iter(list(self._score_parsed([case for case, result in zip(cases, settled)
+                                                   if result is None], cache)))
+        for result in settled:
+            yield result if result is not None else next(scored)
+
+    def _unread(self, case: ReplyCase, guess: Guesser) -> HeuristicResult | Unscored | None:
+        """The outcome of a case whose words are not read (evaluators.scoring.heuristics.unread): a
+        silent reply (in any language: silence needs no reading), a user message in another
+        language (unscored), a reply in another language (scored by its flag); None for a case
+        to read."""
+        disqualifiers = self.rubric.disqualifiers
+        if is_silent(case):
+            if SILENT_REPLY not in disqualifiers:
+                return Unscored(case.id, "response: empty or whitespace only, nothing to score")
+            return disqualified_result(case, SILENT_REPLY, SILENCE_REASON, self.rubric)
+        unscored = self.language.unscored(case, guess, reply_scored=WRONG_LANGUAGE in disqualifiers)
+        if unscored is not None:
+            return unscored
+        reply = self.language.notice("reply", case.response, guess)
+        if reply is None:
+            return None
+        reason = wrong_language_reason(reply, self.language.supported_names)
+        return disqualified_result(case, WRONG_LANGUAGE, reason, self.rubric)
 
     def _score_parsed(self, cases: list[ReplyCase], cache: TextCache) -> Iterator[HeuristicResult]:
         """Score cases, parsing only the texts neither this batch nor the cache has read.
@@ -298,9 +327,10 @@ class ScoringPlan:
              tuple((name, weight, SIGNAL_READS[name], f"evidence\0{metric}\0{name}")
                    for name, weight in rubric.dimensions[metric].signals.items()))
             for metric in METRIC_NAMES)
-        names = [*rubric.disqualifiers, *(name for _, _, signals in dimensions for name, *_ in signals)]
-        return cls(tuple(dict.fromkeys(names)),
-                   tuple((name, rule.description) for name, rule in rubric.disqualifiers.items()), dimensions)
+        read = {name: rule for name, rule in rubric.disqualifiers.items() if name not in READING_FLAGS}
+        names = [*read, *(name for _, _, signals in dimensions for name, *_ in signals)]
+        return cls(tuple(dict.fromkeys(names)), tuple((name, rule.description) for name, rule in read.items()),
+                   dimensions)
 
 
 @contextmanager

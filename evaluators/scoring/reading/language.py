@@ -80,13 +80,21 @@ class LanguageCheck:
         return Notice(name=UNSUPPORTED_LANGUAGE,
                       text=f"the {role} reads as {name} ({guess.code}, {guess.confidence:.0%} sure)")
 
-    def unscored(self, case: ReplyCase, guess: Guesser | None = None) -> Unscored | None:
-        """The case as `Unscored` when its user message or reply is in an unsupported language."""
-        notices = [notice for notice in (self.notice("user message", case.user_message, guess),
-                                         self.notice("reply", case.response, guess)) if notice is not None]
-        if not notices:
+    @property
+    def supported_names(self) -> str:
+        """`English`: the languages the heuristics read, by name."""
+        return " and ".join(self.rules.candidates.get(code, code) for code in self.rules.supported)
+
+    def unscored(self, case: ReplyCase, guess: Guesser | None = None, *,
+                 reply_scored: bool = False) -> Unscored | None:
+        """The case as `Unscored` when its user message is in an unsupported language (the exchange
+        is in a language the heuristics do not read), or when only its reply is and `reply_scored`
+        is False (no `wrong_language` flag to score it with). None: the case can be scored."""
+        user = self.notice("user message", case.user_message, guess)
+        reply = self.notice("reply", case.response, guess)
+        if user is None and (reply is None or reply_scored):
             return None
-        supported = " and ".join(self.rules.candidates.get(code, code) for code in self.rules.supported)
+        notices = tuple(notice for notice in (user, reply) if notice is not None)
         reason = "; ".join(notice.text for notice in notices)
-        return Unscored(case.id, f"{UNSUPPORTED_LANGUAGE}: {reason}; the heuristics score {supported} only",
-                        tuple(notices))
+        return Unscored(case.id, f"{UNSUPPORTED_LANGUAGE}: {reason}; the heuristics score {self.supported_names} only",
+                        notices)

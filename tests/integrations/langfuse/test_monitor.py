@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from evaluators.cli import app
 from evaluators.cli.langfuse import parse_since
 from evaluators.core.names import METRIC_NAMES, OVERALL
-from evaluators.integrations.langfuse.monitor import read_reply
+from evaluators.integrations.langfuse.monitor import contract_problems, read_reply
 from evaluators.judge.sampling import SamplingPolicy, SamplingState
 from tests.servers.judge_answers import judged_reply, verdict_json
 from tests.servers.langfuse import OK, server_error
@@ -134,11 +134,58 @@ class _Observation:
 @pytest.mark.parametrize("observation_input, output, reason", [
     (None, "hi", "input is not a list of chat messages"),
     ([{"role": "system", "content": "x"}], "hi", "no user message in the input"),
-    ([{"role": "user", "content": "hello"}], {"role": "assistant", "content": "  "}, "no reply text in the output"),
+    ([{"role": "user", "content": "hello"}], {"role": "assistant", "content": None}, "no reply text in the output"),
+    ([{"role": "user", "content": "hello"}], None, "no reply text in the output"),
     ({"unexpected": 1}, "hi", "input is not a list of chat messages"),
 ])
 def test_unreadable_production_replies_are_named_not_guessed(observation_input, output, reason):
     assert read_reply(_Observation(input=observation_input, output=output)) == reason
+
+
+def test_an_empty_production_reply_is_silence_to_score_not_unreadable():
+    reply = read_reply(_Observation(input=[{"role": "user", "content": "hello"}],
+                                    output={"role": "assistant", "content": "  "}))
+    assert reply.reply == "  " and reply.user_message == "hello"
+
+
+@pytest.mark.parametrize("messages, problem", [
+    ([{"rol": "user", "content": "hi"}], "input.messages[0].rol: unknown key; did you mean 'role'?"),
+    ([{"role": "usr", "content": "hi"}], "input.messages[0].role: unknown role 'usr'; did you mean 'user'?"),
+    ([{"role": "user", "content": 5}], "input.messages[0].content: expected text or a list of parts, got a number"),
+    ([{"role": "user", "content": "hi", "contnet": "x"}], "input.messages[0].contnet: unknown key; did you mean "
+                                                          "'content'?"),
+])
+def test_a_generation_breaking_the_message_contract_is_named_with_the_key_meant(messages, problem):
+    assert contract_problems(_Observation(input=messages, output="hi"))[0] == problem
+
+
+def test_the_chat_messages_openai_sends_keep_the_contract():
+    messages = [{"role": "system", "content": "x"}, {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+                {"role": "assistant", "content": None, "tool_calls": [], "refusal": None},
+                {"role": "tool", "content": "42", "tool_call_id": "c1"}, {"role": "user", "content": "ok", "name": "a"}]
+    assert contract_problems(_Observation(input={"messages": messages}, output="hi")) == []
+
+
+def test_monitor_names_a_generation_that_breaks_the_contract_scores_the_rest_and_exits_2(langfuse, tmp_path):
+    server = langfuse()
+    app_client = Langfuse(**server.sdk_kwargs(), tracer_provider=TracerProvider(shutdown_on_exit=False))
+    _, good = production_reply(app_client, *CALM[0], NEW)
+    with app_client.start_as_current_observation(name="chat-turn", input="hi"):
+        broken = app_client.start_observation(name="companion-reply", as_type="generation", model="gpt-4o-mini",
+                                              input=[{"rol": "user", "content": "I feel so alone."}],
+                                              output={"role": "assistant", "content": "I'm here. What happened?"})
+        broken.end()
+    app_client.flush()
+    args = ["monitor", "--since", "2h", "--sampling-state", str(tmp_path / "state.json"), "--no-judge"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    text = " ".join(result.output.split())
+    assert f"not read (observation {broken.id}): input.messages[0].rol: unknown key; did you mean 'role'?" in text
+    scored = {score["observationId"] for score in server.scores.values() if score.get("name") == OVERALL}
+    assert good in scored and broken.id not in scored
+    lenient = runner.invoke(app, [*args, "--lenient"])
+    assert lenient.exit_code == 0, lenient.output
+    assert "breaking the chat-message contract" not in lenient.output
 
 
 def test_production_reply_shapes_are_read():
