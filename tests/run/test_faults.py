@@ -19,7 +19,6 @@ from evaluators.pipeline import run_evaluation
 from evaluators.run.config import RunConfigError
 from evaluators.scoring.api import default_evaluator
 from evaluators.store.run_store import RunStore
-from tests.run.test_run import conversation
 from tests.servers.openai_compat import (
     DISCONNECT,
     LENGTH_CUT,
@@ -29,7 +28,7 @@ from tests.servers.openai_compat import (
     server_error,
     stream_error,
 )
-from tests.support.runs import config, use_server
+from tests.support.runs import config, conversation, use_server
 
 pytestmark = pytest.mark.usefixtures("no_api_configured")  # runs replay unless pointed at the server
 runner = CliRunner()

@@ -17,20 +17,10 @@ from evaluators.run.config import RunConfig, RunConfigError
 from evaluators.scoring.api import default_evaluator
 from evaluators.store.run_store import RunStore
 from tests.servers.openai_compat import MALFORMED_JSON, OK, hang, rate_limited, server_error
-from tests.support.runs import SECRET, config, use_server
+from tests.support.runs import SECRET, config, conversation, use_server, version_of
 
 runner = CliRunner()
 pytestmark = pytest.mark.usefixtures("no_api_configured")
-
-
-def version_of(call) -> str:
-    return call.messages[0]["content"].split("(")[1].split(")")[0]
-
-
-def conversation(call) -> tuple[str, str]:
-    """(prompt version, first user message): which case a call belongs to."""
-    first_user = next(m["content"] for m in call.messages if m["role"] == "user")
-    return version_of(call), first_user
 
 
 # --- replay ------------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from evaluators.cli import app
 from evaluators.store.run_store import RunStore
 from tests.servers.openai_compat import MALFORMED_SHAPE, OK, scripted_reply
 from tests.support.project import write_files
-from tests.support.runs import use_server
+from tests.support.runs import use_server, version_of
 
 runner = CliRunner()
 pytestmark = pytest.mark.usefixtures("no_api_configured")
@@ -32,10 +32,6 @@ scenarios:
         expect: [{points_to_help: true}]
 """
 SPANISH = "Lo siento mucho. ¿Quieres contarme qué pasó hoy? Estoy aquí para escucharte."
-
-
-def version_of(call) -> str:
-    return call.messages[0]["content"].split("(")[1].split(")")[0]
 
 
 def run_against(project, monkeypatch, server) -> tuple[object, RunStore]:

@@ -23,3 +23,14 @@ def use_server(monkeypatch, server) -> None:
     """Point the companion at the local server, with a key that must never appear in any output."""
     monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+
+
+def version_of(call) -> str:
+    """The prompt version a recorded server call came from (its system prompt names it)."""
+    return call.messages[0]["content"].split("(")[1].split(")")[0]
+
+
+def conversation(call) -> tuple[str, str]:
+    """(prompt version, first user message): which case a call belongs to."""
+    first_user = next(m["content"] for m in call.messages if m["role"] == "user")
+    return version_of(call), first_user
