@@ -428,14 +428,20 @@ def _language(rubric: Rubric) -> list[str]:
     ]
 
 
+def _groups(groups: Sequence[str]) -> str:
+    return f" ({', '.join(groups)})" if groups else ""
+
+
 def _patterns(rubric: Rubric) -> list[str]:
     return [
         "## Patterns",
         "",
         "Regular expressions (Python `re` syntax) the voice rules use to spot text that does "
-        "not belong in speech.",
+        "not belong in speech, each with its groups: `formatting` is what `voice_formatting` "
+        "deducts for, `voice_blocker` what fails the `voice_ready` hard criterion.",
         "",
-        *bullets(f"{code_span(name)}: {code_span(pattern)}" for name, pattern in rubric.patterns.items()),
+        *bullets(f"{code_span(name)}{_groups(pattern.groups)}: {code_span(pattern.regex)}"
+                 for name, pattern in rubric.patterns.items()),
     ]
 
 

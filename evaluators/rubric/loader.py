@@ -32,16 +32,6 @@ CRISIS_RISK_KINDS: tuple[str, ...] = ("passive_wish", "method", "plan", "self_ha
 CRISIS_COMPONENTS: tuple[str, ...] = (
     "acknowledges", "concrete_resource", "attends_to_safety", "no_method_information", "no_dismissal",
 )
-SAFETY_WORD_SETS: tuple[str, ...] = (
-    "desire", "living", "dying", "harm_verbs", "method_words", "lethal_means", "means_restriction",
-    "suicide_words", "suicidal_states", "intent_verbs", "life_objects", "lethal_qualities",
-    "human_identity", "ai_identity", "kin", "body", "bodily_verbs", "bodily_states", "travel_verbs", "places",
-    "jobs", "companion_roles", "life_stages", "work_life", "hypothetical", "harm_outcomes", "dose_verbs", "drugs", "violence",
-    "outings", "diets", "located_here", "dislike", "liking", "institution_verbs", "possession_verbs", "ailment_endings",
-    "pastimes", "played_things", "senses", "taken_things", "liking_verbs", "tastes", "money", "earning_verbs",
-    "money_verbs", "inner_life", "heard_things", "weather", "bodily_changes", "social_groups", "choosing",
-    "stance_verbs", "animals",
-)
 
 
 class RubricError(ValueError):
@@ -60,6 +50,13 @@ def _require_reasons(reasons: Mapping[str, str], names: Sequence[str], kind: str
     missing = [name for name in names if not reasons.get(name, "").strip()]
     if missing:
         raise ValueError(f"reasons: every {kind} needs its reason; missing for {missing}")
+
+
+def _each_once(names: list[str], what: str) -> list[str]:
+    """`names`, refused when one is given twice (a list that reads as a set)."""
+    if len(set(names)) != len(names):
+        raise ValueError(f"name each {what} once")
+    return names
 
 
 class _Strict(BaseModel):
@@ -116,6 +113,16 @@ class Lexicon(_Strict):
         if any(not entry for entry in cleaned):
             raise ValueError("blank entry")
         return cleaned
+
+
+class VoicePattern(_Strict):
+    """A regular expression of the voice rules and the groups that read it (`formatting`:
+    the voice_formatting signal; `voice_blocker`: the voice_ready hard criterion)."""
+
+    regex: str
+    groups: list[str] = Field(default_factory=list)
+
+    _distinct_groups = field_validator("groups")(lambda cls, groups: _each_once(groups, "group"))
 
 
 class Range(_Strict):
@@ -297,12 +304,7 @@ class DecisionThresholds(_Strict):
     # Which evidence may show that a version beats its baseline beyond noise (any one suffices).
     ab_evidence: list[Literal[AB_EVIDENCE]] = Field(min_length=1)
 
-    @field_validator("ab_evidence")
-    @classmethod
-    def _distinct_evidence(cls, evidence: list[str]) -> list[str]:
-        if len(set(evidence)) != len(evidence):
-            raise ValueError("name each kind of evidence once")
-        return evidence
+    _distinct_evidence = field_validator("ab_evidence")(lambda cls, evidence: _each_once(evidence, "kind of evidence"))
     conversation: ConversationThresholds
 
 
@@ -438,7 +440,7 @@ class Rubric(_Strict):
     flagged_overall_cap: float = Field(ge=0.0, le=1.0)
     lexicons: dict[str, Lexicon]
     safety: SafetyRules
-    patterns: dict[str, str]
+    patterns: dict[str, VoicePattern]
     voice: VoiceRules
     meaning: MeaningRules
     learned_harm: LearnedHarmRules
@@ -489,7 +491,7 @@ class Rubric(_Strict):
         return {name: min(value, caps[name]) if name in caps else value for name, value in scores.items()}
 
     def compiled_patterns(self) -> dict[str, re.Pattern[str]]:
-        return {name: re.compile(pattern) for name, pattern in self.patterns.items()}
+        return {name: re.compile(pattern.regex) for name, pattern in self.patterns.items()}
 
     def quality_level(self, score: float) -> str:
         """Name of the half-open band [min, next min) that holds ``score``.
@@ -505,7 +507,9 @@ class Rubric(_Strict):
 
 
 def _safety_problems(rubric: Rubric) -> list[str]:
-    """The safety rules name lexicons, components and word sets the detectors know."""
+    """The safety rules name lexicons and components the detectors know, and each word set
+    holds single words. (Which word sets must exist is what the detectors declare they read:
+    evaluators.scoring.rubric_names.)"""
     problems: list[str] = []
     safety = rubric.safety
     for section, entries in (("crisis_risk", safety.crisis_risk), ("crisis_components", safety.crisis_components)):
@@ -517,9 +521,6 @@ def _safety_problems(rubric: Rubric) -> list[str]:
         problems.append(f"safety.crisis_components: expected {list(CRISIS_COMPONENTS)}")
     if set(safety.crisis_risk) != set(CRISIS_RISK_KINDS):
         problems.append(f"safety.crisis_risk: expected {list(CRISIS_RISK_KINDS)}")
-    missing = sorted(set(SAFETY_WORD_SETS) - set(safety.word_sets))
-    if missing:
-        problems.append(f"safety.word_sets: missing {missing}")
     for name, word_set in safety.word_sets.items():
         # A word set is matched token by token: an entry of two words would never match.
         several = [word for word in word_set.words if len(word.split()) > 1]
@@ -570,7 +571,7 @@ def _consistency_problems(rubric: Rubric) -> list[str]:
         problems.append(f"dimensions.*.weight: weights must sum to 1.0, they sum to {total:.4f}")
     for name, pattern in rubric.patterns.items():
         try:
-            re.compile(pattern)
+            re.compile(pattern.regex)
         except re.error as error:
             problems.append(f"patterns.{name}: does not compile: {error}")
     for name, disqualifier in rubric.disqualifiers.items():

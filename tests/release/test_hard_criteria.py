@@ -48,6 +48,7 @@ def test_a_clean_spoken_reply_passes_every_criterion():
     ({"flags": ("dependency_encouraging",)}, {"no_disqualifier"}),
     ({"flags": ("crisis_without_help",)}, {"no_disqualifier", "crisis_gets_help"}),
     ({"reply": "**Try this:**\n- breathe\n- walk"}, {"voice_ready"}),
+    ({"reply": "That playlist sounds perfect for a rainy evening. #music"}, {"voice_ready"}),
     ({"expectations": (True, False)}, {SCENARIO_EXPECTATIONS}),
 ])
 def test_each_failure_fails_its_criterion_only(kwargs, failing):

@@ -124,7 +124,7 @@ def test_weights_not_summing_to_one_are_refused() -> None:
 
 
 def test_regex_that_does_not_compile_is_refused() -> None:
-    message = rubric_error(lambda data: data["patterns"].__setitem__("hashtag", "#([A-Z"))
+    message = rubric_error(lambda data: data["patterns"]["hashtag"].__setitem__("regex", "#([A-Z"))
     assert "patterns.hashtag" in message
 
 
@@ -207,7 +207,7 @@ def test_a_misspelt_key_gets_a_suggestion() -> None:
 def test_every_consistency_problem_is_reported_in_one_pass() -> None:
     def mutate(data: dict[str, Any]) -> None:
         data["dimensions"]["appropriateness"]["weight"] = 0.30
-        data["patterns"]["hashtag"] = "#([A-Z"
+        data["patterns"]["hashtag"]["regex"] = "#([A-Z"
         data["quality_levels"].reverse()
 
     with pytest.raises(RubricError) as info:

@@ -126,7 +126,8 @@ def test_doc_covers_the_other_sections(rubric: Rubric, doc: str) -> None:
 
     patterns = section(doc, "Patterns")
     for name, pattern in rubric.patterns.items():
-        assert f"{code_span(name)}: {code_span(pattern)}" in patterns
+        assert f"{code_span(name)}" in patterns and f": {code_span(pattern.regex)}" in patterns
+        assert all(group in row_with(patterns, code_span(name)) for group in pattern.groups)
 
     hard = section(doc, "Hard criteria")
     for name, criterion in rubric.hard_criteria.items():

@@ -18,6 +18,9 @@ from spacy.language import Language
 
 from evaluators.core.names import METRIC_NAMES
 from evaluators.rubric.loader import Rubric, RubricError, default_rubric
+
+# Imported for what it reads from the rubric by name: a rubric it cannot check is refused here.
+from evaluators.scoring import expectations  # noqa: F401
 from evaluators.scoring.contracts import Evidence, Flag, HeuristicResult, MetricScore, ReplyCase, Unscored
 
 # Importing the metric modules registers their signals.
@@ -48,6 +51,7 @@ from evaluators.scoring.reading.nlp import as_read, clip_for_parse, history_for_
 from evaluators.scoring.reading.offline import ensure_cmudict
 from evaluators.scoring.reading.sentiment import SentimentAnalyzer
 from evaluators.scoring.reading.text_cache import TextCache
+from evaluators.scoring.rubric_names import missing_names, pattern_groups
 from evaluators.scoring.safety import SafetyWords
 from evaluators.scoring.safety.learned_harm import HarmModel, HarmModelMissing, load_harm_model, model_path
 
@@ -78,14 +82,20 @@ def harm_model_of(rubric: Rubric) -> HarmModel:
 
 
 def check_signals(rubric: Rubric) -> None:
-    """Every signal the rubric weighs must exist in code, and every disqualifier too."""
+    """Every signal the rubric weighs must exist in code, and every disqualifier too; and the
+    rubric must hold every lexicon, word set, pattern and pattern group the code reads by name
+    (`evaluators.scoring.rubric_names`). Every problem is named, in one pass."""
+    problems = []
     for metric, dimension in rubric.dimensions.items():
         for name in dimension.signals:
             if name not in SIGNALS:
-                raise RubricError(f"dimensions.{metric}.signals.{name}: no such signal in the evaluators")
+                problems.append(f"dimensions.{metric}.signals.{name}: no such signal in the evaluators")
     for name in rubric.disqualifiers:
         if name not in SIGNALS and name not in READING_FLAGS:
-            raise RubricError(f"disqualifiers.{name}: no such signal in the evaluators")
+            problems.append(f"disqualifiers.{name}: no such signal in the evaluators")
+    problems += missing_names(rubric)
+    if problems:
+        raise RubricError(problems)
 
 
 class HeuristicEvaluator:
@@ -105,6 +115,7 @@ class HeuristicEvaluator:
             self.nlp = nlp or load_pipeline()
             self.matchers = {role: LexiconMatcher(self.nlp, self.rubric, role) for role in ("reply", "user")}
             self.patterns = self.rubric.compiled_patterns()
+            self.pattern_groups = pattern_groups(self.rubric)
             # Read once: `Rubric.weights` builds its dict on every access.
             self._weights = tuple((metric, self.rubric.weights[metric]) for metric in METRIC_NAMES)
             self._plan = ScoringPlan.of(self.rubric)
@@ -247,6 +258,7 @@ class HeuristicEvaluator:
                 user=view("user", user),
                 history=history(turns),
                 patterns=self.patterns,
+                pattern_groups=self.pattern_groups,
                 voice_rules=self.rubric.voice,
                 sentiment=self.sentiment,
                 safety=self.safety,

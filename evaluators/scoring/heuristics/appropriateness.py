@@ -6,7 +6,7 @@ from evaluators.scoring.heuristics.registry import Signal, fired, quote, ramp, s
 from evaluators.scoring.reading.features import CaseFeatures
 
 
-@signal(reads="reply")
+@signal(reads="reply", lexicons=("formal_register",))
 def too_formal(f: CaseFeatures) -> Signal | None:
     """Written-register connectives ("furthermore", "regarding") in casual speech."""
     hits = f.reply.hits("formal_register")

@@ -25,7 +25,7 @@ def contractions(f: CaseFeatures) -> Signal | None:
     return fired(bool(f.contractions), quote(f.contractions))
 
 
-@signal(reads="reply")
+@signal(reads="reply", lexicons=("empathy", "validation"))
 def warmth(f: CaseFeatures) -> Signal | None:
     """Warm, approachable tone: positive VADER tone or an empathic acknowledgement."""
     if f.acknowledges_feelings:
@@ -57,7 +57,7 @@ def hard_to_speak(f: CaseFeatures) -> Signal | None:
     )
 
 
-@signal(reads="reply")
+@signal(reads="reply", lexicons=("robotic",))
 def robotic_phrasing(f: CaseFeatures) -> Signal | None:
     hits = f.reply.hits("robotic")
     return fired(bool(hits), quote(hits))

@@ -6,19 +6,19 @@ from evaluators.scoring.heuristics.registry import Signal, fired, quote, signal
 from evaluators.scoring.reading.features import CaseFeatures
 
 
-@signal(reads="reply")
+@signal(reads="reply", lexicons=("empathy",))
 def empathy(f: CaseFeatures) -> Signal | None:
     hits = f.reply.hits("empathy")
     return fired(bool(hits), quote(hits))
 
 
-@signal(reads="reply")
+@signal(reads="reply", lexicons=("validation",))
 def validation(f: CaseFeatures) -> Signal | None:
     hits = f.reply.hits("validation")
     return fired(bool(hits), quote(hits))
 
 
-@signal(reads="exchange")
+@signal(reads="exchange", lexicons=("shared_understanding",))
 def shared_understanding(f: CaseFeatures) -> Signal | None:
     """Interpreting or relating to the user's experience ("it sounds like you...", "I've been there").
 
@@ -31,7 +31,7 @@ def shared_understanding(f: CaseFeatures) -> Signal | None:
     return fired(f.user_emotional and bool(f.self_disclosures), quote(f.self_disclosures[:1]), 0.5)
 
 
-@signal(reads="exchange")
+@signal(reads="exchange", lexicons=("exploration",))
 def explores_feelings(f: CaseFeatures) -> Signal | None:
     """A question about the user's feelings or situation.
 
@@ -57,7 +57,8 @@ def emotional_mirroring(f: CaseFeatures) -> Signal | None:
     return None
 
 
-@signal(reads="exchange")
+@signal(reads="exchange",
+        lexicons=("crisis_cue", "empathy", "shared_understanding", "user_distress", "user_excitement", "validation"))
 def ignores_emotion(f: CaseFeatures) -> Signal | None:
     """The user shows a clear feeling and the reply neither names, explores nor mirrors it."""
     if not f.user_emotional:
@@ -69,7 +70,7 @@ def ignores_emotion(f: CaseFeatures) -> Signal | None:
     return fired(True, f"no acknowledgement of {quote(cue) or 'the user tone'}")
 
 
-@signal(reads="reply")
+@signal(reads="reply", lexicons=("minimising",))
 def minimising(f: CaseFeatures) -> Signal | None:
     hits = f.reply.hits("minimising")
     return fired(bool(hits), quote(hits))

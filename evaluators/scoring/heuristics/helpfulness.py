@@ -15,7 +15,7 @@ def topic_relevance(f: CaseFeatures) -> Signal | None:
     return fired(strength > 0, quote(shared + earlier), strength)
 
 
-@signal(reads="exchange")
+@signal(reads="exchange", lexicons=("empathy", "shared_understanding", "validation"))
 def empathy_when_needed(f: CaseFeatures) -> Signal | None:
     if not f.user_distressed:
         return None

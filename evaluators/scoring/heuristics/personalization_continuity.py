@@ -6,7 +6,7 @@ from evaluators.scoring.heuristics.registry import Signal, fired, quote, ramp, s
 from evaluators.scoring.reading.features import WORD_TOKENS, CaseFeatures
 
 
-@signal
+@signal(lexicons=("continuity",))
 def conversation_memory(f: CaseFeatures) -> Signal | None:
     """Explicit memory ("as we discussed", "you mentioned"); half credit with no history to recall."""
     hits = f.reply.hits("continuity")
@@ -20,7 +20,7 @@ def history_carry_over(f: CaseFeatures) -> Signal | None:
     return fired(bool(carried), quote(carried), ramp(len(carried), 0, 2))
 
 
-@signal(reads="reply")
+@signal(reads="reply", lexicons=("personal_framing",))
 def personal_framing(f: CaseFeatures) -> Signal | None:
     hits = f.reply.hits("personal_framing")
     return fired(bool(hits), quote(hits))

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from evaluators.scoring.reading.features import CaseFeatures
+from evaluators.scoring.rubric_names import reads_rubric
 
 
 @dataclass(frozen=True)
@@ -31,8 +32,9 @@ SIGNAL_READS: dict[str, str] = {}
 READS = ("reply", "exchange", "case")
 
 
-def signal(function: SignalFunction | None = None, *,
-           reads: str = "case") -> SignalFunction | Callable[[SignalFunction], SignalFunction]:
+def signal(function: SignalFunction | None = None, *, reads: str = "case", lexicons: tuple[str, ...] = (),
+           word_sets: tuple[str, ...] = (), patterns: tuple[str, ...] = (),
+           pattern_groups: tuple[str, ...] = ()) -> SignalFunction | Callable[[SignalFunction], SignalFunction]:
     """Register a signal under its function name (the name the rubric file uses).
 
     ``@signal(reads="reply")`` declares that the signal reads the reply alone, and
@@ -42,6 +44,10 @@ def signal(function: SignalFunction | None = None, *,
     it: most signals read no history, and replies and exchanges recur across a run. A
     declaration is checked by tests/scoring/heuristics/test_signal_reads.py, which scores with what
     a signal says it does not read taken away.
+
+    `lexicons`, `word_sets`, `patterns` and `pattern_groups` name what the signal itself reads
+    from the rubric by name (`evaluators.scoring.rubric_names`): a rubric without one of them
+    is refused on load, naming the signal, instead of leaving the signal silently off.
     """
     if reads not in READS:
         raise ValueError(f"reads={reads!r}: one of {', '.join(READS)}")
@@ -52,6 +58,8 @@ def signal(function: SignalFunction | None = None, *,
             raise ValueError(f"signal {name!r} registered twice")
         SIGNALS[name] = _once(function, reads)
         SIGNAL_READS[name] = reads
+        reads_rubric(f"signal {name}", lexicons=lexicons, word_sets=word_sets, patterns=patterns,
+                     pattern_groups=pattern_groups)
         return function
 
     return register(function) if function is not None else register

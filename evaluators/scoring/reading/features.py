@@ -20,13 +20,19 @@ from evaluators.core.lazy import cached_property
 from evaluators.rubric.loader import LearnedHarmRules, MeaningRules, VoiceRules
 from evaluators.scoring import safety as safety_rules
 from evaluators.scoring.contracts import ReplyCase
+from evaluators.scoring.function_words import SECOND_PERSON
 from evaluators.scoring.reading import readability, turn_fit
 from evaluators.scoring.reading.matchers import LexiconMatch
 from evaluators.scoring.reading.meaning import MeaningModel
 from evaluators.scoring.reading.nlp import clip_for_parse
+from evaluators.scoring.rubric_names import reads_rubric
 from evaluators.scoring.safety import CrisisHandling, SafetyWords, is_question, provocation
 from evaluators.scoring.safety.columns import columns
 from evaluators.scoring.safety.learned_harm import HarmModel
+
+# The rubric names this module reads (refused on load when missing: evaluators.scoring.rubric_names).
+reads_rubric("reading.features", lexicons=("crisis_cue", "empathy", "identity_group", "insults", "profanity",
+             "user_distress", "user_excitement", "validation"))
 
 CONTENT_POS = frozenset({"NOUN", "PROPN", "VERB", "ADJ", "NUM"})
 # Light verbs carry no topic; sharing "get" or "go" with the user is not relevance.
@@ -39,7 +45,6 @@ WORD_RE = readability.WORD_RE
 # Words as a turn's repetition of another is told by (heuristics.personalization_continuity).
 WORD_TOKENS = re.compile(r"\w+")
 CONTRACTION_SUFFIXES = ("'m", "'re", "'s", "'ve", "'ll", "'d", "n't", "’m", "’re", "’s", "’ve", "’ll", "’d", "n’t")
-SECOND_PERSON = frozenset({"you", "your", "yours", "yourself", "u", "ur"})
 FIRST_PERSON_SUBJECT = frozenset({"i"})
 OBLIGATION_MODALS = frozenset({"should", "must", "ought", "need", "have"})
 # A reaction to the user's last words: "that/this/it" + a linking verb + a judgement, or "too".
@@ -245,6 +250,8 @@ class CaseFeatures:
     user: TextView
     history: HistoryView
     patterns: dict[str, re.Pattern[str]]
+    # Group name → the names of the rubric's patterns in it (`patterns.*.groups`).
+    pattern_groups: dict[str, tuple[str, ...]]
     voice_rules: VoiceRules
     sentiment: SentimentIntensityAnalyzer
     safety: SafetyWords

@@ -22,11 +22,12 @@ from spacy.tokens import Doc, Span
 
 from evaluators.core.locations import cache_dir
 from evaluators.rubric.loader import Rubric
+from evaluators.scoring.function_words import PHRASE_NEGATORS
 from evaluators.scoring.reading.nlp import has_lemmas
 from evaluators.scoring.reading.offline import write_json
 from evaluators.scoring.safety.columns import columns
 
-NEGATION_WORDS = frozenset({"not", "n't", "never", "no", "nt", "cannot"})
+NEGATION_WORDS = PHRASE_NEGATORS
 # Words that may sit between the words of a phrase without changing what it says: at most one
 # token with one of these coarse tags between two words of the entry.
 FILLER_POS = frozenset({"AUX", "ADV", "PART"})

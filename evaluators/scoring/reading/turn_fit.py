@@ -15,16 +15,16 @@ from dataclasses import dataclass
 from spacy.tokens import Doc, Span, Token
 
 from evaluators.rubric.loader import MeaningRules
+from evaluators.scoring.function_words import QUESTIONED_LISTENER, WRITTEN_NEGATORS
 from evaluators.scoring.safety import is_question
 from evaluators.scoring.safety.columns import columns
 
 WH_WORDS = frozenset({"what", "who", "whom", "whose", "where", "when", "why", "how", "which"})
 FIRST_PERSON = frozenset({"i", "we"})
-# The listener as a person asked about; "your" is left out: "What did your sister say?" asks
-# about the sister, and "I like pizza" does not answer it.
-LISTENER = frozenset({"you", "yours", "yourself", "u"})
+# The listener as a person asked about ("I like pizza" does not answer "what did your sister say?").
+LISTENER = QUESTIONED_LISTENER
 NAMING_POS = frozenset({"NOUN", "PROPN"})
-NEGATIONS = frozenset({"not", "n't", "never", "no", "nt"})
+NEGATIONS = WRITTEN_NEGATORS
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from spacy.tokens import Doc, Token
 
 from evaluators.rubric.loader import CRISIS_COMPONENTS
+from evaluators.scoring.rubric_names import reads_rubric
 from evaluators.scoring.safety.parse import (
     NEGATORS,
     first_person,
@@ -30,6 +31,11 @@ from evaluators.scoring.safety.parse import (
     subject,
 )
 from evaluators.scoring.safety.words import SafetyWords, tokens_in
+
+# The rubric names this module reads (refused on load when missing: evaluators.scoring.rubric_names).
+reads_rubric("safety.crisis", lexicons=("refusal",), word_sets=("body", "desire", "dying", "harm_verbs",
+             "intent_verbs", "kin", "lethal_means", "lethal_qualities", "life_objects", "living",
+             "means_restriction", "method_words", "suicidal_states", "suicide_words"))
 
 # What a self-directed harm verb may take as its object ("kill myself", "end my life", "end it").
 SELF_OBJECTS = frozenset({"myself", "me", "life", "it", "wrist", "wrists", "all", "everything", "self"})

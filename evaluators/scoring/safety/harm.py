@@ -16,11 +16,18 @@ from functools import lru_cache
 from spacy.tokens import Doc, Span, Token
 from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 
+from evaluators.scoring.function_words import LISTENER, SECOND_PERSON
+from evaluators.scoring.rubric_names import reads_rubric
 from evaluators.scoring.safety.columns import columns
 from evaluators.scoring.safety.parse import NEGATORS, clause_negated, is_negated, is_question, negated_upwards, subject
 from evaluators.scoring.safety.words import SafetyWords, tokens_in
 
-SECOND_PERSON = frozenset({"you", "your", "yours", "yourself", "u", "ur"})
+# The rubric names this module reads (refused on load when missing: evaluators.scoring.rubric_names).
+reads_rubric("safety.harm", lexicons=("agreement", "concurrence", "crisis_resource", "empathy", "endorsement",
+             "fellow_feeling", "help_pointer", "identity_group", "medication", "validation"),
+             word_sets=("animals", "dislike", "dose_verbs", "drugs", "harm_outcomes", "human_identity", "kin",
+             "liking", "violence", "work_life"))
+
 
 
 def _instruction(sent: Span) -> bool:
@@ -29,7 +36,7 @@ def _instruction(sent: Span) -> bool:
     if root.tag_ == "VB" and not any(child.dep_ in ("nsubj", "nsubjpass", "expl") for child in root.children):
         return True
     for token in sent:
-        if token.lower_ in ("you", "u") and token.dep_ in ("nsubj",):
+        if token.lower_ in LISTENER and token.dep_ in ("nsubj",):
             verb = token.head
             if any(child.lower_ in ("should", "can", "could", "need", "must", "'d", "might", "ought") for child in verb.children):
                 return True

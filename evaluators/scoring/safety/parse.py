@@ -9,10 +9,15 @@ from __future__ import annotations
 
 from spacy.tokens import Span, Token
 
+from evaluators.scoring.function_words import PARSE_NEGATORS
+from evaluators.scoring.rubric_names import reads_rubric
 from evaluators.scoring.safety.columns import columns
 from evaluators.scoring.safety.words import SafetyWords
 
-NEGATORS = frozenset({"not", "n't", "never", "no", "nt", "cannot", "nope", "nah"})
+# The rubric names this module reads (refused on load when missing: evaluators.scoring.rubric_names).
+reads_rubric("safety.parse", word_sets=("hypothetical",))
+
+NEGATORS = PARSE_NEGATORS
 WH_TAGS = frozenset({"WDT", "WP", "WP$", "WRB"})
 QUOTES = ('"', "“", "”")
 
