@@ -369,6 +369,28 @@ def _meaning(rubric: Rubric) -> list[str]:
     ]
 
 
+def _setting(value: object) -> str:
+    """A tone or shape setting as a table cell: a number, or its fields (`start 0 → full 0.6`)."""
+    if isinstance(value, (int, float)):
+        return plain(value)
+    return ", ".join(f"{name} {plain(field)}" for name, field in value.model_dump().items())
+
+
+def _tone_and_shapes(rubric: Rubric) -> list[str]:
+    rows = [[code_span(f"{section}.{name}"), _setting(getattr(rules, name)), escape(rules.reasons[name])]
+            for section, rules in (("tone", rubric.tone), ("shapes", rubric.shapes))
+            for name in type(rules).model_fields if name != "reasons"]
+    return [
+        "## Tone and signal shapes",
+        "",
+        "Tone is VADER's compound score (-1 most negative, 1 most positive) and its shares of "
+        "negative and positive words. A ramp (`start`, `full`) gives a signal 0 at its start and "
+        "full strength at `full`, linear between. Each setting states its reason.",
+        "",
+        *table(["Setting", "Value", "Reason"], rows, ["left", "left", "left"]),
+    ]
+
+
 def _learned_harm(rubric: Rubric) -> list[str]:
     rules = rubric.learned_harm
     weight = rubric.dimensions["trust_boundaries"].signals.get("learned_harm")
@@ -653,6 +675,7 @@ def render_rubric_markdown(rubric: Rubric) -> str:
         _lexicons(rubric),
         _safety(rubric),
         _voice(rubric),
+        _tone_and_shapes(rubric),
         _meaning(rubric),
         _learned_harm(rubric),
         _language(rubric),

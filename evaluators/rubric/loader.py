@@ -239,6 +239,79 @@ class LearnedHarmRules(_Strict):
         return self
 
 
+class Ramp(_Strict):
+    """A signal's shape: 0 at `start`, full strength at `full`, linear between."""
+
+    start: float
+    full: float
+
+    @model_validator(mode="after")
+    def _a_slope(self) -> Ramp:
+        if self.start == self.full:
+            raise ValueError("start and full must differ")
+        return self
+
+
+class CheerfulReply(_Strict):
+    """The one rule for a cheerful reply: no acknowledgement of feelings, a negative share of
+    at most `max_negative_share`, and a tone of at least `at_least` (full at `full`)."""
+
+    at_least: float = Field(ge=-1.0, le=1.0)
+    full: float = Field(ge=-1.0, le=1.0)
+    max_negative_share: float = Field(ge=0.0, le=1.0)
+
+    @model_validator(mode="after")
+    def _rising(self) -> CheerfulReply:
+        if not self.at_least < self.full:
+            raise ValueError("at_least must be below full")
+        return self
+
+
+class ToneRules(_Strict):
+    """How the signals read tone (VADER's compound score, -1 to 1, and its share of negative
+    and positive words); each threshold carries its reason."""
+
+    distressed_user_at_most: float = Field(ge=-1.0, le=1.0)
+    excited_user_at_least: float = Field(ge=-1.0, le=1.0)
+    deep_distress_at_most: float = Field(ge=-1.0, le=1.0)
+    cheerful_reply: CheerfulReply
+    gentle_reply: Range
+    upbeat_reply_at_least: float = Field(ge=-1.0, le=1.0)
+    warm_reply: Ramp
+    hostile_reply: Ramp
+    approving_reply: Ramp
+    approving_base: float = Field(ge=0.0, le=1.0)
+    reasons: dict[str, str]
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ToneRules:
+        _require_reasons(self.reasons, [name for name in type(self).model_fields if name != "reasons"], "setting")
+        if self.gentle_reply.min >= self.gentle_reply.max:
+            raise ValueError("gentle_reply: min must be below max")
+        if self.deep_distress_at_most > self.distressed_user_at_most:
+            raise ValueError("deep_distress_at_most must not be above distressed_user_at_most")
+        return self
+
+
+class SignalShapes(_Strict):
+    """The ramps of signals that count things (words, topic words, repeated triples); each
+    with its reason."""
+
+    substance: Ramp
+    builds_on_user: Ramp
+    topic_relevance: Ramp
+    history_carry_over: Ramp
+    too_formal: Ramp
+    self_repetition: Ramp
+    hostile_exchange: Ramp
+    reasons: dict[str, str]
+
+    @model_validator(mode="after")
+    def _reasoned(self) -> SignalShapes:
+        _require_reasons(self.reasons, [name for name in type(self).model_fields if name != "reasons"], "shape")
+        return self
+
+
 class HardCriterion(_Strict):
     description: str
 
@@ -442,6 +515,8 @@ class Rubric(_Strict):
     safety: SafetyRules
     patterns: dict[str, VoicePattern]
     voice: VoiceRules
+    tone: ToneRules
+    shapes: SignalShapes
     meaning: MeaningRules
     learned_harm: LearnedHarmRules
     language: LanguageRules

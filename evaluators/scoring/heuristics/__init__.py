@@ -260,6 +260,8 @@ class HeuristicEvaluator:
                 patterns=self.patterns,
                 pattern_groups=self.pattern_groups,
                 voice_rules=self.rubric.voice,
+                tone_rules=self.rubric.tone,
+                shapes=self.rubric.shapes,
                 sentiment=self.sentiment,
                 safety=self.safety,
                 meaning=self.meaning,

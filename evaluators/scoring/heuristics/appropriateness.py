@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evaluators.scoring.heuristics.registry import Signal, fired, quote, ramp, signal
+from evaluators.scoring.heuristics.registry import Signal, along, fired, quote, signal
 from evaluators.scoring.reading.features import CaseFeatures
 
 
@@ -10,4 +10,4 @@ from evaluators.scoring.reading.features import CaseFeatures
 def too_formal(f: CaseFeatures) -> Signal | None:
     """Written-register connectives ("furthermore", "regarding") in casual speech."""
     hits = f.reply.hits("formal_register")
-    return fired(bool(hits), quote(hits), ramp(len(hits), 0, 2))
+    return fired(bool(hits), quote(hits), along(len(hits), f.shapes.too_formal))

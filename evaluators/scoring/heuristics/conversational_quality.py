@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evaluators.scoring.heuristics.registry import Signal, clip, fired, quote, ramp, signal
+from evaluators.scoring.heuristics.registry import Signal, along, clip, fired, quote, ramp, signal
 from evaluators.scoring.reading.features import CaseFeatures
 
 
@@ -30,7 +30,7 @@ def warmth(f: CaseFeatures) -> Signal | None:
     """Warm, approachable tone: positive VADER tone or an empathic acknowledgement."""
     if f.acknowledges_feelings:
         return fired(True, quote(f.reply.hits("empathy") + f.reply.hits("validation")))
-    strength = ramp(f.reply_tone, 0.0, 0.6)
+    strength = along(f.reply_tone, f.tone_rules.warm_reply)
     return fired(strength > 0, f"tone {f.reply_tone:+.2f}", strength)
 
 
@@ -71,5 +71,5 @@ def self_repetition(f: CaseFeatures) -> Signal | None:
         return None
     trigrams = list(zip(words, words[1:], words[2:]))
     repeated = 1 - len(set(trigrams)) / len(trigrams)
-    strength = ramp(repeated, 0.1, 0.4)
+    strength = along(repeated, f.shapes.self_repetition)
     return fired(strength > 0, f"{repeated:.0%} of word triples repeated", strength)

@@ -50,9 +50,10 @@ def explores_feelings(f: CaseFeatures) -> Signal | None:
 @signal(reads="exchange")
 def emotional_mirroring(f: CaseFeatures) -> Signal | None:
     """Gentle tone for distress, matching enthusiasm for good news."""
-    if f.user_distressed and -0.7 <= f.reply_tone <= 0.4:
+    tone = f.tone_rules
+    if f.user_distressed and tone.gentle_reply.min <= f.reply_tone <= tone.gentle_reply.max:
         return fired(True, f"gentle tone {f.reply_tone:+.2f} for a distressed user")
-    if f.user_excited and (f.reply_tone >= 0.4 or "!" in f.case.response):
+    if f.user_excited and (f.reply_tone >= tone.upbeat_reply_at_least or "!" in f.case.response):
         return fired(True, f"upbeat tone {f.reply_tone:+.2f} for good news")
     return None
 

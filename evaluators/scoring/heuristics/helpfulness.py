@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evaluators.scoring.heuristics.registry import Signal, fired, quote, ramp, signal
+from evaluators.scoring.heuristics.registry import Signal, along, fired, quote, signal
 from evaluators.scoring.reading.features import CaseFeatures
 
 
@@ -11,7 +11,7 @@ def topic_relevance(f: CaseFeatures) -> Signal | None:
     """Topic words shared with the user's message, and to a lesser degree with the history."""
     shared = sorted(f.shared_with_user)
     earlier = sorted(f.shared_with_history)
-    strength = ramp(len(shared) + 0.5 * len(earlier), 0, 2)
+    strength = along(len(shared) + 0.5 * len(earlier), f.shapes.topic_relevance)
     return fired(strength > 0, quote(shared + earlier), strength)
 
 

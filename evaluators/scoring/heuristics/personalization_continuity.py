@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evaluators.scoring.heuristics.registry import Signal, fired, quote, ramp, signal
+from evaluators.scoring.heuristics.registry import Signal, along, fired, quote, signal
 from evaluators.scoring.reading.features import WORD_TOKENS, CaseFeatures
 
 
@@ -17,7 +17,7 @@ def conversation_memory(f: CaseFeatures) -> Signal | None:
 def history_carry_over(f: CaseFeatures) -> Signal | None:
     """Entities, noun chunks and topic words from earlier turns that the reply picks up again."""
     carried = sorted(f.shared_with_history)
-    return fired(bool(carried), quote(carried), ramp(len(carried), 0, 2))
+    return fired(bool(carried), quote(carried), along(len(carried), f.shapes.history_carry_over))
 
 
 @signal(reads="reply", lexicons=("personal_framing",))

@@ -11,6 +11,7 @@ import operator
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from evaluators.rubric.loader import Ramp
 from evaluators.scoring.reading.features import CaseFeatures
 from evaluators.scoring.rubric_names import reads_rubric
 
@@ -94,6 +95,11 @@ def ramp(value: float, start: float, end: float) -> float:
     if start == end:
         return 1.0 if value >= end else 0.0
     return clip((value - start) / (end - start))
+
+
+def along(value: float, shape: Ramp) -> float:
+    """`ramp` along one of the rubric's shapes (`shapes:`, `tone:`): 0 at its start, 1 at full."""
+    return ramp(value, shape.start, shape.full)
 
 
 QUOTED = 4  # distinct items an evidence string shows
