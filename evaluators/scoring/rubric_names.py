@@ -70,7 +70,7 @@ def missing_names(rubric: Rubric) -> list[str]:
         for name, readers in _readers_of(kind).items():
             if name not in have[kind]:
                 missing = "" if kind == "pattern_groups" else ": missing"
-                problems.append(f"{place.format(name)}{missing}; read by {', '.join(readers)}")
+                problems.append(f"{place.format(name)}{missing}; read by {', '.join(sorted(readers))}")
     for reader, names in READERS.items():
         # A reader that reads patterns by group and names some of them needs each named one in
         # its groups: taking "hashtag" out of `formatting` would switch that part of it off.

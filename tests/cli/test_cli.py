@@ -251,6 +251,16 @@ def test_rubric_check_rejects_unknown_signals_and_bad_yaml(tmp_path):
     assert "not valid YAML" in result.stderr
 
 
+def test_rubric_check_rejects_a_renamed_lexicon_naming_it_and_its_readers(tmp_path):
+    def rename(data):
+        data["lexicons"]["honesty"] = data["lexicons"].pop("ai_transparency")
+
+    result = runner.invoke(app, ["rubric", "--check", str(rubric_file(tmp_path, rename))])
+    assert result.exit_code == 2
+    assert "lexicons.ai_transparency: missing; read by expectations, safety.claims, signal ai_transparency" \
+        in " ".join(result.stderr.split())
+
+
 def test_score_with_another_rubric_uses_its_weights(tmp_path):
     def all_on_trust(data):
         for name, dimension in data["dimensions"].items():
