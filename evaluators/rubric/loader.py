@@ -304,6 +304,10 @@ class SignalShapes(_Strict):
     too_formal: Ramp
     self_repetition: Ramp
     hostile_exchange: Ramp
+    # Beyond a voice rule's limit (`voice:`), how far until the signal is full.
+    line_breaks_full_beyond: float = Field(gt=0)
+    syllables_full_beyond: float = Field(gt=0)
+    reading_ease_full_below: float = Field(gt=0)
     reasons: dict[str, str]
 
     @model_validator(mode="after")

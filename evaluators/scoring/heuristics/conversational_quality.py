@@ -37,7 +37,7 @@ def warmth(f: CaseFeatures) -> Signal | None:
 @signal(reads="reply")
 def line_breaks(f: CaseFeatures) -> Signal | None:
     allowed = f.voice_rules.max_line_breaks
-    strength = ramp(f.line_breaks, allowed, allowed + 2)
+    strength = ramp(f.line_breaks, allowed, allowed + f.shapes.line_breaks_full_beyond)
     return fired(strength > 0, f"{f.line_breaks} line breaks", strength)
 
 
@@ -47,8 +47,10 @@ def hard_to_speak(f: CaseFeatures) -> Signal | None:
     if f.word_count < 5:
         return None
     rules = f.voice_rules
-    by_syllables = ramp(f.syllables_per_word, rules.max_syllables_per_word, rules.max_syllables_per_word + 0.4)
-    by_ease = ramp(-f.reading_ease, -rules.min_reading_ease, -rules.min_reading_ease + 40)
+    shapes = f.shapes
+    by_syllables = ramp(f.syllables_per_word, rules.max_syllables_per_word,
+                        rules.max_syllables_per_word + shapes.syllables_full_beyond)
+    by_ease = ramp(-f.reading_ease, -rules.min_reading_ease, -rules.min_reading_ease + shapes.reading_ease_full_below)
     strength = clip(max(by_syllables, by_ease))
     return fired(
         strength > 0,
