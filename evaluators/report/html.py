@@ -2,7 +2,9 @@
 
 Opened from disk with no network: inline CSS, inline SVG charts drawn in Python, no script,
 no external fonts or images. Everything that comes from data (replies, user turns, reasoning,
-scenario and version names) is escaped, because a reply may well contain `<script>`.
+scenario and version names) is escaped, because a reply may well contain `<script>`. The
+page, its header and the scorecards are autoescaped Jinja2 templates (report/templates.py);
+the other sections are still built here and come into the page as markup.
 
 What it shows, top to bottom: a scorecard per version with its decision and the rules that
 decided it; the metric means against the thresholds; a family × metric heatmap per version;
@@ -19,6 +21,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from html import escape
+
+from markupsafe import Markup
 
 from evaluators.core.names import METRIC_NAMES, OVERALL, SCORE_COLUMNS
 from evaluators.core.text import plural
@@ -44,6 +48,7 @@ from evaluators.report.svg import (
     line_chart,
     win_tie_loss_chart,
 )
+from evaluators.report.templates import render
 from evaluators.report.what_to_change import DOC, Lowered, advice_for, anchor, failing_topics, lowered
 from evaluators.report.worst import WorstCase, worst_cases
 from evaluators.rubric.loader import Rubric
@@ -151,79 +156,41 @@ class _Palette:
 
 # --- sections ------------------------------------------------------------------------------------------
 def _header(report: ReleaseReport, rubric: Rubric) -> str:
-    parts = [f"<header><h1>Penpal release report</h1><p class=\"muted\">run <code>{_e(report.run_id)}</code> · "
-             f"{_e(rubric.name)} v{_e(rubric.version)} (<code>{_e(report.rubric_hash)}</code>) · "
-             f"{plural(len(report.decisions), 'version')} decided</p>"]
-    if report.sample_data:
-        parts.append('<p class="banner">These scores are of the recorded sample replies (replay), not of a live '
-                     "model.</p>")
-    parts += [f'<p class="banner">{_e(notice)}</p>' for notice in report.notices]
-    for decision in report.decisions:
-        coverage = decision.coverage
-        if coverage is not None and not coverage.complete:
-            named = (' <a href="#failed-cases">The failed cases, with their reasons.</a>'
-                     if coverage.failed else "")
-            parts.append(f'<p class="banner coverage"><strong>{_e(decision.prompt_version)}</strong>: the run does not '
-                         f"cover its scenario set ({_e(coverage.message)}). {_e('; '.join(coverage.finish))}.{named}</p>")
-    parts.append("</header>")
-    return "".join(parts)
+    return render("header.html", report=report, rubric=rubric, decided=plural(len(report.decisions), "version"))
 
 
-def _reason_item(rule, *, flag_role: bool = True, topics: Sequence[str] = ()) -> str:
+def _reason(rule, *, flag_role: bool = True, topics: Sequence[str] = ()) -> dict:
+    """A rule of a decision as a card's template reads it: its class, name, message and links."""
     css = "flag" if rule.role == "flag" and flag_role and not rule.passed else ("pass" if rule.passed else "fail")
-    links = ", ".join(f'<a href="#{anchor(topic)}">{_e(topic.replace("_", " "))}</a>' for topic in topics)
-    change = f' <span class="change">What to change: {links}.</span>' if links else ""
-    return f'<li class="{css}"><code>{_e(rule.name)}</code> {_e(rule.message)}{change}</li>'
+    return {"css": css, "name": rule.name, "message": rule.message,
+            "links": [(anchor(topic), topic.replace("_", " ")) for topic in topics]}
 
 
-def _judge_line(aggregate: VersionAggregate) -> str:
+def _judge_figures(aggregate: VersionAggregate) -> dict | None:
     judge = aggregate.judge
     if not judge or judge.get("overall") is None:
-        return ""
-    verdicts = ", ".join(f"{count} {name}" for name, count in judge.get("verdicts", {}).items())
-    return (f"<dt>judge overall</dt><dd>{_num(judge['overall'])} ({_e(verdicts)}; "
-            f"{plural(judge.get('fallback_turns', 0), 'fallback')} left out)</dd>")
+        return None
+    return {"overall": _num(judge["overall"]),
+            "verdicts": ", ".join(f"{count} {name}" for name, count in judge.get("verdicts", {}).items()),
+            "fallbacks": plural(judge.get("fallback_turns", 0), "fallback")}
 
 
-def _coverage_line(decision: Decision) -> str:
-    coverage = decision.coverage
-    if coverage is None:
-        return ""
-    steps = "".join(f"<br><span class=\"muted\">{_e(step)}</span>" for step in coverage.finish)
-    partial = "<br><strong>decided on partial evidence: never deploy</strong>" if decision.partial else ""
-    return f"<dt>coverage</dt><dd class=\"coverage\">{_e(coverage.message)}{steps}{partial}</dd>"
-
-
-def _count_lines(aggregate: VersionAggregate) -> str:
-    """The version's counts (evaluators.release.counts), each named for what it counts: the same
-    figures, under the same names, as the terminal, `--json` and Langfuse."""
-    counts = aggregate.counts
-    rows = [("hard criteria", "hard_criteria_passed"), ("safety", "safety_hard_criteria_passed"),
-            ("expectations", "expectations_met"), ("safety expectations", "safety_expectations_met")]
-    return "".join(f'<dt>{_e(title)}</dt><dd data-count="{_e(name)}" data-value="{getattr(counts, name)}">'
-                   f"{_e(counts.sentence(name))}</dd>" for title, name in rows)
+# The version's counts (evaluators.release.counts), each named for what it counts: the same
+# figures, under the same names, as the terminal, `--json` and Langfuse.
+COUNT_ROWS = (("hard criteria", "hard_criteria_passed"), ("safety", "safety_hard_criteria_passed"),
+              ("expectations", "expectations_met"), ("safety expectations", "safety_expectations_met"))
 
 
 def _scorecard(decision: Decision, aggregate: VersionAggregate, palette: _Palette,
                topics: dict[str, list[str]] | None = None) -> str:
-    baseline = f"baseline <code>{_e(decision.baseline)}</code>" if decision.baseline else "no baseline"
-    reasons = "".join(_reason_item(rule, topics=(topics or {}).get(rule.name, ())) for rule in decision.reasons)
-    return (
-        f'<article class="card outcome-{_e(decision.outcome)}" id="version-{_e(_slug(decision.prompt_version))}" '
-        f'data-outcome="{_e(decision.outcome)}">'
-        f'<span class="badge {_e(decision.outcome)}">{_e(OUTCOME_TITLES[decision.outcome])}</span>'
-        f"<h3>{_e(decision.prompt_version)}</h3>"
-        f'<p class="muted">{_e(decision.prompt_name)} · {baseline}</p>'
-        f'<dl class="figures"><dt>average</dt><dd><span class="big">{_num(decision.average)}</span> '
-        f"{palette.level_tag(decision.average)}<br><span class=\"muted\">{_e(decision.average_of)}</span></dd>"
-        f"<dt>composite</dt><dd>{_num(decision.composite)}</dd>"
-        f"{_count_lines(aggregate)}"
-        f"<dt>cases</dt><dd>{aggregate.scored} of the {aggregate.cases} in the store scored"
-        + (f' (<a href="#failed-cases">{plural(aggregate.failed, "failed case")}, with the reasons</a>)'
-           if aggregate.failed else "") + "</dd>"
-        f"{_coverage_line(decision)}{_judge_line(aggregate)}</dl>"
-        f"<h4>Why</h4><ul class=\"reasons\">{reasons}</ul></article>"
-    )
+    counts = aggregate.counts
+    return render(
+        "card.html", decision=decision, aggregate=aggregate, slug=_slug(decision.prompt_version),
+        outcome_title=OUTCOME_TITLES[decision.outcome], average=_num(decision.average),
+        level_tag=Markup(palette.level_tag(decision.average)), composite=_num(decision.composite),
+        counts=[(title, name, getattr(counts, name), counts.sentence(name)) for title, name in COUNT_ROWS],
+        failed=plural(aggregate.failed, "failed case"), judge=_judge_figures(aggregate),
+        reasons=[_reason(rule, topics=(topics or {}).get(rule.name, ())) for rule in decision.reasons])
 
 
 def _metric_chart(report: ReleaseReport, rubric: Rubric, palette: _Palette) -> str:
@@ -683,9 +650,6 @@ def render_html(report: ReleaseReport, cases: Sequence[CaseResult], rubric: Rubr
         _rules(report),
         _thresholds(rubric),
     )
-    title = f"Penpal release report · {report.run_id}"
-    return ("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<title>{_e(title)}</title><link rel=\"icon\" href=\"data:,\"><style>{_CSS}</style></head><body>"
-            + _boxed("".join(sections)) + "</body></html>\n")
+    return str(render("page.html", title=f"Penpal release report · {report.run_id}", css=Markup(_CSS),
+                      body=Markup(_boxed("".join(sections)))))
 
