@@ -144,6 +144,26 @@ def print_judge_report(report: RunReport, rubric: Rubric) -> None:
         errors.print(fallback_warning(fallback, total, rubric, "cases.jsonl"))
 
 
+def _print_assertions(report: RunReport, limit: int = 10) -> None:
+    """The scenarios' declared assertions: how many held, and each that failed or was not verified."""
+    outcomes = [(case, turn, outcome) for case in report.outcome.cases for turn in case.turns
+                for outcome in turn.assertions]
+    if not outcomes:
+        return
+    failed = [item for item in outcomes if item[2].passed is False]
+    unverified = [item for item in outcomes if item[2].passed is None]
+    console = stdout_console()
+    console.print(Text(f"scenario assertions: {len(outcomes) - len(failed) - len(unverified)} of {len(outcomes)} held, "
+                       f"{len(failed)} failed, {len(unverified)} not verified",
+                       style="red" if failed else "yellow" if unverified else "green"))
+    for case, turn, outcome in (failed + unverified)[:limit]:
+        state = "FAILED" if outcome.passed is False else "not verified"
+        console.print(Text(printable(f"  {case.case_id} turn {turn.index + 1}: {outcome.assertion}: {state} "
+                                     f"({outcome.detail})")))
+    if len(failed) + len(unverified) > limit:
+        console.print(Text(f"  ... and {len(failed) + len(unverified) - limit} more (see cases.jsonl)"))
+
+
 def _print_failures(report: RunReport, limit: int = 10) -> None:
     judge_failed = [case for case in report.outcome.cases if case.status == "ok" and case.judge_failed]
     if judge_failed:
@@ -418,6 +438,7 @@ def _finish(report: RunReport, rubric: Rubric, head_to_head: list[HeadToHead] | 
     console.print(versions_table(report.summaries, rubric))
     for figures in head_to_head or []:
         console.print(head_to_head_table(figures))
+    _print_assertions(report)
     print_run_decisions(report.store, report.outcome.cases, rubric)
     print_judge_report(report, rubric)
     _print_failures(report)
