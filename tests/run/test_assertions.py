@@ -19,6 +19,7 @@ from evaluators.inputs.scenarios import ScenarioError, load_scenarios
 from evaluators.pipeline import run_evaluation
 from evaluators.release.case_failures import case_failures
 from evaluators.release.rules import SCENARIO_ASSERTIONS, release_report
+from evaluators.report.what_to_change import failing_topics, lowered
 from evaluators.scoring.api import default_evaluator
 from evaluators.scoring.assertions import check_assertions
 from tests.servers.judge_answers import data_blocks, verdict_json
@@ -144,13 +145,18 @@ def test_a_judged_criterion_goes_to_the_judge_as_a_yes_no_question_and_its_answe
     assert rules["v1"][SCENARIO_ASSERTIONS].passed is False and rules["v1"][SCENARIO_ASSERTIONS].role == "revise"
     assert f"cont-sister turn 3: judged: {CRITERION}" in rules["v1"][SCENARIO_ASSERTIONS].message
     assert rules["v2"][SCENARIO_ASSERTIONS].passed is True
+    v1_decision = release.decision("v1")
+    topics = failing_topics(v1_decision, release.aggregates["v1"], RUBRIC, report.outcome.cases)
+    assert topics[SCENARIO_ASSERTIONS] == [SCENARIO_ASSERTIONS]  # the report's "what to change" links it
+    [missed] = lowered(report.outcome.cases, SCENARIO_ASSERTIONS, ["v1", "v2"], RUBRIC)
+    assert missed.indicator == f"judged: {CRITERION}" and missed.turns == {"v1": 1}
     assert "v1" not in [d.prompt_version for d in release.decisions if d.outcome in ("deploy", "ab_test")]
 
     # A re-run asks nothing again: the answers come from the judge's cache.
     calls = len(server.calls)
-    again = run_evaluation(config(small_project), default_evaluator())
+    again = {case.case_id: case for case in run_evaluation(config(small_project), default_evaluator()).store.read_cases()}
     assert len(server.calls) == calls
-    assert again.store.read_cases()[0].model_dump() is not None
+    assert again["v1/cont-sister"].turns[2].assertions == v1.assertions
 
 
 def test_a_judged_criterion_without_a_judge_is_not_verified_never_passed(small_project):
