@@ -156,7 +156,8 @@ def test_a_judged_criterion_goes_to_the_judge_as_a_yes_no_question_and_its_answe
     calls = len(server.calls)
     again = {case.case_id: case for case in run_evaluation(config(small_project), default_evaluator()).store.read_cases()}
     assert len(server.calls) == calls
-    assert again["v1/cont-sister"].turns[2].assertions == v1.assertions
+    cached = again["v1/cont-sister"].turns[2].assertions[0]
+    assert (cached.passed, cached.reasoning, cached.detail) == (False, "It never names her.", "judge answered (cached): no")
 
 
 def test_a_judged_criterion_without_a_judge_is_not_verified_never_passed(small_project):
