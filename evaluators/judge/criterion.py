@@ -213,5 +213,10 @@ class AssertionStage:
             shown = detail if answer is None else f"{detail}: {'yes' if answer else 'no'}"
             turns[index][position] = AssertionOutcome(assertion=old.assertion, kind=old.kind, passed=answer,
                                                       detail=shown, reasoning=reasoning or None)
-        return case.model_copy(update={"turns": [turn.model_copy(update={"assertions": turns[turn.index]})
-                                                 for turn in case.turns]})
+        update: dict = {"turns": [turn.model_copy(update={"assertions": turns[turn.index]}) for turn in case.turns]}
+        unanswered = [detail for answer, _, detail in answers if answer is None]
+        if unanswered:  # the judge was asked and did not answer: judged again when the run resumes
+            judge = dict(case.judge or {})
+            update["judge"] = {**judge, "failed": int(judge.get("failed") or 0) + len(unanswered),
+                               "error": judge.get("error") or f"judged assertion {unanswered[0]}"}
+        return case.model_copy(update=update)

@@ -23,6 +23,7 @@ from evaluators.report.what_to_change import failing_topics, lowered
 from evaluators.scoring.api import default_evaluator
 from evaluators.scoring.assertions import check_assertions
 from tests.servers.judge_answers import data_blocks, verdict_json
+from tests.servers.openai_compat import OK, server_error
 from tests.support.judge_runs import config, use_judge
 from tests.support.project import SCENARIOS, write_files
 
@@ -179,3 +180,25 @@ def test_the_terminal_summary_shows_the_assertions(small_project, capsys):
     output = " ".join(capsys.readouterr().out.split())
     assert "scenario assertions: 1 of 2 held, 1 failed, 0 not verified" in output, output
     assert "v1/cont-sister turn 3: contains: Maya: FAILED (none found)" in output
+
+
+def test_a_judged_criterion_the_judge_cannot_answer_is_judged_again_on_resume(small_project, openai_server,
+                                                                              monkeypatch):
+    with_assertions(small_project, f'          - {{judged: "{CRITERION}"}}\n')
+    outage = {"on": True}
+    server = openai_server(faults=lambda call: server_error(503) if outage["on"] and is_criterion_question(call)
+                           else OK, answers=yes_when_maya)
+    use_judge(monkeypatch, server)
+    first = run_evaluation(config(small_project), default_evaluator())
+    case = next(case for case in first.store.read_cases() if case.case_id == "v2/cont-sister")
+    outcome = case.turns[2].assertions[0]
+    assert outcome.passed is None and "the judge call failed" in outcome.detail and "503" in outcome.detail
+    assert case.judge_failed and not case.finished
+    assert [f.kind for f in case_failures(case, RUBRIC)] == [FailureKind.JUDGE_FAILED, FailureKind.JUDGE_FAILED]
+
+    outage["on"] = False
+    calls = len(server.calls)
+    resumed = run_evaluation(replace(config(small_project), resume=first.store.directory), default_evaluator())
+    again = next(case for case in resumed.store.read_cases() if case.case_id == "v2/cont-sister")
+    assert again.finished and again.turns[2].assertions[0].passed is True
+    assert any(is_criterion_question(call) for call in server.calls[calls:])
