@@ -202,3 +202,22 @@ def test_a_judged_criterion_the_judge_cannot_answer_is_judged_again_on_resume(sm
     again = next(case for case in resumed.store.read_cases() if case.case_id == "v2/cont-sister")
     assert again.finished and again.turns[2].assertions[0].passed is True
     assert any(is_criterion_question(call) for call in server.calls[calls:])
+
+
+def test_a_server_without_structured_output_answers_the_question_in_text(small_project, openai_server, monkeypatch):
+    with_assertions(small_project, f'          - {{judged: "{CRITERION}"}}\n')
+
+    def in_text(call) -> str:
+        if is_criterion_question(call):
+            named = "Maya" in data_blocks(call.messages)["REPLY"]
+            return f"Reasoning: {'It names Maya.' if named else 'No name at all.'}\nAnswer: {'Yes' if named else 'No'}"
+        return verdict_json(0.8)
+
+    server = openai_server(answers=in_text, refused_formats=frozenset({"json_schema", "json_object"}))
+    use_judge(monkeypatch, server)
+    cases = {case.case_id: case for case in run_evaluation(config(small_project), default_evaluator()).store.read_cases()}
+    v1, v2 = cases["v1/cont-sister"].turns[2].assertions[0], cases["v2/cont-sister"].turns[2].assertions[0]
+    assert (v1.passed, v1.reasoning) == (False, "No name at all.")
+    assert (v2.passed, v2.reasoning) == (True, "It names Maya.")
+    asked = [call for call in server.calls if is_criterion_question(call) and "response_format" not in call.body]
+    assert asked and "Answer: yes|no" in asked[0].messages[0]["content"]
