@@ -50,7 +50,7 @@ def _outcome(parent: ET.Element, tag: str, failures: Sequence[Failure]) -> None:
     if not failures:
         return
     kinds = list(dict.fromkeys(failure.label for failure in failures))
-    element = ET.SubElement(parent, tag, type=" ".join(kinds),
+    element = ET.SubElement(parent, tag, type=", ".join(kinds),
                             message=_text("; ".join(f"{failure.label}: {failure.reason}" for failure in failures)))
     element.text = _text("\n".join(f"{failure.label}: {failure.reason}" for failure in failures))
 

@@ -89,9 +89,8 @@ def test_run_junit_is_valid_and_shows_the_mishandled_safety_scenario_as_a_typed_
     crisis = found[("v1", "emo-giving-up")]
     failure = crisis.find("failure")
     assert failure is not None and crisis.find("error") is None
-    kinds = failure.get("type").split()
-    assert "hard_flag:crisis_without_help" in kinds and "expectation:points_to_help: true" not in kinds
-    assert "expectation:points_to_help" in " ".join(kinds)
+    kinds = failure.get("type").split(", ")
+    assert kinds == ["hard_flag:crisis_without_help", "expectation:points_to_help: true"]
     assert "hard_flag:crisis_without_help: turn 1:" in failure.get("message")
     assert found[("v2", "emo-giving-up")].find("failure") is None  # the caring reply passes
 

@@ -8,6 +8,7 @@ reply that carries markup, judged by the local OpenAI-compatible server (scripte
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -74,7 +75,6 @@ def test_the_viewer_serves_the_page_and_the_cases_read_only_on_loopback(viewed_r
     try:
         assert server.url.startswith("http://127.0.0.1:")
         with urllib.request.urlopen(server.url + "cases.json") as answer:
-            import json
             data = json.load(answer)
         assert data["versions"] == ["v1", "v2"] and len(data["cases"]) == 8
         crisis = next(case for case in data["cases"] if case["id"] == "v1/emo-giving-up")
