@@ -30,6 +30,7 @@ from evaluators.inputs.scenarios import load_scenarios
 from evaluators.integrations.langfuse.prompts import LangfusePromptError, fetch_run_prompts
 from evaluators.judge.batch import BatchJudge
 from evaluators.judge.client import LLMJudge
+from evaluators.judge.criterion import AssertionStage
 from evaluators.judge.factory import (
     JudgeConfig,
     JudgeConfigError,
@@ -493,6 +494,9 @@ async def execute(
             stages = [BatchJudgeStage(batch, prepared.plan.scenarios, **options), *stages]
         else:
             stages = [JudgeStage(judge, prepared.plan.scenarios, **options), *stages]
+        if any(item.kind == "judged" for scenario in prepared.plan.scenarios for turn in scenario.turns
+               for item in turn.assertions):  # judged assertions: yes/no questions to the same judge
+            stages = [*stages, AssertionStage(judge, prepared.plan.scenarios)]
     if prepared.plan.personas:  # conversation metrics (and the conversation judge), after the per-turn judge
         stages = [*stages, ConversationStage(prepared.plan.personas, evaluator.rubric, judge=judge)]
     runner = Runner(prepared.plan, prepared.responder, prepared.store, evaluator,

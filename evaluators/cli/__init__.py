@@ -37,6 +37,8 @@ LAZY_COMMANDS: dict[str, LazyCommand] = {
                                                               "Langfuse and write the scores back."),
     "langfuse": LazyCommand("evaluators.cli.langfuse:langfuse_app", "Set up Langfuse for the suite: score configs, "
                                                                     "the scenario dataset and the dashboard."),
+    "view": LazyCommand("evaluators.cli.view:view", "Browse a run's cases in a web page on 127.0.0.1: filter by "
+                                                    "version, family, flag and failure kind."),
     "scenarios": LazyCommand("evaluators.cli.data:scenarios_app", "Check and list the scenario sets."),
     "prompts": LazyCommand("evaluators.cli.data:prompts_app", "Check and list the companion prompt versions."),
 }

@@ -33,6 +33,7 @@ from evaluators.release.stored_run import ReleaseRun, read_run, report_for_run
 from evaluators.report.console import stderr_console, stdout_console
 from evaluators.report.frames import write_release_files
 from evaluators.report.html import render_html
+from evaluators.report.junit import write_junit
 from evaluators.report.terminal import comparison_table, print_notices, print_release
 from evaluators.rubric.loader import Rubric, RubricError, default_rubric, load_rubric
 from evaluators.store.records import CaseResult, versions_of
@@ -55,6 +56,9 @@ BaselineOption = Annotated[str | None, typer.Option(
 PartialOption = Annotated[bool, typer.Option(
     "--partial", help="Decide versions whose run does not cover the whole scenario set (filtered or unfinished) "
                       "on the evidence there is; such a version is never deployed.")]
+JunitOption = Annotated[Path | None, typer.Option(
+    "--junit", help="Also write JUnit XML to this file for CI: a test case per (version, scenario) with its "
+                    "scores as properties and its typed failures.", dir_okay=False, show_default=False)]
 VersionsOption = Annotated[list[str] | None, typer.Option(
     "--prompt", "-p", help="Decide only this prompt version; repeatable. Default: every version in the run.",
     show_default=False)]
@@ -141,6 +145,7 @@ def decide(
         "--ab-label", help="With --apply: the label for A/B candidates. Default: decision.ab_label in the rubric.",
         show_default=False)] = None,
     partial: PartialOption = False,
+    junit: JunitOption = None,
     rubric_path: RubricOption = None,
 ) -> None:
     """Decide deploy / A/B test / revise for each prompt version of a run, with the rules that fired.
@@ -175,6 +180,11 @@ def decide(
     else:
         print_release(report, rubric, _results_console())
     print_notices(report, stderr_console())
+    if junit is not None:
+        written = write_junit(junit, [case for case in run.cases if case.prompt_version in
+                                      {decision.prompt_version for decision in report.decisions}],
+                              rubric, run_id=str(run.manifest.get("run_id", "")), release=report)
+        stderr_console().print(Text(f"JUnit XML: {display_path(written)}"))
     if apply:
         _apply_labels(report.decisions, ab_label or rubric.decision.ab_label, run.directory)
     raise typer.Exit(code=decision_exit_code(report.decisions))
@@ -285,9 +295,9 @@ def _side_line(side: str, label: str, run: ReleaseRun, version: str, rubric: Rub
     return Text(f"{side} {label}: {decision.summary}")
 
 
-def print_run_decisions(store: RunStore, cases: list[CaseResult], rubric: Rubric) -> None:
+def print_run_decisions(store: RunStore, cases: list[CaseResult], rubric: Rubric) -> ReleaseReport | None:
     """The end of `penpal-eval run`: the decision per version with its reasons (baselines and the
-    scenario set from the manifest)."""
+    scenario set from the manifest); returns them (None when no version could be decided)."""
     manifest = store.manifest
     baselines = manifest.get("config", {}).get("baselines") or {}
     record = manifest.get(COVERAGE_KEY)
@@ -300,12 +310,13 @@ def print_run_decisions(store: RunStore, cases: list[CaseResult], rubric: Rubric
         if version not in decidable:
             errors.print(Text(f"no release decision for {version}: every case failed", style="yellow"))
     if not decidable:
-        return
+        return None
     try:
         release = release_report(cases, rubric, baselines=baselines, versions=decidable, scenario_set=scenario_set,
                                  resume=f"penpal-eval run --resume {display_path(store.directory)}",
                                  head_to_head=head_to_head_from_records(store.read_pairwise(), rubric))
     except (ReleaseError, StoreError) as error:
         errors.print(Text(f"no release decision: {error}", style="yellow"))
-        return
+        return None
     print_release(release, rubric, _results_console())
+    return release

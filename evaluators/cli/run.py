@@ -38,7 +38,7 @@ from evaluators.cli.judge import (
 )
 from evaluators.cli.langfuse import start_run_publishing
 from evaluators.cli.pairwise import judge_and_store, pairwise_judge, print_head_to_head
-from evaluators.cli.release import print_run_decisions
+from evaluators.cli.release import JunitOption, print_run_decisions
 from evaluators.core.locations import PROJECT_ROOT, display_path
 from evaluators.core.text import plural
 from evaluators.core.text_safety import printable
@@ -49,13 +49,14 @@ from evaluators.inputs.scenarios import DEFAULT_SCENARIOS_DIR, ScenarioError
 from evaluators.judge.factory import JudgeConfig
 from evaluators.judge.pairwise import PairwiseJudge
 from evaluators.pipeline import PreparedRun, RunReport, execute, prepare_run
-from evaluators.release.contracts import HeadToHead
+from evaluators.release.contracts import HeadToHead, ReleaseReport
 from evaluators.release.pairwise_run import baseline_pairs
 from evaluators.report.console import (
     stderr_console,
     stderr_is_tty,
     stdout_console,
 )
+from evaluators.report.junit import write_junit
 from evaluators.report.run_tables import money, versions_table
 from evaluators.report.terminal import head_to_head_table
 from evaluators.rubric.loader import Rubric
@@ -142,6 +143,26 @@ def print_judge_report(report: RunReport, rubric: Rubric) -> None:
         errors.print(Text(batch_summary_line(run_judge["batch"])))
     if run_judge.get("fallback_warning"):
         errors.print(fallback_warning(fallback, total, rubric, "cases.jsonl"))
+
+
+def _print_assertions(report: RunReport, limit: int = 10) -> None:
+    """The scenarios' declared assertions: how many held, and each that failed or was not verified."""
+    outcomes = [(case, turn, outcome) for case in report.outcome.cases for turn in case.turns
+                for outcome in turn.assertions]
+    if not outcomes:
+        return
+    failed = [item for item in outcomes if item[2].passed is False]
+    unverified = [item for item in outcomes if item[2].passed is None]
+    console = stdout_console()
+    console.print(Text(f"scenario assertions: {len(outcomes) - len(failed) - len(unverified)} of {len(outcomes)} held, "
+                       f"{len(failed)} failed, {len(unverified)} not verified",
+                       style="red" if failed else "yellow" if unverified else "green"))
+    for case, turn, outcome in (failed + unverified)[:limit]:
+        state = "FAILED" if outcome.passed is False else "not verified"
+        console.print(Text(printable(f"  {case.case_id} turn {turn.index + 1}: {outcome.assertion}: {state} "
+                                     f"({outcome.detail})")))
+    if len(failed) + len(unverified) > limit:
+        console.print(Text(f"  ... and {len(failed) + len(unverified) - limit} more (see cases.jsonl)"))
 
 
 def _print_failures(report: RunReport, limit: int = 10) -> None:
@@ -278,6 +299,7 @@ def run(
     langfuse: Annotated[bool | None, typer.Option(
         "--langfuse/--no-langfuse", help="Push traces and scores to Langfuse. Default: when LANGFUSE_PUBLIC_KEY "
                                          "and LANGFUSE_SECRET_KEY are set.", show_default=False)] = None,
+    junit: JunitOption = None,
     rubric_path: RubricOption = None,
 ) -> None:
     """Evaluate prompt versions over the scenario sets; print a table and a release decision per version.
@@ -326,13 +348,15 @@ def run(
     )
     head_to_head = JudgeConfig(model=judge_model, use_cache=judge_cache, timeout_s=timeout,
                                max_attempts=max_attempts, concurrency=concurrency) if pairwise else None
-    raise typer.Exit(code=run_with_config(config, rubric_path, pairwise=head_to_head))
+    raise typer.Exit(code=run_with_config(config, rubric_path, pairwise=head_to_head, junit=junit))
 
 
-def run_with_config(config: RunConfig, rubric_path: Path | None = None, pairwise: JudgeConfig | None = None) -> int:
+def run_with_config(config: RunConfig, rubric_path: Path | None = None, pairwise: JudgeConfig | None = None,
+                    junit: Path | None = None) -> int:
     """Prepare, run and report; returns the exit code. With `pairwise`, each version is then
     judged head to head against its baseline (the judge built first, so a missing endpoint
-    stops the run before it starts)."""
+    stops the run before it starts). With `junit`, the cases and decisions are also written
+    there as JUnit XML."""
     errors = stderr_console()
     evaluator = load_evaluator(rubric_path)
     head_to_head_judge = pairwise_judge(pairwise, evaluator.rubric) if pairwise is not None else None
@@ -361,7 +385,11 @@ def run_with_config(config: RunConfig, rubric_path: Path | None = None, pairwise
                                   style="yellow"))
         return EXIT_INTERRUPTED
     head_to_head = _judge_head_to_head(head_to_head_judge, report, prepared) if head_to_head_judge is not None else []
-    _finish(report, evaluator.rubric, head_to_head)
+    release = _finish(report, evaluator.rubric, head_to_head)
+    if junit is not None:
+        written = write_junit(junit, report.outcome.cases, evaluator.rubric,
+                              run_id=str(report.store.manifest.get("run_id", "")), release=release)
+        errors.print(Text(f"JUnit XML: {display_path(written)}"))
     publishing.finish(report.outcome.cases)
     return EXIT_CASES_FAILED if any(not case.finished for case in report.outcome.cases) else EXIT_OK
 
@@ -411,14 +439,15 @@ def _print_simulator_usage(report: RunReport) -> None:
                                 + f", {tokens:,} tokens, {cost}; not counted in the versions' calls and cost"))
 
 
-def _finish(report: RunReport, rubric: Rubric, head_to_head: list[HeadToHead] | None = None) -> None:
+def _finish(report: RunReport, rubric: Rubric, head_to_head: list[HeadToHead] | None = None) -> ReleaseReport | None:
     console = stdout_console()
     if not console.is_terminal:
         console.width = max(console.width, 160)  # logs: one row per version, never folded
     console.print(versions_table(report.summaries, rubric))
     for figures in head_to_head or []:
         console.print(head_to_head_table(figures))
-    print_run_decisions(report.store, report.outcome.cases, rubric)
+    _print_assertions(report)
+    release = print_run_decisions(report.store, report.outcome.cases, rubric)
     print_judge_report(report, rubric)
     _print_failures(report)
     _print_simulator_usage(report)
@@ -428,3 +457,4 @@ def _finish(report: RunReport, rubric: Rubric, head_to_head: list[HeadToHead] | 
                       f"{outcome.ran} run now, {outcome.skipped} already finished)"))
     if report.outcome.cases and report.outcome.cases[0].responder == "replay":
         errors.print(Text("these scores are of the recorded sample replies, not of a live model", style="yellow"))
+    return release

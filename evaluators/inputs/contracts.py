@@ -6,11 +6,20 @@ check silently skipped.
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
-from evaluators.core.names import SCENARIO_FAMILIES
+from evaluators.core.names import METRIC_NAMES, OVERALL, SCENARIO_FAMILIES
 from evaluators.core.problems import did_you_mean
 
 FAMILIES: tuple[str, ...] = SCENARIO_FAMILIES
@@ -78,6 +87,89 @@ class Expectation(_ScenarioModel):
         return f"{self.kind}: {shown}"
 
 
+# Assertion kinds a scenario turn may declare beyond the rubric (checked in evaluators.scoring.assertions;
+# `judged` by the judge, evaluators.judge.criterion). A metric comparison is written as a string.
+ASSERTION_KINDS: tuple[str, ...] = ("metric", "no_flag", "contains", "not_contains", "max_words", "judged")
+ASSERTION_METRICS: tuple[str, ...] = (*METRIC_NAMES, OVERALL)
+ASSERTION_OPERATORS: tuple[str, ...] = (">=", "<=", ">", "<")
+_COMPARISON = re.compile(r"^\s*([A-Za-z_][\w ]*?)\s*(>=|<=|>|<|==|=>|=<|=)\s*(\S+)\s*$")
+
+
+def _phrases(kind: str, value: object) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list | tuple) or not value or not all(isinstance(item, str) and item.strip()
+                                                                   for item in value):
+        raise ValueError(f"{kind}: expected a phrase or a non-empty list of phrases, got {value!r}")
+    return tuple(value)
+
+
+class Assertion(_ScenarioModel):
+    """A check a scenario declares on one reply, beyond the rubric's: `trust_boundaries >= 0.7`,
+    `{no_flag: [dependency_encouraging]}`, `{contains: [...]}`, `{not_contains: [...]}`,
+    `{max_words: 40}` or `{judged: "<a criterion in words>"}`.
+
+    `text` is the assertion as written: the name its failure carries (FailureKind.ASSERTION).
+    """
+
+    kind: Literal[ASSERTION_KINDS]
+    text: str
+    metric: str | None = None
+    operator: str | None = None
+    threshold: float | None = None
+    phrases: tuple[str, ...] = ()  # no_flag (flag names), contains, not_contains
+    limit: int | None = None  # max_words
+    criterion: str | None = None  # judged
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_written(cls, data: object) -> object:
+        """`"metric >= x"` or a one-key mapping -> the assertion's fields; errors name the kind."""
+        if isinstance(data, dict) and "kind" in data and "text" in data:
+            return data  # already read (a stored scenario)
+        if isinstance(data, str):
+            return cls._comparison(data)
+        if not isinstance(data, dict) or len(data) != 1:
+            raise ValueError('an assertion is "metric >= x" or a mapping with one key, e.g. {max_words: 40}')
+        ((kind, value),) = data.items()
+        kind = str(kind)
+        if kind == "metric":
+            if not isinstance(value, str):
+                raise ValueError(f'metric: expected "name >= x", got {value!r}')
+            return cls._comparison(value)
+        if kind not in ASSERTION_KINDS:
+            raise ValueError(f"unknown assertion {kind!r}{did_you_mean(kind, ASSERTION_KINDS)}")
+        if kind == "max_words":
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"max_words: expected a whole number >= 1, got {value!r}")
+            return {"kind": kind, "text": f"max_words: {value}", "limit": value}
+        if kind == "judged":
+            if not isinstance(value, str) or not value.strip():
+                raise ValueError(f"judged: expected a criterion in words, got {value!r}")
+            return {"kind": kind, "text": f"judged: {value.strip()}", "criterion": value.strip()}
+        phrases = _phrases(kind, value)
+        return {"kind": kind, "text": f"{kind}: {', '.join(phrases)}", "phrases": phrases}
+
+    @staticmethod
+    def _comparison(written: str) -> dict:
+        match = _COMPARISON.match(written)
+        if match is None:
+            raise ValueError(f"{written!r}: expected \"metric >= x\" with one of {', '.join(ASSERTION_OPERATORS)}")
+        name, operator, number = match.group(1).strip(), match.group(2), match.group(3)
+        if name not in ASSERTION_METRICS:
+            raise ValueError(f"{written!r}: unknown metric {name!r}{did_you_mean(name, ASSERTION_METRICS)}")
+        if operator not in ASSERTION_OPERATORS:
+            raise ValueError(f"{written!r}: unknown comparison {operator!r}; use one of {', '.join(ASSERTION_OPERATORS)}")
+        try:
+            threshold = float(number)
+        except ValueError:
+            raise ValueError(f"{written!r}: {number!r} is not a number") from None
+        if not 0.0 <= threshold <= 1.0:
+            raise ValueError(f"{written!r}: scores lie within 0-1, got {threshold:g}")
+        return {"kind": "metric", "text": f"{name} {operator} {threshold:g}", "metric": name, "operator": operator,
+                "threshold": threshold}
+
+
 class UserProfile(_ScenarioModel):
     name: str | None = None
     age_group: Literal[AGE_GROUPS] = "unspecified"
@@ -110,6 +202,17 @@ class UserProfile(_ScenarioModel):
 class Turn(_ScenarioModel):
     user: str = Field(min_length=1)
     expect: tuple[Expectation, ...] = ()
+    # Declared checks beyond the rubric (Assertion); a failed one fails the case (kind `assertion`).
+    assertions: tuple[Assertion, ...] = ()
+
+    @model_serializer(mode="wrap")
+    def _without_empty_assertions(self, handler: SerializerFunctionWrapHandler) -> dict:
+        """A turn without assertions dumps as before they existed: the scenario-set hash in a
+        run's manifest stays the same, so runs started earlier still resume."""
+        data = handler(self)
+        if not self.assertions:
+            data.pop("assertions", None)
+        return data
 
     @field_validator("user")
     @classmethod
@@ -140,6 +243,10 @@ class Scenario(_ScenarioModel):
         if self.family == "demographics" and not self.variant_of:
             raise ValueError("variant_of: a demographics scenario names the situation its variants share")
         return self
+
+    def assertions_for(self, turn_index: int) -> tuple[Assertion, ...]:
+        """The assertions declared on this turn (none past the script)."""
+        return self.turns[turn_index].assertions if turn_index < len(self.turns) else ()
 
     def expectations_for(self, turn_index: int) -> tuple[Expectation, ...]:
         """Scenario-wide checks plus the ones for this turn (a simulated turn past the script has none)."""

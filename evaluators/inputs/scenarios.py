@@ -87,6 +87,23 @@ def _unknown_lexicons(raw: dict, rubric: Rubric) -> list[str]:
     return problems
 
 
+def _unknown_flags(raw: dict, rubric: Rubric) -> list[str]:
+    """`no_flag:` names that are not rubric flags (disqualifiers), read on the raw data like
+    `avoids:`, so they are reported with the scenario's other mistakes."""
+    problems = []
+    turns = raw.get("turns")
+    for number, turn in enumerate(turns if isinstance(turns, list) else []):
+        items = turn.get("assertions") if isinstance(turn, dict) else None
+        for index, item in enumerate(items if isinstance(items, list) else []):
+            names = item.get("no_flag") if isinstance(item, dict) and len(item) == 1 else None
+            names = [names] if isinstance(names, str) else names
+            for name in names if isinstance(names, list) else []:
+                if isinstance(name, str) and name not in rubric.disqualifiers:
+                    problems.append(f"turns[{number}].assertions[{index}]: no_flag: unknown rubric flag "
+                                    f"{name!r}{did_you_mean(name, rubric.disqualifiers)}")
+    return problems
+
+
 def _field_problems(raw: dict, family: str) -> tuple[Scenario | None, list[str]]:
     """The scenario, or every field problem pydantic found (a list emptied by its own bad items is left out)."""
     try:
@@ -146,7 +163,7 @@ def _parse_file(text: str, source: str, rubric: Rubric) -> tuple[list[Scenario],
             own.append(f"family: {raw['family']!r} differs from the file's family {family!r}")
         # With the file's family unknown, "basic" stands in: the rules every family shares still apply.
         scenario, field_problems = _field_problems(raw, family if family_known else "basic")
-        own += field_problems + _unknown_lexicons(raw, rubric)
+        own += field_problems + _unknown_lexicons(raw, rubric) + _unknown_flags(raw, rubric)
         problems += [f"{source}: {label}: {problem}" for problem in own]
         if scenario is not None and not own and family_known:
             scenarios.append(scenario)

@@ -174,6 +174,11 @@ def version_aggregate(version: str, cases: Sequence[CaseResult], rubric: Rubric)
         fairness=fairness_gaps(by_fairness_group, rubric),
         conversations=[row for case in scored if (row := conversation_row(case)) is not None],
         latency=version_latency(mine, rubric.voice),
+        assertions_checked=sum(outcome.verified for case in scored for turn in case.turns
+                               for outcome in turn.assertions),
+        assertions_failed=[f"{case.scenario_id} turn {turn.index + 1}: {outcome.assertion} ({outcome.detail})"
+                           for case in scored for turn in case.turns for outcome in turn.assertions
+                           if outcome.passed is False],
     )
 
 

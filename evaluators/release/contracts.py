@@ -141,6 +141,10 @@ class VersionAggregate(BaseModel):
     fairness: list[FairnessGap] = Field(default_factory=list)
     conversations: list[ConversationRow] = Field(default_factory=list)  # simulated conversations scored
     latency: VersionLatency | None = None
+    # Scenario-declared assertions over the scored cases (evaluators.release.case_failures):
+    # how many were checked, and each failed one as "scenario turn N: assertion (detail)".
+    assertions_checked: int = 0
+    assertions_failed: list[str] = Field(default_factory=list)
 
     @property
     def average(self) -> float | None:
@@ -244,6 +248,7 @@ class Coverage(BaseModel):
     failed: int = 0  # ran and failed (the call failed, or a reply was cut short); retried on resume
     truncated: int = 0  # of the failed, those with a truncated reply (never scored as whole)
     judge_failed: int = 0  # scored, but the judge the run asked for failed: missing evidence; judged on resume
+    unverified: int = 0  # scored, but a judged assertion was not verified (no judge, or no answer)
     filtered_out: int = 0  # left out by --family / --scenario
     baseline_missing: str | None = None  # the declared baseline, when the run does not hold it
     reasons: list[str] = Field(default_factory=list)  # why scenarios are missing, in words

@@ -83,7 +83,11 @@ def version_coverage(version: str, cases: Sequence[CaseResult], scenario_set: Sc
     truncated = {sid for sid, case in mine.items() if sid in wanted and any(turn.truncated for turn in case.turns)}
     failed = {sid for sid, case in mine.items() if (case.status != "ok" or sid in truncated) and sid in wanted}
     unjudged = {sid for sid, case in mine.items() if case.judge_failed and sid in wanted and sid not in failed}
-    scored = {sid for sid, case in mine.items() if sid in wanted and sid not in failed and sid not in unjudged}
+    # A judged assertion left unanswered (no judge configured, or no readable answer) is missing evidence.
+    unverified = {sid for sid, case in mine.items() if sid in wanted and sid not in failed and sid not in unjudged
+                  and any(outcome.passed is None for turn in case.turns for outcome in turn.assertions)}
+    scored = {sid for sid, case in mine.items()
+              if sid in wanted and sid not in failed and sid not in unjudged and sid not in unverified}
     not_run = [sid for sid in scenario_set.selected if sid not in mine]
     selected = set(scenario_set.selected)
     filtered_out = [sid for sid in scenario_set.ids if sid not in selected]
@@ -96,6 +100,10 @@ def version_coverage(version: str, cases: Sequence[CaseResult], scenario_set: Sc
     if unjudged:
         reasons.append(f"{_count(len(unjudged), 'case')} could not be judged (the run asked for the judge and its "
                        "call failed)")
+    if unverified:
+        reasons.append(f"{_count(len(unverified), 'case')} with a scenario assertion not verified (a judged "
+                       "criterion needs the judge: run --judge)")
+        finish.append("verify the judged assertions: run again with --judge")
     if (not_run or failed or unjudged) and not filtered_out:
         finish.append(f"finish the run: {resume}")
     if filtered_out:
@@ -114,5 +122,6 @@ def version_coverage(version: str, cases: Sequence[CaseResult], scenario_set: Sc
         finish.append(f"include the baseline (-p {missing_baseline}) to test for an A/B candidate")
     return Coverage(scenarios=len(scenario_set.ids), scored=len(scored), safety=len(scenario_set.safety),
                     safety_scored=len(scored & scenario_set.safety), not_run=len(not_run), failed=len(failed),
-                    truncated=len(truncated), judge_failed=len(unjudged), filtered_out=len(filtered_out),
+                    truncated=len(truncated), judge_failed=len(unjudged), unverified=len(unverified),
+                    filtered_out=len(filtered_out),
                     baseline_missing=missing_baseline, reasons=reasons, finish=finish)

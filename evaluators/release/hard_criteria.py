@@ -4,7 +4,8 @@ A graded mean can hide one unacceptable reply; a hard criterion cannot. The rubr
 names the criteria and describes them (`hard_criteria:`); the checks themselves are code,
 one small function per name, reading only what the run store keeps for a turn (its reply,
 heuristic flags and scenario expectations). The scenario's own expectations count as one
-more criterion, `scenario_expectations`, for turns that have any.
+more criterion, `scenario_expectations`, for turns that have any, and its declared assertions
+one more, `scenario_assertions`.
 
 A case passes a criterion when every one of its turns does, and passes its hard criteria
 when it passes all of them. Release decisions, reports and Langfuse all read them from here.
@@ -20,6 +21,7 @@ from evaluators.scoring.expectations import voice_blockers
 from evaluators.store.records import CaseResult, TurnResult
 
 SCENARIO_EXPECTATIONS = "scenario_expectations"
+SCENARIO_ASSERTIONS = "scenario_assertions"
 CRISIS_FLAG = "crisis_without_help"
 
 
@@ -70,6 +72,10 @@ def turn_hard_criteria(turn: TurnResult, rubric: Rubric) -> list[CriterionOutcom
         failed = [outcome.label for outcome in turn.expectations if not outcome.passed]
         outcomes.append(CriterionOutcome(SCENARIO_EXPECTATIONS, not failed,
                                          "failed: " + "; ".join(failed) if failed else "all passed"))
+    if turn.assertions:  # declared by the scenario; one not verified neither passes nor fails here
+        failed = [f"{outcome.assertion} ({outcome.detail})" for outcome in turn.assertions if outcome.passed is False]
+        outcomes.append(CriterionOutcome(SCENARIO_ASSERTIONS, not failed,
+                                         "failed: " + "; ".join(failed) if failed else "none failed"))
     return outcomes
 
 

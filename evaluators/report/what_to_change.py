@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from evaluators.core.names import METRIC_NAMES, OVERALL
 from evaluators.release.aggregates import conversation_row
 from evaluators.release.contracts import Decision, RuleOutcome, VersionAggregate
-from evaluators.release.hard_criteria import SCENARIO_EXPECTATIONS
+from evaluators.release.hard_criteria import SCENARIO_ASSERTIONS, SCENARIO_EXPECTATIONS
 from evaluators.release.latency import speaking_seconds
 from evaluators.release.rules import erodes
 from evaluators.rubric.loader import Rubric
@@ -120,6 +120,11 @@ ADVICE: dict[str, Advice] = {
         "Scenario expectations",
         "Each scenario states what a reply must do (point to help, say it is an AI, stay under N words, recall a "
         "detail). The failed expectations name them: each maps to one instruction the prompt lacks."),
+    SCENARIO_ASSERTIONS: Advice(
+        "Scenario assertions",
+        "Each assertion a scenario declares is a requirement of your companion beyond the rubric (a metric bar, a "
+        "flag that must not fire, a phrase, a length, a criterion the judge checks). The failed assertions are "
+        "listed as written: each names what the prompt must make the companion do."),
     "conversation_erosion": Advice(
         "Trust erosion over a conversation",
         "Boundaries that hold for one turn give way under a persona who keeps pushing. The prompt must say that "
@@ -149,6 +154,7 @@ _RULE_TOPICS: dict[str, tuple[str, ...]] = {
     "conversation_memory": ("conversation_memory", "personalization_continuity"),
     "conversation_consistency": ("conversation_consistency",),
     "voice_speaking_time": ("voice_speaking_time",), "voice_first_token": ("voice_first_token",),
+    "scenario_assertions": (SCENARIO_ASSERTIONS,),
 }
 
 
@@ -168,7 +174,8 @@ def anchor(topic: str) -> str:
 
 def all_topics(rubric: Rubric) -> list[str]:
     """Every topic, in the order the doc lists them: metrics, the average, flags, criteria, rules."""
-    criteria = [name for name in rubric.hard_criteria if name != "no_disqualifier"] + [SCENARIO_EXPECTATIONS]
+    criteria = [name for name in rubric.hard_criteria if name != "no_disqualifier"] + [SCENARIO_EXPECTATIONS,
+                                                                                       SCENARIO_ASSERTIONS]
     rules = [topic for topic in ADVICE if topic.startswith(("conversation_", "voice_"))]
     return [*METRIC_NAMES, OVERALL, *rubric.disqualifiers, *criteria, *rules]
 
@@ -188,7 +195,7 @@ def topics_for_rule(rule: RuleOutcome, decision: Decision, aggregate: VersionAgg
         failed = {criterion for criteria in aggregate.safety_failed.values() for criterion in criteria}
         flags = {flag for case in cases if case.prompt_version == decision.prompt_version and case.safety
                  and case.scenario_id in aggregate.safety_failed for flag in case.flags}
-        criteria = [name for name in (*rubric.hard_criteria, SCENARIO_EXPECTATIONS)
+        criteria = [name for name in (*rubric.hard_criteria, SCENARIO_EXPECTATIONS, SCENARIO_ASSERTIONS)
                     if name in failed and name != "no_disqualifier"
                     and not (name == "crisis_gets_help" and "crisis_without_help" in flags)]  # one section says it
         return [*criteria, *(flag for flag in rubric.disqualifiers if flag in flags)]
@@ -261,6 +268,10 @@ def _turn_indicators(topic: str, case: CaseResult, rubric: Rubric) -> Iterable[t
             for outcome in turn.expectations:
                 if not outcome.passed:
                     yield outcome.label, None, outcome.detail
+        elif topic == SCENARIO_ASSERTIONS:
+            for outcome in turn.assertions:
+                if outcome.passed is False:
+                    yield outcome.assertion, None, outcome.detail
         elif topic == "voice_speaking_time" and speaking_seconds(turn.reply, voice) > voice.budget.p95_speaking_time_s:
             yield f"reply over {voice.budget.p95_speaking_time_s:g} s spoken", None, ""
         elif topic == "crisis_gets_help":

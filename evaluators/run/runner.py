@@ -27,6 +27,7 @@ from evaluators.inputs.persona import Persona
 from evaluators.run.responder import ChatRequest, Responder, build_messages
 from evaluators.run.simulation.play import ScriptedTurns, SimulatedTurns
 from evaluators.run.simulation.simulator import Simulator
+from evaluators.scoring.assertions import check_assertions
 from evaluators.scoring.contracts import ReplyCase, Unscored
 from evaluators.scoring.expectations import check_reply
 from evaluators.scoring.heuristics import HeuristicEvaluator
@@ -295,21 +296,23 @@ class Runner:
                 expectations = [] if unscored else check_reply(transcript.scenario.expectations_for(index),
                                                                completion.text, self.evaluator.rubric,
                                                                heuristics.flags)
-                turns.append(self._turn(transcript, index, completion,
-                                        None if unscored else heuristics.to_record(), expectations))
+                record = None if unscored else heuristics.to_record()
+                assertions = [] if record is None else check_assertions(
+                    transcript.scenario.assertions_for(index), completion.text, record)
+                turns.append(self._turn(transcript, index, completion, record, expectations, assertions))
             results.append(self._case(transcript, turns))
         return results
 
     @staticmethod
     def _turn(transcript: Transcript, index: int, completion: Completion, heuristics: dict | None,
-              expectations: list) -> TurnResult:
+              expectations: list, assertions: list | None = None) -> TurnResult:
         return TurnResult(
             index=index, user=transcript.users[index], reply=completion.text,
             model=completion.model, usage=completion.usage, latency_s=completion.latency_s,
             time_to_first_token_s=completion.time_to_first_token_s, tokens_per_s=completion.tokens_per_s,
             cached=completion.cached, attempts=completion.attempts, truncated=completion.truncated,
             truncation=completion.truncation, notices=completion.notices, heuristics=heuristics,
-            expectations=expectations,
+            expectations=expectations, assertions=assertions or [],
         )
 
     def _case(self, transcript: Transcript, turns: list[TurnResult]) -> CaseResult:

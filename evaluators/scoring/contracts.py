@@ -206,6 +206,26 @@ class HeuristicResult(BaseModel):
         }
 
 
+class AssertionOutcome(BaseModel):
+    """A scenario-declared assertion checked on one reply.
+
+    `passed` is None when the assertion could not be verified (a judged criterion with no judge
+    configured, or the judge's answer could not be had): missing evidence, never a pass.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    assertion: str  # as written: `trust_boundaries >= 0.7`, `judged: <criterion>`
+    kind: str
+    passed: bool | None
+    detail: str = ""
+    reasoning: str | None = None  # a judged assertion: the judge's reasoning, written before its answer
+
+    @property
+    def verified(self) -> bool:
+        return self.passed is not None
+
+
 class ExpectationOutcome(BaseModel):
     """A scenario expectation checked on one reply."""
 

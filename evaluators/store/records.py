@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from evaluators.core.completion import Usage
 from evaluators.core.text_safety import Notice
-from evaluators.scoring.contracts import ExpectationOutcome
+from evaluators.scoring.contracts import AssertionOutcome, ExpectationOutcome
 
 
 class TurnResult(BaseModel):
@@ -37,6 +37,9 @@ class TurnResult(BaseModel):
     notices: list[Notice] = Field(default_factory=list)  # e.g. invalid characters replaced in the reply
     heuristics: dict | None = None  # HeuristicResult.to_record()
     expectations: list[ExpectationOutcome] = Field(default_factory=list)
+    # The scenario turn's declared assertions (evaluators.scoring.assertions); a judged one is
+    # answered by the judge stage when the run has a judge, else left not verified.
+    assertions: list[AssertionOutcome] = Field(default_factory=list)
     judge: dict | None = None  # filled by the LLM judge when a run asks for it
 
 

@@ -47,9 +47,24 @@ class PageLog:
     failed_requests: list[str] = field(default_factory=list)
 
 
+def _args(local_origin: str | None) -> list[str]:
+    """The Chromium flags; with a local server, its loopback address is the one name left to resolve."""
+    if local_origin is None:
+        return CHROMIUM_ARGS
+    return [arg if not arg.startswith("--host-resolver-rules=") else f"{arg}, EXCLUDE 127.0.0.1"
+            for arg in CHROMIUM_ARGS]
+
+
 @contextmanager
-def offline_page(width: int = 1400, height: int = 900) -> Iterator[tuple[object, PageLog]]:
-    """A page in a fresh headless Chromium profile, and the log of what went wrong on it."""
+def offline_page(width: int = 1400, height: int = 900, local_origin: str | None = None
+                 ) -> Iterator[tuple[object, PageLog]]:
+    """A page in a fresh headless Chromium profile, and the log of what went wrong on it.
+
+    `local_origin` (e.g. `http://127.0.0.1:8765`) is a server on this machine the page may talk
+    to (the viewer): the browser is then not put offline, because that would cut loopback too;
+    every other address still goes to the dead proxy and the resolver that finds nothing, and
+    any request elsewhere is logged as outside.
+    """
     from playwright.sync_api import sync_playwright
 
     profile = Path(tempfile.mkdtemp(prefix="penpal-chromium-"))
@@ -58,15 +73,16 @@ def offline_page(width: int = 1400, height: int = 900) -> Iterator[tuple[object,
         with sync_playwright() as playwright:
             context = playwright.chromium.launch_persistent_context(
                 str(profile), executable_path=str(CHROMIUM), headless=True, chromium_sandbox=False,
-                args=CHROMIUM_ARGS, viewport={"width": width, "height": height}, offline=True,
+                args=_args(local_origin), viewport={"width": width, "height": height}, offline=local_origin is None,
             )
             try:
                 page = context.new_page()
                 page.on("console", lambda message: log.console_errors.append(message.text)
                         if message.type == "error" else None)
                 page.on("pageerror", lambda error: log.page_errors.append(str(error)))
+                local = (*LOCAL_SCHEMES, *([local_origin.rstrip("/") + "/"] if local_origin else []))
                 page.on("request", lambda request: log.outside_requests.append(request.url)
-                        if not request.url.startswith(LOCAL_SCHEMES) else None)
+                        if not request.url.startswith(local) else None)
                 page.on("requestfailed", lambda request: log.failed_requests.append(request.url))
                 yield page, log
             finally:

@@ -25,7 +25,7 @@ from evaluators.core.names import METRIC_NAMES, OVERALL
 from evaluators.integrations.langfuse.rest import LangfuseCallFailed, LangfuseRest
 from evaluators.integrations.langfuse.settings import LangfuseConfigError
 from evaluators.release.counts import COUNT_LEGENDS
-from evaluators.release.hard_criteria import SCENARIO_EXPECTATIONS
+from evaluators.release.hard_criteria import SCENARIO_ASSERTIONS, SCENARIO_EXPECTATIONS
 from evaluators.rubric.loader import VERDICTS, Rubric
 
 NUMERIC, CATEGORICAL, BOOLEAN = "NUMERIC", "CATEGORICAL", "BOOLEAN"
@@ -134,6 +134,8 @@ def score_definitions(rubric: Rubric) -> list[ScoreDefinition]:
                     for name, rule in rubric.hard_criteria.items()]
     definitions.append(ScoreDefinition(criterion_name(SCENARIO_EXPECTATIONS), BOOLEAN,
                                        "Hard criterion: the scenario's expectations for this turn held."))
+    definitions.append(ScoreDefinition(criterion_name(SCENARIO_ASSERTIONS), BOOLEAN,
+                                       "Hard criterion: no assertion the scenario declares for this turn failed."))
     definitions += [ScoreDefinition(flag_name(name), BOOLEAN, f"Hard flag raised: {rule.description}")
                     for name, rule in rubric.disqualifiers.items()]
     # Per scenario conversation, on its session:

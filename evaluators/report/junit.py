@@ -1,0 +1,115 @@
+"""JUnit XML from a run: one test case per (prompt version, scenario), for CI pages.
+
+CI systems (Jenkins, GitLab, GitHub annotations, Azure) read JUnit XML for per-test results.
+`run --junit FILE` and `decide --junit FILE` write it: a test suite per prompt version (its
+decision and average as properties), a test case per scenario (classname = the version, name =
+the scenario id) with its scores as properties, and the typed failures of the case
+(evaluators.release.case_failures): a quality failure (a hard flag, an expectation, an
+assertion, ...) as <failure>, missing evidence (a failed call, a reply cut short, the judge
+failing, an assertion not verified) as <error>, each with the kinds as its type and the reasons
+as its message. Written with xml.etree, so every value is escaped.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from pathlib import Path
+
+from evaluators.core.failures import Failure
+from evaluators.core.names import SCORE_COLUMNS
+from evaluators.core.text_safety import printable
+from evaluators.release.case_failures import case_failures
+from evaluators.release.contracts import ReleaseReport
+from evaluators.rubric.loader import Rubric
+from evaluators.store.records import CaseResult, version_order
+
+
+def _properties(parent: ET.Element, values: dict[str, object]) -> None:
+    shown = {name: value for name, value in values.items() if value is not None}
+    if shown:
+        element = ET.SubElement(parent, "properties")
+        for name, value in shown.items():
+            ET.SubElement(element, "property", name=name, value=_text(value))
+
+
+def _text(value: object) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float):
+        return f"{value:.4f}"
+    return printable(str(value))  # a reason may quote a server: no control characters in XML
+
+
+def _seconds(case: CaseResult) -> float:
+    return sum(turn.latency_s or 0.0 for turn in case.turns)
+
+
+def _outcome(parent: ET.Element, tag: str, failures: Sequence[Failure]) -> None:
+    """One <failure> or <error> for the case: every kind as its type, every reason as its message."""
+    if not failures:
+        return
+    kinds = list(dict.fromkeys(failure.label for failure in failures))
+    element = ET.SubElement(parent, tag, type=", ".join(kinds),
+                            message=_text("; ".join(f"{failure.label}: {failure.reason}" for failure in failures)))
+    element.text = _text("\n".join(f"{failure.label}: {failure.reason}" for failure in failures))
+
+
+def _case_properties(case: CaseResult) -> dict[str, object]:
+    values: dict[str, object] = {name: case.scores.get(name) for name in SCORE_COLUMNS}
+    values |= {"family": case.family, "safety": case.safety, "turns": len(case.turns)}
+    if case.judge and case.judge.get("overall") is not None:
+        values["judge_overall"] = case.judge["overall"]
+    if case.flags:
+        values["flags"] = ", ".join(case.flags)
+    return values
+
+
+def junit_tree(cases: Sequence[CaseResult], rubric: Rubric, *, run_id: str = "",
+               release: ReleaseReport | None = None) -> ET.ElementTree:
+    """The JUnit document for the cases (the latest record of each), with the decisions when given."""
+    versions = sorted({case.prompt_version for case in cases}, key=version_order)
+    root = ET.Element("testsuites", name=f"penpal-eval {run_id}".strip())
+    totals = {"tests": 0, "failures": 0, "errors": 0}
+    for version in versions:
+        mine = [case for case in cases if case.prompt_version == version]
+        suite = ET.SubElement(root, "testsuite", name=version)
+        decision = release.decision(version) if release is not None else None
+        _properties(suite, {"run_id": run_id or None, "prompt_name": mine[0].prompt_name,
+                            "decision": decision.outcome if decision else None,
+                            "average": decision.average if decision else None,
+                            "decision_summary": decision.summary if decision else None})
+        counts = {"tests": len(mine), "failures": 0, "errors": 0}
+        for case in mine:
+            element = ET.SubElement(suite, "testcase", classname=version, name=case.scenario_id,
+                                    time=f"{_seconds(case):.3f}")
+            _properties(element, _case_properties(case))  # first, as pytest writes a test case's properties
+            failures = case_failures(case, rubric)
+            quality = [failure for failure in failures if not failure.kind.is_missing_evidence]
+            missing = [failure for failure in failures if failure.kind.is_missing_evidence]
+            _outcome(element, "failure", quality)
+            _outcome(element, "error", missing)
+            counts["failures"] += bool(quality)
+            counts["errors"] += bool(missing) and not quality
+        suite.set("tests", str(counts["tests"]))
+        suite.set("failures", str(counts["failures"]))
+        suite.set("errors", str(counts["errors"]))
+        suite.set("skipped", "0")
+        suite.set("time", f"{sum(_seconds(case) for case in mine):.3f}")
+        finished = max((case.finished_at for case in mine if case.finished_at), default="")
+        if finished:
+            suite.set("timestamp", finished[:19])
+        for key in totals:
+            totals[key] += counts[key]
+    for key, value in totals.items():
+        root.set(key, str(value))
+    ET.indent(root)
+    return ET.ElementTree(root)
+
+
+def write_junit(path: Path, cases: Sequence[CaseResult], rubric: Rubric, *, run_id: str = "",
+                release: ReleaseReport | None = None) -> Path:
+    """Write the JUnit XML file (its directory made when missing); returns the path."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    junit_tree(cases, rubric, run_id=run_id, release=release).write(path, encoding="utf-8", xml_declaration=True)
+    return path
