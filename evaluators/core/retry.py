@@ -25,7 +25,6 @@ import httpx
 import openai
 from langfuse.api.core import ApiError as LangfuseApiError
 
-from evaluators.core.failures import FailureKind
 from evaluators.core.text_safety import printable, valid_text
 
 T = TypeVar("T")
@@ -63,16 +62,6 @@ class CallFailed(Exception):
         super().__init__(reason)
         self.reason = reason
         self.attempts = attempts
-
-    @property
-    def kind(self) -> FailureKind:
-        """The failure kind the case records (core.failures): a timeout, a reply cut short, or
-        any other transport failure."""
-        if self.reason.startswith("timeout"):
-            return FailureKind.TIMEOUT
-        if self.reason.startswith("truncated reply"):
-            return FailureKind.TRUNCATED
-        return FailureKind.TRANSPORT_ERROR
 
 
 @dataclass(frozen=True)

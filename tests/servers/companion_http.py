@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -26,9 +27,11 @@ FORGETFUL_REPLY = "Thanks for telling me. How are you feeling about all of it?"
 class CompanionHttpServer:
     memory: bool = True
     faults: FaultPlan = field(default=lambda number, body: None)
+    latency_s: float = 0.0  # the wait before each answer (a slow backend)
 
     def __post_init__(self) -> None:
-        self.calls: list[dict] = []  # every request: its body and the headers that matter
+        self.arrivals = 0  # requests received, counted before any wait
+        self.calls: list[dict] = []  # every request answered: its body and the headers that matter
         self.sessions: dict[str, list[str]] = {}  # session id -> user messages, in order
         self.turns: dict[str, list[int]] = {}  # session id -> turn indexes received, in order
         self._lock = threading.Lock()
@@ -79,6 +82,9 @@ def _handler_for(server: CompanionHttpServer) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:  # noqa: N802 - http.server naming
             raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            with server._lock:
+                server.arrivals += 1
+            time.sleep(server.latency_s)
             try:
                 body = json.loads(raw)
             except ValueError:
@@ -86,10 +92,13 @@ def _handler_for(server: CompanionHttpServer) -> type[BaseHTTPRequestHandler]:
             else:
                 status, payload = server.answer(body, {k.lower(): v for k, v in self.headers.items()})
             data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up waiting (its timeout): nothing to answer
 
     return Handler
