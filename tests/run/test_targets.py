@@ -277,3 +277,16 @@ def test_resume_refuses_a_changed_target_and_a_target_with_another_responder(sma
         run_evaluation(config(small_project, resume=report.store.directory), default_evaluator())
     with pytest.raises(RunConfigError, match="--target and --responder replay both say who answers"):
         run_evaluation(config(small_project, target=str(target), responder="replay"), default_evaluator())
+
+
+def test_prompts_validate_checks_the_target_files_the_versions_name(small_project):
+    prompts = small_project["prompts"]
+    (prompts / "backend.yaml").write_text("kind: http\nurl: http://127.0.0.1:9/chat\nreply_pth: data.reply\n")
+    for name, target in (("v1", "backend.yaml"), ("v2", "nowhere.yaml")):
+        prompt = prompts / f"{name}.md"
+        prompt.write_text(prompt.read_text().replace("description:", f"target: {target}\ndescription:"))
+    result = CliRunner().invoke(app, ["prompts", "validate", str(prompts)])
+    assert result.exit_code == 1
+    errors = " ".join(result.stderr.split())
+    assert "backend.yaml: reply_pth: unknown key; did you mean 'reply_path'?" in errors
+    assert "prompt v2: target: 'nowhere.yaml' is neither a target file" in errors
