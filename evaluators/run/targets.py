@@ -23,6 +23,7 @@ import importlib
 import inspect
 import json
 import os
+import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -224,8 +225,11 @@ class HttpResponder(_TargetResponder):
 # --- python --------------------------------------------------------------------------------------
 def load_callable(target: PythonTarget, source: str) -> Callable[[Conversation], object]:
     """The function, or a bound method of the class made once with `init`; TargetError naming
-    what could not be found."""
+    what could not be found. The current directory is searched first, as `python -m` does: a
+    team runs `penpal-eval` from its own repository."""
     module_name, _, attribute = target.callable.partition(":")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
     try:
         module = importlib.import_module(module_name)
     except ImportError as error:
