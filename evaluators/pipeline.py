@@ -61,7 +61,7 @@ from evaluators.run.runner import CaseSink, CaseStage, Runner, RunOutcome, RunPl
 from evaluators.run.simulation.recordings import load_persona_recordings, persona_replies, recording_files
 from evaluators.run.simulation.simulator import OpenAISimulator, ReplaySimulator, Simulator
 from evaluators.run.simulation.stage import ConversationStage
-from evaluators.run.target_choice import run_target, with_version_targets
+from evaluators.run.target_choice import recorded_spec, restored_spec, run_target, with_version_targets
 from evaluators.scoring.heuristics import HeuristicEvaluator
 from evaluators.store.records import CaseResult, version_order
 from evaluators.store.run_store import RunInputs, RunStore, StoreError, git_state, new_run_id, run_id_problem, utc_now
@@ -266,7 +266,7 @@ def _manifest(config: RunConfig, run_id: str, prompts: Sequence[PromptVersion], 
             "responder": responder.kind,
             # The run's --target as given, and what each target is (its kind, URL without
             # credentials, template, header names and variables: never a secret), by version.
-            "target": config.target,
+            "target": recorded_spec(config.target),
             "targets": dict(targets) or None,
             # Only the endpoint's scheme, host and path: never keys, userinfo or query strings.
             "endpoint": getattr(responder, "endpoint", None),
@@ -383,7 +383,7 @@ def _config_for_resume(config: RunConfig, manifest: dict, directory: Path | None
         persona_ids=saved.get("persona_ids"),
         max_turns=saved.get("max_turns"),
         responder=saved.get("responder", config.responder) if not saved.get("target") else "auto",
-        target=saved.get("target"),
+        target=restored_spec(saved.get("target")),
         model=saved.get("model_override"),
         run_id=manifest.get("run_id"),
         judge=judge,

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from evaluators.core.locations import PROJECT_ROOT, manifest_path
 from evaluators.core.response_cache import ResponseCache
 from evaluators.core.retry import RetryPolicy
 from evaluators.inputs.contracts import PromptVersion
@@ -51,6 +52,21 @@ def _responder(target: Target, source: str, *, config: RunConfig, environ: Mappi
     if isinstance(target, HttpTarget):
         return HttpResponder(target, environ=environ, **options)
     return PythonResponder(target, **options)
+
+
+def recorded_spec(spec: str | None) -> str | None:
+    """`--target` as the manifest keeps it: a file as `manifest_path` writes paths (relative to the
+    project, else absolute), so a resumed run finds it from any directory; other forms as given."""
+    if spec is None or not spec.strip().endswith((".yaml", ".yml")) or not Path(spec).is_file():
+        return spec
+    return manifest_path(Path(spec))
+
+
+def restored_spec(saved: str | None) -> str | None:
+    """The manifest's `target` as `--target` takes it again (see `recorded_spec`)."""
+    if saved is None or Path(saved).is_absolute() or not (PROJECT_ROOT / saved).is_file():
+        return saved
+    return str(PROJECT_ROOT / saved)
 
 
 def run_target(config: RunConfig, environ: Mapping[str, str], run_id: str) -> Responder:

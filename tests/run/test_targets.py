@@ -257,12 +257,14 @@ def test_run_takes_a_target_on_the_command_line_and_resume_keeps_it(small_projec
     common = ["--prompts-dir", str(small_project["prompts"]), "--scenarios-dir", str(small_project["scenarios"]),
               "--output", str(small_project["runs"]), "--cache-dir", str(small_project["cache"]),
               "--max-attempts", "1"]
-    result = CliRunner().invoke(app, ["run", "--target", target, "--run-id", "cli", *common])
+    monkeypatch.chdir(small_project["root"])
+    result = CliRunner().invoke(app, ["run", "--target", "companion.yaml", "--run-id", "cli", *common])
     assert result.exit_code == 1, result.output
     store = RunStore.open(small_project["runs"] / "cli")
     assert {case.status for case in store.read_cases()} == {"ok", "failed"}
-    assert store.manifest["config"]["target"] == target
+    assert store.manifest["config"]["target"] == target  # absolute here: the test's directory is outside the project
     server.faults = lambda number, body: None
+    monkeypatch.chdir(small_project["runs"])  # resumed from elsewhere, the run still finds its target
     resumed = CliRunner().invoke(app, ["run", "--resume", str(store.directory), *common[4:]])
     assert resumed.exit_code == 0, resumed.output
     assert all(case.status == "ok" and case.responder == "http" for case in RunStore.open(store.directory).read_cases())
