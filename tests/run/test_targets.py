@@ -292,3 +292,21 @@ def test_prompts_validate_checks_the_target_files_the_versions_name(small_projec
     errors = " ".join(result.stderr.split())
     assert "backend.yaml: reply_pth: unknown key; did you mean 'reply_path'?" in errors
     assert "prompt v2: target: 'nowhere.yaml' is neither a target file" in errors
+
+
+def test_an_openai_target_file_is_todays_responder_with_its_own_endpoint_and_key_variable(small_project, openai_server,
+                                                                                         monkeypatch):
+    server = openai_server()
+    monkeypatch.setenv("STAGING_OPENAI_KEY", TOKEN)
+    target = small_project["root"] / "staging.yaml"
+    target.write_text(f"kind: openai\nbase_url: {server.base_url}\napi_key_env: STAGING_OPENAI_KEY\n")
+    report = run_evaluation(config(small_project, target=str(target), prompt_versions=["v1"]), default_evaluator())
+    cases = report.store.read_cases()
+    assert all(case.status == "ok" and case.responder == "openai" for case in cases)
+    assert len(server.calls) == 5 and all(call.messages[0]["role"] == "system" for call in server.calls)
+    assert cases[0].turns[0].time_to_first_token_s is not None  # streamed and timed as always
+    assert report.store.manifest["config"]["targets"]["v1"] == {
+        "kind": "openai", "base_url": server.base_url, "api_key_env": "STAGING_OPENAI_KEY"}
+    for path in report.store.directory.rglob("*"):
+        if path.is_file():
+            assert TOKEN.encode() not in path.read_bytes(), path
