@@ -27,6 +27,7 @@ from evaluators.inputs.persona import Persona
 from evaluators.inputs.personas import load_personas, persona_scenario, personas_dir
 from evaluators.inputs.prompts import load_prompts
 from evaluators.inputs.scenarios import load_scenarios
+from evaluators.inputs.targets import TargetError
 from evaluators.integrations.langfuse.prompts import LangfusePromptError, fetch_run_prompts
 from evaluators.judge.batch import BatchJudge
 from evaluators.judge.client import LLMJudge
@@ -61,6 +62,7 @@ from evaluators.run.runner import CaseSink, CaseStage, Runner, RunOutcome, RunPl
 from evaluators.run.simulation.recordings import load_persona_recordings, persona_replies, recording_files
 from evaluators.run.simulation.simulator import OpenAISimulator, ReplaySimulator, Simulator
 from evaluators.run.simulation.stage import ConversationStage
+from evaluators.run.target_choice import recorded_spec, restored_spec, run_target, with_version_targets
 from evaluators.scoring.heuristics import HeuristicEvaluator
 from evaluators.store.records import CaseResult, version_order
 from evaluators.store.run_store import RunInputs, RunStore, StoreError, git_state, new_run_id, run_id_problem, utc_now
@@ -114,10 +116,19 @@ def _package_version() -> str:
         return "unknown"
 
 
-def choose_responder(config: RunConfig, environ: Mapping[str, str]) -> tuple[Responder, list[str]]:
-    """The responder the config asks for; `auto` replays unless an API is configured."""
+def choose_responder(config: RunConfig, environ: Mapping[str, str],
+                     run_id: str = "") -> tuple[Responder, list[str]]:
+    """The responder the config asks for: the run's target (`--target`), else `auto` replays
+    unless an API is configured."""
     if config.responder not in RESPONDER_CHOICES:
         raise RunConfigError(f"--responder: {config.responder!r} is not one of {', '.join(RESPONDER_CHOICES)}")
+    if config.target is not None:
+        if config.responder != "auto":
+            raise RunConfigError(f"--target and --responder {config.responder} both say who answers; give one")
+        try:
+            return run_target(config, environ, run_id), []
+        except TargetError as error:
+            raise RunConfigError(str(error)) from None
     api_configured = bool(environ.get("OPENAI_API_KEY") or environ.get("OPENAI_BASE_URL"))
     kind = config.responder if config.responder != "auto" else ("openai" if api_configured else "replay")
     if kind == "replay":
@@ -234,8 +245,9 @@ def _judge_manifest(config: JudgeConfig | None, judge: LLMJudge | None) -> dict 
 def _manifest(config: RunConfig, run_id: str, prompts: Sequence[PromptVersion], scenarios: Sequence[Scenario],
               responder: Responder, evaluator: HeuristicEvaluator, judge: LLMJudge | None = None,
               every_scenario: Sequence[Scenario] = (), personas: Mapping[str, Persona] | None = None,
-              simulator: Simulator | None = None) -> dict:
+              simulator: Simulator | None = None, targets: Mapping[str, dict] | None = None) -> dict:
     personas = personas or {}
+    targets = targets or {}
     scenario_files = sorted({path for path in config.scenarios_dir.glob("*.yaml")})
     return {
         "run_id": run_id,
@@ -253,13 +265,17 @@ def _manifest(config: RunConfig, run_id: str, prompts: Sequence[PromptVersion], 
             "max_turns": config.max_turns,
             "scenarios": len(scenarios),
             "responder": responder.kind,
+            # The run's --target as given, and what each target is (its kind, URL without
+            # credentials, template, header names and variables: never a secret), by version.
+            "target": recorded_spec(config.target),
+            "targets": dict(targets) or None,
             # Only the endpoint's scheme, host and path: never keys, userinfo or query strings.
             "endpoint": getattr(responder, "endpoint", None),
             "model_override": config.model,
             "concurrency": config.concurrency,
             "timeout_s": config.timeout_s,
             "max_attempts": config.max_attempts,
-            "response_cache": config.use_cache and responder.kind == "openai",
+            "response_cache": config.use_cache and responder.kind != "replay",
             "prompts_dir": manifest_path(config.prompts_dir),
             "prompt_source": config.prompt_source,
             "prompt_labels": config.prompt_labels,
@@ -277,6 +293,7 @@ def _manifest(config: RunConfig, run_id: str, prompts: Sequence[PromptVersion], 
             "scenario_set": _scenario_set_hash(scenarios),
             "scenario_files": {path.name: short_hash(read_data_file(path)) for path in scenario_files},
             "recordings": _recordings_hash(config.recorded_dir) if responder.kind == "replay" else None,
+            "targets": short_hash(json.dumps(dict(targets), sort_keys=True)) if targets else None,
             "personas": short_hash(json.dumps([persona.model_dump(mode="json") for persona in personas.values()],
                                               sort_keys=True)) if personas else None,
         },
@@ -366,7 +383,8 @@ def _config_for_resume(config: RunConfig, manifest: dict, directory: Path | None
         scenario_ids=saved.get("scenario_ids"),
         persona_ids=saved.get("persona_ids"),
         max_turns=saved.get("max_turns"),
-        responder=saved.get("responder", config.responder),
+        responder=saved.get("responder", config.responder) if not saved.get("target") else "auto",
+        target=restored_spec(saved.get("target")),
         model=saved.get("model_override"),
         run_id=manifest.get("run_id"),
         judge=judge,
@@ -395,6 +413,8 @@ def _check_unchanged(manifest: dict, current: dict, directory: Path) -> None:
         changed.append("the recorded replies")
     if before.get("personas") != now.get("personas"):
         changed.append("the personas")
+    if before.get("targets") != now.get("targets"):
+        changed.append("the targets")
     simulator_before, simulator_now = manifest.get("config", {}).get("simulator"), current["config"]["simulator"]
     if simulator_before and simulator_now and simulator_before != simulator_now:
         changed.append(f"the simulator ({simulator_before.get('model')} at {simulator_before.get('endpoint')} then, "
@@ -429,8 +449,13 @@ def prepare_run(config: RunConfig, evaluator: HeuristicEvaluator,
         except StoreError as error:
             raise RunConfigError(str(error)) from None
         config = _config_for_resume(config, existing.manifest, existing.directory)
-    responder, notices = choose_responder(config, environ)
+    run_id = config.run_id or new_run_id()  # before the responder: a target's conversation ids carry it
+    responder, notices = choose_responder(config, environ, run_id)
     prompts = _load_run_prompts(config, environ, existing)
+    try:
+        responder, version_targets = with_version_targets(responder, prompts, config, environ, run_id)
+    except TargetError as error:
+        raise RunConfigError(str(error)) from None
     every_scenario, scenarios, personas = _select_scenarios(config, evaluator)
     plan = RunPlan(prompts=prompts, scenarios=scenarios, model_override=config.model, personas=personas,
                    max_turns=config.max_turns)
@@ -453,9 +478,8 @@ def prepare_run(config: RunConfig, evaluator: HeuristicEvaluator,
         if warning:
             judge_warnings.append(warning)
             notices.append(warning)
-    run_id = config.run_id or new_run_id()
     manifest = _manifest(config, run_id, prompts, scenarios, responder, evaluator, judge, every_scenario,
-                         personas, simulator)
+                         personas, simulator, version_targets)
     if existing is not None:
         _check_unchanged(existing.manifest, manifest, existing.directory)
         store = existing

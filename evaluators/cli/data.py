@@ -24,6 +24,7 @@ from evaluators.inputs.scenarios import (
     ScenarioSet,
     load_scenarios,
 )
+from evaluators.inputs.targets import TargetError, resolve_target
 from evaluators.report.console import compact_table, stdout_console, text_column, value_column
 
 EXIT_INVALID = 1
@@ -74,6 +75,18 @@ def _prompts_or_exit(directory: Path) -> list[PromptVersion]:
         return load_prompts(directory)
     except PromptError as error:
         raise _report_problems(error.problems) from None
+
+
+def _target_problems(prompts: list[PromptVersion], directory: Path) -> list[str]:
+    """Every problem of the target files the versions name (front matter `target:`)."""
+    problems: list[str] = []
+    for prompt in prompts:
+        if prompt.target is not None:
+            try:
+                resolve_target(prompt.target, base=directory, where=f"prompt {prompt.version}: target")
+            except TargetError as error:
+                problems += error.problems
+    return problems
 
 
 def _wide_console() -> Console:
@@ -142,11 +155,14 @@ def scenarios_list(
 
 @prompts_app.command("validate")
 def prompts_validate(directory: PromptsDir = DEFAULT_PROMPTS_DIR) -> None:
-    """Check every prompt file's front matter; each problem names the file and the field.
+    """Check every prompt file's front matter and the target files it names; each problem names
+    the file and the field.
 
     Exit codes: 0 valid; 1 problems found.
     """
     prompts = _prompts_or_exit(directory)
+    if problems := _target_problems(prompts, directory):
+        raise _report_problems(problems)
     stdout_console().print(Text(f"✓ {len(prompts)} prompt versions valid ({', '.join(p.version for p in prompts)})",
                          style="green"))
 

@@ -208,7 +208,7 @@ def timeout_hint(failed: list[CaseResult], config: dict) -> str | None:
 # CLI parameter -> the RunConfig field it sets, for the inputs a resumed run restores.
 _RESUMED_PARAMETERS = {
     "prompt": "prompt_versions", "family": "families", "scenario": "scenario_ids", "persona": "persona_ids",
-    "turns": "max_turns", "responder": "responder",
+    "turns": "max_turns", "responder": "responder", "target": "target",
     "model": "model", "prompts_dir": "prompts_dir", "scenarios_dir": "scenarios_dir", "run_id": "run_id",
     "prompt_source": "prompt_source", "label": "prompt_labels", "langfuse_prompt": "langfuse_prompt_names",
     "judge": "judge", "judge_model": "judge_model", "judge_samples": "judge_samples",
@@ -244,6 +244,10 @@ def run(
     responder: Annotated[ResponderChoice, typer.Option(
         help="openai: live API (OPENAI_API_KEY, OPENAI_BASE_URL). replay: the recorded sample replies. "
              "auto: openai when either variable is set, else replay.")] = ResponderChoice.auto,
+    target: Annotated[str | None, typer.Option(
+        help="The companion under test: a target file (kind: openai | http | python), or openai, http:URL, "
+             "python:module:function. Default: each version's front matter target, else --responder.",
+        show_default=False)] = None,
     model: Annotated[str | None, typer.Option(
         help="Use this model for every version instead of the one in its front matter.", show_default=False)] = None,
     concurrency: Annotated[int, typer.Option("--concurrency", "-c", min=1, help="Conversations played at once.")] = 8,
@@ -335,7 +339,7 @@ def run(
     config = RunConfig(
         prompt_versions=prompt, families=[item.value for item in family] if family else None,
         scenario_ids=scenario, persona_ids=persona, max_turns=turns, responder=responder.value, model=model,
-        concurrency=concurrency,
+        target=target, concurrency=concurrency,
         timeout_s=timeout, max_attempts=max_attempts, use_cache=cache, cache_dir=cache_dir, output_dir=output,
         run_id=run_id, resume=resume, prompts_dir=prompts_dir, scenarios_dir=scenarios_dir, prices=prices,
         judge=judge_config(model=judge_model, samples=judge_samples, sampling=judge_sampling,

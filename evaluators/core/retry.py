@@ -50,6 +50,11 @@ class StreamCut(Exception):
         self.completion = completion
 
 
+class TargetCallError(Exception):
+    """A `python` target (evaluators.run.targets) raised: retried like a transport error, since
+    the callable is the companion's way in and its backend client raises whatever it raises."""
+
+
 class CallFailed(Exception):
     """A call failed for good: not retryable, or out of attempts. The message is the reason."""
 
@@ -136,6 +141,8 @@ def _describe(error: BaseException) -> str:
     if isinstance(error, openai.APIStatusError):
         message = getattr(error, "message", "") or str(error)
         return f"HTTP {error.status_code}: {message}"
+    if isinstance(error, httpx.HTTPStatusError):  # an http target's backend (evaluators.run.targets)
+        return f"HTTP {error.response.status_code}: {error.response.text[:200] or error.response.reason_phrase}"
     if isinstance(error, openai.APITimeoutError | CallTimeout):
         return "timeout: no answer within the per-call timeout"
     if isinstance(error, StreamCut):
@@ -151,6 +158,8 @@ def _describe(error: BaseException) -> str:
         return f"malformed response: {error}"
     if isinstance(error, openai.APIError):  # an error event inside a 200 stream
         return f"server error in the stream: {getattr(error, 'message', '') or error}"
+    if isinstance(error, TargetCallError):
+        return str(error)
     if isinstance(error, LangfuseApiError):
         return f"HTTP {error.status_code}: {_langfuse_message(error.body)}"
     return f"{type(error).__name__}: {error}"
@@ -173,7 +182,9 @@ def is_retryable(error: BaseException) -> bool:
         return error.status_code in RETRYABLE_STATUS or error.status_code >= 500
     if isinstance(error, LangfuseApiError):
         return error.status_code is None or error.status_code in RETRYABLE_STATUS or error.status_code >= 500
-    if isinstance(error, httpx.TransportError):
+    if isinstance(error, httpx.HTTPStatusError):
+        return error.response.status_code in RETRYABLE_STATUS or error.response.status_code >= 500
+    if isinstance(error, httpx.TransportError | TargetCallError):
         return True
     if type(error) is openai.APIError:  # `data: {"error": ...}` inside a stream: a server error like a 5xx
         return True

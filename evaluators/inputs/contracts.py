@@ -266,6 +266,9 @@ class PromptVersion(BaseModel):
     max_tokens: int = Field(gt=0)
     baseline: str | None = None
     description: str = ""
+    # The companion this version is evaluated as (evaluators.inputs.targets): a target file
+    # relative to the prompts directory, `openai`, `http:URL` or `python:module:function`.
+    target: str | None = Field(default=None, min_length=1)
     text: str = Field(min_length=1)
     source: str = "local"  # "local" file or "langfuse"
     content_hash: str = ""

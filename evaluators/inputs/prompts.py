@@ -21,7 +21,7 @@ from evaluators.inputs.contracts import PromptVersion
 DEFAULT_PROMPTS_DIR = PROJECT_ROOT / "prompts"
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)^---[ \t]*\r?\n?(.*)\Z", re.DOTALL | re.MULTILINE)
 REQUIRED_FIELDS = ("name", "version", "model", "temperature", "max_tokens")
-FRONT_MATTER_FIELDS = (*REQUIRED_FIELDS, "baseline", "description")
+FRONT_MATTER_FIELDS = (*REQUIRED_FIELDS, "baseline", "description", "target")
 
 
 class PromptError(ValueError):

@@ -31,6 +31,9 @@ class RunConfig:
     persona_ids: list[str] | None = None  # None: every persona (when the family is selected)
     max_turns: int | None = None  # None: each persona's own max_turns
     responder: str = "auto"
+    # The companion under test as a target (evaluators.inputs.targets): a file, `openai`,
+    # `http:URL` or `python:module:function`. None: the responder above, or each version's own.
+    target: str | None = None
     model: str | None = None
     concurrency: int = 8
     timeout_s: float = 60.0
@@ -57,7 +60,8 @@ class RunConfig:
 # again on resume, such a flag must agree with the run, or the resume is refused naming it.
 RESUMED_INPUTS: dict[str, str] = {
     "prompt_versions": "--prompt", "families": "--family", "scenario_ids": "--scenario",
-    "persona_ids": "--persona", "max_turns": "--turns", "responder": "--responder", "model": "--model",
+    "persona_ids": "--persona", "max_turns": "--turns", "responder": "--responder", "target": "--target",
+    "model": "--model",
     "prompts_dir": "--prompts-dir",
     "scenarios_dir": "--scenarios-dir", "recorded_dir": "--recorded-dir", "run_id": "--run-id",
     "prompt_source": "--prompt-source", "prompt_labels": "--label", "langfuse_prompt_names": "--langfuse-prompt",

@@ -334,7 +334,8 @@ class Runner:
             demographic_group=scenario.profile.demographic_group,
             safety=scenario.safety,
             tags=list(scenario.tags),
-            responder=self.responder.kind,
+            # The kind that answered this version (a prompt version may name its own target).
+            responder=getattr(self.responder, "kind_for", lambda _: self.responder.kind)(prompt.version),
             status="ok" if ok else "failed",
             error=None if ok else (transcript.error or "incomplete transcript"),
             turns=turns,

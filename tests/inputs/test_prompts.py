@@ -53,7 +53,7 @@ def test_body_is_the_system_prompt_and_front_matter_the_settings():
     (GOOD.replace("temperature: 0.7", "temperature: 3.5"), "prompts/v9.md: temperature: Input should be less than or equal to 2"),
     (GOOD.replace("max_tokens: 150", "max_tokens: [150]"), "prompts/v9.md: max_tokens: Input should be a valid integer"),
     (GOOD.replace("description: A test prompt.", "colour: blue"),
-     "prompts/v9.md: colour: unknown key; known: baseline, description, max_tokens, model, name, temperature, version"),
+     "prompts/v9.md: colour: unknown key; known: baseline, description, max_tokens, model, name, target, temperature, version"),
     (GOOD.replace("temperature: 0.7", "temprature: 0.7"), "prompts/v9.md: temprature: unknown key; did you mean "
                                                           "'temperature'?"),
     (GOOD.replace("max_tokens: 150", "max_tokens: 150: 200"), "prompts/v9.md: front matter: not valid YAML: line 6"),
