@@ -250,6 +250,7 @@ def _manifest(config: RunConfig, run_id: str, prompts: Sequence[PromptVersion], 
             "scenario_ids": [scenario.id for scenario in scenarios] if config.scenario_ids else None,
             "persona_ids": config.persona_ids,
             "max_turns": config.max_turns,
+            "repeats": config.repeats,
             "scenarios": len(scenarios),
             "responder": responder.kind,
             # Only the endpoint's scheme, host and path: never keys, userinfo or query strings.
@@ -365,6 +366,7 @@ def _config_for_resume(config: RunConfig, manifest: dict, directory: Path | None
         scenario_ids=saved.get("scenario_ids"),
         persona_ids=saved.get("persona_ids"),
         max_turns=saved.get("max_turns"),
+        repeats=saved.get("repeats", 1),
         responder=saved.get("responder", config.responder),
         model=saved.get("model_override"),
         run_id=manifest.get("run_id"),
@@ -418,6 +420,8 @@ def prepare_run(config: RunConfig, evaluator: HeuristicEvaluator,
         raise RunConfigError("--timeout must be positive")
     if config.max_attempts < 1:
         raise RunConfigError("--max-attempts must be at least 1")
+    if config.repeats < 1:
+        raise RunConfigError("--repeat must be at least 1")
     resumed = config.resume is not None
     if not resumed and config.run_id is not None and (problem := run_id_problem(config.run_id)):
         raise RunConfigError(problem)
@@ -432,7 +436,7 @@ def prepare_run(config: RunConfig, evaluator: HeuristicEvaluator,
     prompts = _load_run_prompts(config, environ, existing)
     every_scenario, scenarios, personas = _select_scenarios(config, evaluator)
     plan = RunPlan(prompts=prompts, scenarios=scenarios, model_override=config.model, personas=personas,
-                   max_turns=config.max_turns)
+                   max_turns=config.max_turns, repeats=config.repeats)
     simulator = choose_simulator(config, responder, environ) if personas else None
     judge, sampling, judge_warnings = None, None, []
     if config.judge is not None:

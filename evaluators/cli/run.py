@@ -187,7 +187,7 @@ def timeout_hint(failed: list[CaseResult], config: dict) -> str | None:
 # CLI parameter -> the RunConfig field it sets, for the inputs a resumed run restores.
 _RESUMED_PARAMETERS = {
     "prompt": "prompt_versions", "family": "families", "scenario": "scenario_ids", "persona": "persona_ids",
-    "turns": "max_turns", "responder": "responder",
+    "turns": "max_turns", "repeat": "repeats", "responder": "responder",
     "model": "model", "prompts_dir": "prompts_dir", "scenarios_dir": "scenarios_dir", "run_id": "run_id",
     "prompt_source": "prompt_source", "label": "prompt_labels", "langfuse_prompt": "langfuse_prompt_names",
     "judge": "judge", "judge_model": "judge_model", "judge_samples": "judge_samples",
@@ -220,6 +220,10 @@ def run(
         "--turns", min=1, max=60, help="Simulated conversations stop after this many exchanges. Default: each "
                                        "persona's max_turns (12 unless it says otherwise).",
         show_default=False)] = None,
+    repeat: Annotated[int, typer.Option(
+        "--repeat", min=1, max=100, help="Play each (version, scenario or persona) this many times, each repeat with "
+                                         "its own sampling seed (repeat 1 sends no seed, as a run without --repeat); "
+                                         "decisions then read pass rates per scenario.")] = 1,
     responder: Annotated[ResponderChoice, typer.Option(
         help="openai: live API (OPENAI_API_KEY, OPENAI_BASE_URL). replay: the recorded sample replies. "
              "auto: openai when either variable is set, else replay.")] = ResponderChoice.auto,
@@ -312,7 +316,7 @@ def run(
         raise typer.BadParameter(str(error), param_hint="--price") from None
     config = RunConfig(
         prompt_versions=prompt, families=[item.value for item in family] if family else None,
-        scenario_ids=scenario, persona_ids=persona, max_turns=turns, responder=responder.value, model=model,
+        scenario_ids=scenario, persona_ids=persona, max_turns=turns, repeats=repeat, responder=responder.value, model=model,
         concurrency=concurrency,
         timeout_s=timeout, max_attempts=max_attempts, use_cache=cache, cache_dir=cache_dir, output_dir=output,
         run_id=run_id, resume=resume, prompts_dir=prompts_dir, scenarios_dir=scenarios_dir, prices=prices,
@@ -373,7 +377,8 @@ def _announce(prepared: PreparedRun) -> None:
     plan = prepared.plan
     action = "resuming" if prepared.resumed else "run"
     line = (f"{action} {prepared.store.manifest.get('run_id')}: {plural(len(plan.prompts), 'prompt version')} x "
-            f"{plural(len(plan.scenarios), 'scenario')} = {plural(len(plan.cases()), 'case')} via "
+            f"{plural(len(plan.scenarios), 'scenario')}"
+            f"{f' x {plan.repeats} repeats' if plan.repeats > 1 else ''} = {plural(len(plan.cases()), 'case')} via "
             f"{prepared.responder.kind}")
     if plan.personas:
         simulator = prepared.simulator

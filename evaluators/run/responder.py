@@ -50,6 +50,7 @@ class ChatRequest:
     scenario_id: str
     turn_index: int
     model: str  # the prompt's model or the run's override
+    repeat: int = 0  # which play of the scenario (run --repeat); repeat 0 is the request of a run without it
 
 
 class Responder(Protocol):
@@ -69,6 +70,13 @@ def build_messages(prompt: PromptVersion, scenario: Scenario) -> list[dict]:
     if context:
         system += f"\n\nWhat you know about the user: {context}."
     return [{"role": "system", "content": system}]
+
+
+def repeat_seed(repeat: int) -> dict:
+    """The sampling seed of a repeat, as request parameters: none for repeat 0, so a run without
+    --repeat (and repeat 0 of one with it) sends the very request, and hits the very cache entry,
+    it always did; `seed: N` for repeat N, so each repeat samples anew and is cached apart."""
+    return {"seed": repeat} if repeat else {}
 
 
 # --- live API ------------------------------------------------------------------------------------
@@ -113,7 +121,8 @@ class OpenAIResponder:
                    base_url=environ.get("OPENAI_BASE_URL") or None, **options)
 
     def _parameters(self, request: ChatRequest) -> dict:
-        return {"temperature": request.prompt.temperature, "max_tokens": request.prompt.max_tokens}
+        return {"temperature": request.prompt.temperature, "max_tokens": request.prompt.max_tokens,
+                **repeat_seed(request.repeat)}
 
     async def complete(self, request: ChatRequest) -> Completion:
         """The companion's reply; one that is not whole comes back marked `truncated`, with the reason,

@@ -63,9 +63,12 @@ class RunPlan:
     model_override: str | None = None
     personas: Mapping[str, Persona] = field(default_factory=dict)
     max_turns: int | None = None
+    repeats: int = 1  # run --repeat: each (version, scenario) is played this many times
 
-    def cases(self) -> list[tuple[PromptVersion, Scenario]]:
-        return [(prompt, scenario) for prompt in self.prompts for scenario in self.scenarios]
+    def cases(self) -> list[tuple[PromptVersion, Scenario, int]]:
+        """(version, scenario, repeat) for every case, repeats of one scenario side by side."""
+        return [(prompt, scenario, repeat) for prompt in self.prompts for scenario in self.scenarios
+                for repeat in range(self.repeats)]
 
     def model_for(self, prompt: PromptVersion) -> str:
         return self.model_override or prompt.model
@@ -83,6 +86,7 @@ class Transcript:
     prompt: PromptVersion
     scenario: Scenario
     model: str
+    repeat: int = 0
     users: list[str] = field(default_factory=list)  # the user messages answered, one per reply
     replies: list[Completion] = field(default_factory=list)
     error: str | None = None
@@ -134,10 +138,10 @@ class Runner:
         self.simulator = simulator
         self._scoring_s = 0.0
 
-    def pending(self) -> list[tuple[PromptVersion, Scenario]]:
-        """Cases without a finished record, longest conversation first."""
+    def pending(self) -> list[tuple[PromptVersion, Scenario, int]]:
+        """Cases without a finished record (each repeat on its own), longest conversation first."""
         finished = self.store.finished_ids()
-        todo = [(p, s) for p, s in self.plan.cases() if case_id(p.version, s.id) not in finished]
+        todo = [(p, s, r) for p, s, r in self.plan.cases() if case_id(p.version, s.id, r) not in finished]
         return sorted(todo, key=lambda item: -self.plan.turns_for(item[1]))
 
     async def run(self) -> RunOutcome:
@@ -147,8 +151,8 @@ class Runner:
         work = iter(todo)
 
         async def worker() -> None:
-            for prompt, scenario in work:  # a shared iterator: each case is taken once
-                await queue.put(await self._play(prompt, scenario))
+            for prompt, scenario, repeat in work:  # a shared iterator: each case is taken once
+                await queue.put(await self._play(prompt, scenario, repeat))
 
         scorer = asyncio.create_task(self._score_and_store(queue))
         try:
@@ -158,26 +162,27 @@ class Runner:
         finally:
             if not scorer.done():
                 scorer.cancel()
-        wanted = {case_id(p.version, s.id) for p, s in self.plan.cases()}
+        wanted = {case_id(p.version, s.id, r) for p, s, r in self.plan.cases()}
         cases = [case for case in self.store.read_cases() if case.case_id in wanted]
         return RunOutcome(cases=cases, ran=len(todo), skipped=skipped, scoring_s=round(self._scoring_s, 4))
 
     # --- playing a conversation ------------------------------------------------------------------
-    def _user_turns(self, prompt: PromptVersion, scenario: Scenario) -> ScriptedTurns | SimulatedTurns:
+    def _user_turns(self, prompt: PromptVersion, scenario: Scenario,
+                    repeat: int = 0) -> ScriptedTurns | SimulatedTurns:
         """Where the user's messages come from: the script, or the simulator playing the persona."""
         persona = self.plan.personas.get(scenario.id)
         if persona is None:
             return ScriptedTurns(scenario)
         if self.simulator is None:
             raise CallFailed("no simulator configured for the persona family", 0)
-        return SimulatedTurns(self.simulator, persona, prompt.version, self.plan.turns_for(scenario))
+        return SimulatedTurns(self.simulator, persona, prompt.version, self.plan.turns_for(scenario), repeat=repeat)
 
-    async def _play(self, prompt: PromptVersion, scenario: Scenario) -> Transcript:
+    async def _play(self, prompt: PromptVersion, scenario: Scenario, repeat: int = 0) -> Transcript:
         model = self.plan.model_for(prompt)
-        transcript = Transcript(prompt, scenario, model)
+        transcript = Transcript(prompt, scenario, model, repeat)
         messages = build_messages(prompt, scenario)
         try:
-            source = self._user_turns(prompt, scenario)
+            source = self._user_turns(prompt, scenario, repeat)
         except CallFailed as error:
             transcript.error = error.reason
             return transcript
@@ -192,7 +197,7 @@ class Runner:
                 break
             messages.append({"role": "user", "content": user})
             request = ChatRequest(prompt=prompt, messages=list(messages), scenario_id=scenario.id,
-                                  turn_index=index, model=model)
+                                  turn_index=index, model=model, repeat=repeat)
             try:
                 completion = await self.responder.complete(request)
             except CallFailed as error:
@@ -321,7 +326,8 @@ class Runner:
             {name: round(fmean(turn.heuristics[name] for turn in turns), 4) for name in SCORE_COLUMNS}, flags,
         ) if ok else {}
         return CaseResult(
-            case_id=case_id(prompt.version, scenario.id),
+            case_id=case_id(prompt.version, scenario.id, transcript.repeat),
+            repeat=transcript.repeat,
             prompt_name=prompt.name,
             prompt_version=prompt.version,
             prompt_source=prompt.source,
