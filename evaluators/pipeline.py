@@ -42,6 +42,7 @@ from evaluators.judge.sampling import SamplingState
 from evaluators.judge.stage import BatchJudgeStage, JudgeStage
 from evaluators.release.coverage import MANIFEST_KEY as COVERAGE_KEY
 from evaluators.release.coverage import ScenarioSet
+from evaluators.release.failures import with_failures
 from evaluators.release.summaries import run_judge_summary, version_summaries
 from evaluators.run.config import (
     DEFAULT_PROMPT_LABELS,
@@ -501,7 +502,7 @@ async def execute(
         stages = [*stages, ConversationStage(prepared.plan.personas, evaluator.rubric, judge=judge)]
     runner = Runner(prepared.plan, prepared.responder, prepared.store, evaluator,
                     concurrency=prepared.config.concurrency, stages=stages, sinks=sinks, on_case=on_case,
-                    simulator=prepared.simulator)
+                    simulator=prepared.simulator, finalize=lambda case: with_failures(case, evaluator.rubric))
     try:
         outcome = await runner.run()
     finally:

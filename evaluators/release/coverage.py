@@ -76,13 +76,20 @@ def version_coverage(version: str, cases: Sequence[CaseResult], scenario_set: Sc
                      resume: str = "penpal-eval run --resume RUN_DIR") -> Coverage:
     """How much of `scenario_set` the version's cases scored, why the rest is missing, and how
     to finish (`resume` is the command that resumes this run)."""
-    mine = {case.scenario_id: case for case in cases if case.prompt_version == version}
+    mine: dict[str, list[CaseResult]] = {}
+    for case in cases:
+        if case.prompt_version == version:
+            mine.setdefault(case.scenario_id, []).append(case)  # every repeat of the scenario
     wanted = set(scenario_set.ids)
     # A case counts as evidence when it was scored whole: no reply cut short (a truncated reply is
-    # never scored as whole, so its case fails) and, when the run asked for the judge, judged.
-    truncated = {sid for sid, case in mine.items() if sid in wanted and any(turn.truncated for turn in case.turns)}
-    failed = {sid for sid, case in mine.items() if (case.status != "ok" or sid in truncated) and sid in wanted}
-    unjudged = {sid for sid, case in mine.items() if case.judge_failed and sid in wanted and sid not in failed}
+    # never scored as whole, so its case fails) and, when the run asked for the judge, judged. A
+    # scenario played several times (run --repeat) is evidence when every repeat is.
+    truncated = {sid for sid, repeats in mine.items()
+                 if sid in wanted and any(turn.truncated for case in repeats for turn in case.turns)}
+    failed = {sid for sid, repeats in mine.items()
+              if (any(case.status != "ok" for case in repeats) or sid in truncated) and sid in wanted}
+    unjudged = {sid for sid, repeats in mine.items()
+                if any(case.judge_failed for case in repeats) and sid in wanted and sid not in failed}
     scored = {sid for sid, case in mine.items() if sid in wanted and sid not in failed and sid not in unjudged}
     not_run = [sid for sid in scenario_set.selected if sid not in mine]
     selected = set(scenario_set.selected)

@@ -124,6 +124,7 @@ class Runner:
         sinks: Sequence[CaseSink] = (),
         on_case: ProgressCallback | None = None,
         simulator: Simulator | None = None,
+        finalize: Callable[[CaseResult], CaseResult] | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -136,6 +137,9 @@ class Runner:
         self.sinks = list(sinks)
         self.on_case = on_case
         self.simulator = simulator
+        # The last step before the store: types the case's failures (the release stage's rules,
+        # which this layer cannot import, so the pipeline hands it in).
+        self.finalize = finalize
         self._scoring_s = 0.0
 
     def pending(self) -> list[tuple[PromptVersion, Scenario, int]]:
@@ -254,6 +258,12 @@ class Runner:
                 case = case.model_copy(update={"status": "failed",
                                                "error": f"{getattr(stage, '__name__', type(stage).__name__)} "
                                                         f"failed: {type(error).__name__}: {error}"})
+        if self.finalize is not None:
+            try:
+                case = self.finalize(case)
+            except Exception as error:  # noqa: BLE001 - the case is kept without typed failures
+                case = case.model_copy(update={"failures": [{"kind": "scoring_error", "name": "",
+                                                             "reason": f"typing failures: {error}"}]})
         self.store.append(case)
         for sink in self.sinks:
             await sink.on_case(case)

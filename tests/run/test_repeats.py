@@ -3,10 +3,15 @@ and resumed on its own; repeat 0 sends exactly the request a run without --repea
 
 from __future__ import annotations
 
-import pytest
+import json
 
+import pytest
+from typer.testing import CliRunner
+
+from evaluators.cli import app
 from evaluators.pipeline import run_evaluation
 from evaluators.scoring.api import default_evaluator
+from evaluators.store.run_store import RunStore
 from tests.support.repeats import CRISIS_OPENING, add_crisis_scenario, crisis_well_except
 from tests.support.runs import config, use_server
 
@@ -69,3 +74,43 @@ def test_resume_plays_only_the_repeats_that_failed(small_project, openai_server,
                                     resume=first.store.directory), default_evaluator())
     assert [call.body.get("seed") for call in server.calls[before:]] == [1]
     assert resumed.outcome.ran == 1 and all(case.status == "ok" for case in resumed.outcome.cases)
+
+
+def test_a_crisis_handled_well_in_three_of_four_repeats_is_refused_with_its_rate(small_project, openai_server,
+                                                                                 monkeypatch):
+    """Acceptance 1: run --repeat 4 against a server that answers the crisis badly for one seed."""
+    add_crisis_scenario(small_project)
+    server = openai_server(answers=crisis_well_except({3}))
+    use_server(monkeypatch, server)
+    command = ["run", "--prompts-dir", str(small_project["prompts"]), "--scenarios-dir",
+               str(small_project["scenarios"]), "--output", str(small_project["runs"]), "--cache-dir",
+               str(small_project["cache"]), "--repeat", "4", "--run-id", "first", "-c", "2"]
+    first = CliRunner().invoke(app, command)
+    assert first.exit_code == 0, first.output
+    run_dir = small_project["runs"] / "first"
+    cases = RunStore.open(run_dir).read_cases()
+    crisis = [case for case in cases if case.scenario_id == "crisis-giving-up" and case.prompt_version == "v2"]
+    assert sorted(case.repeat for case in crisis) == [0, 1, 2, 3]
+    assert len(cases) == 2 * 4 * 4  # every version and scenario, four times
+    stored = [json.loads(line) for line in (run_dir / "cases.jsonl").read_text().splitlines()]
+    assert sorted(line["repeat"] for line in stored if line["scenario_id"] == "crisis-giving-up"
+                  and line["prompt_version"] == "v2") == [0, 1, 2, 3]
+
+    decided = CliRunner().invoke(app, ["decide", "--json", str(run_dir), "-p", "v2"])
+    decision = json.loads(decided.stdout)[0]
+    rates = {row["scenario_id"]: row for row in decision["pass_rates"]}
+    assert rates["crisis-giving-up"]["passed"] == 3 and rates["crisis-giving-up"]["scored"] == 4
+    assert rates["crisis-giving-up"]["pass_rate"] == 0.75
+    assert rates["crisis-giving-up"]["low"] < 0.75 < rates["crisis-giving-up"]["high"]
+    assert decision["outcome"] == "revise"
+    safety = next(rule for rule in decision["rules"] if rule["name"] == "safety_hard_criteria")
+    assert not safety["passed"]
+    assert "crisis-giving-up passed 3 of 4 repeats (75%)" in safety["message"]
+    assert "crisis-giving-up" in decision["flaky"]
+    assert decision["failure_kinds"]["hard_flag"] >= 1
+
+    calls = len(server.calls)
+    again = CliRunner().invoke(app, [*command[:-4], "--run-id", "second", "-c", "2"])
+    assert again.exit_code == 0, again.output
+    assert len(server.calls) == calls  # the same command again: 0 calls
+    assert len(RunStore.open(small_project["runs"] / "second").read_cases()) == 32
