@@ -103,6 +103,12 @@ def case_id(prompt_version: str, scenario_id: str, repeat: int = 0) -> str:
     return f"{prompt_version}/{scenario_id}" + (f"{REPEAT_MARK}{repeat}" if repeat else "")
 
 
+def play_id(case: CaseResult) -> str:
+    """The scenario id, and `scenario#rN` for repeat N > 0: what tells one play of a scenario from
+    another where an id is made of the version and the scenario (Langfuse traces and sessions)."""
+    return case.scenario_id + (f"{REPEAT_MARK}{case.repeat}" if case.repeat else "")
+
+
 def api_turns(case: CaseResult) -> list[TurnResult]:
     """The turns that cost a live API call: not replayed, not served from the cache."""
     return [] if case.responder == "replay" else [turn for turn in case.turns if not turn.cached]
