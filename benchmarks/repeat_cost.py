@@ -30,8 +30,8 @@ from evaluators.inputs.prompts import load_prompts  # noqa: E402
 from evaluators.inputs.scenarios import load_scenarios  # noqa: E402
 from evaluators.release.aggregates import version_aggregate  # noqa: E402
 from evaluators.release.failures import with_failures  # noqa: E402
-from evaluators.run.runner import SCORING_BATCH, Runner, RunPlan, Transcript  # noqa: E402
 from evaluators.run.responder import ReplayResponder  # noqa: E402
+from evaluators.run.runner import SCORING_BATCH, Runner, RunPlan, Transcript  # noqa: E402
 from evaluators.scoring.heuristics import HeuristicEvaluator  # noqa: E402
 from evaluators.store.run_store import RunStore  # noqa: E402
 
