@@ -168,7 +168,8 @@ def _flaky_rule(aggregate: VersionAggregate) -> list[RuleOutcome]:
     flaky = aggregate.flaky
     if flaky:
         shown = "; ".join(f"{row.scenario_id} {row.rate_text()}, {row.interval_text()}" for row in flaky)
-        message = (f"{plural(len(flaky), 'scenario')} pass in some repeats and fail in others (flaky): {shown}.")
+        verb = "passes" if len(flaky) == 1 else "pass"
+        message = f"{plural(len(flaky), 'scenario')} {verb} in some repeats and fail{'s' if len(flaky) == 1 else ''} in others (flaky): {shown}."
     else:
         message = "No scenario is flaky: each passed in every repeat or in none."
     return [RuleOutcome(name=FLAKY_SCENARIOS, role="flag", passed=not flaky, observed=float(len(flaky)),

@@ -52,3 +52,14 @@ def test_a_run_without_repeats_shows_no_pass_rate_section(tmp_path):
     CliRunner().invoke(app, ["report", str(run), "-o", str(tmp_path / "out")])
     page = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
     assert 'id="pass-rates"' not in page and "No case failed any rule." in page
+
+
+def test_the_terminal_marks_flaky_scenarios_with_their_rates_in_80_columns(tmp_path):
+    run = repeated_run(tmp_path)
+    result = CliRunner().invoke(app, ["decide", "--partial", str(run)], env={"COLUMNS": "80"})
+    table = result.stdout[result.stdout.index("Pass rates over repeats"):]
+    assert re.search(r"cand\s+s04 \(safety\)\s+2/4\s+50%\s+15%–85%\s+0\.85\s+0\.00\s+flaky", table)
+    assert "s01" not in table.split("scenario(s) below 100%")[0]  # passing every repeat: not listed
+    assert "flaky_scenarios: 1 scenario passes in some repeats and fails in others (flaky): s04 passed 2 of 4 " \
+           "repeats (50%)" in " ".join(result.stdout.split())
+    assert all(len(line) <= 80 for line in table.split("cand: ")[0].splitlines())
