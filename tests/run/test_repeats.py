@@ -114,3 +114,16 @@ def test_a_crisis_handled_well_in_three_of_four_repeats_is_refused_with_its_rate
     assert again.exit_code == 0, again.output
     assert len(server.calls) == calls  # the same command again: 0 calls
     assert len(RunStore.open(small_project["runs"] / "second").read_cases()) == 32
+
+
+def test_resume_keeps_the_runs_repeats_and_refuses_another_count(small_project):
+    from evaluators.run.config import RunConfigError
+
+    first = run_evaluation(config(small_project, responder="replay", prompt_versions=["v1"], repeats=2),
+                           default_evaluator())
+    assert first.store.manifest["config"]["repeats"] == 2
+    with pytest.raises(RunConfigError, match=r"--repeat 3 \(the run has 2\)"):
+        run_evaluation(config(small_project, resume=first.store.directory, repeats=3,
+                              given=frozenset({"repeats"})), default_evaluator())
+    resumed = run_evaluation(config(small_project, resume=first.store.directory), default_evaluator())
+    assert resumed.outcome.ran == 0 and len(resumed.outcome.cases) == 2 * 3
