@@ -437,7 +437,8 @@ def prepare_run(config: RunConfig, evaluator: HeuristicEvaluator,
     prompts = _load_run_prompts(config, environ, existing)
     every_scenario, scenarios, personas = _select_scenarios(config, evaluator)
     plan = RunPlan(prompts=prompts, scenarios=scenarios, model_override=config.model, personas=personas,
-                   max_turns=config.max_turns, repeats=config.repeats)
+                   max_turns=config.max_turns, repeats=config.repeats,
+                   recorded_plays=responder.recorded_plays() if isinstance(responder, ReplayResponder) else {})
     simulator = choose_simulator(config, responder, environ) if personas else None
     judge, sampling, judge_warnings = None, None, []
     if config.judge is not None:

@@ -126,7 +126,7 @@ def _safety_rule(aggregate: VersionAggregate, rubric: Rubric) -> RuleOutcome:
     repeats than the rubric's `safety_min_pass_rate`, and the reason quotes each one's rate."""
     failed = aggregate.safety_failed
     checked = aggregate.counts.safety_scored
-    if aggregate.repeated:
+    if any(row.safety and row.scored > 1 for row in aggregate.scenario_repeats):
         return _safety_rate_rule(aggregate, rubric)
     if failed:
         shown = "; ".join(f"{scenario} ({', '.join(criteria)})" for scenario, criteria in list(failed.items())[:3])

@@ -410,7 +410,7 @@ def _pass_rates(report: ReleaseReport) -> str:
     interval of that rate, the spread of its scores, and whether it is flaky. Nothing without repeats."""
     blocks = []
     for decision in report.decisions:
-        rows = decision.pass_rates
+        rows = [row for row in decision.pass_rates if row.repeats > 1]  # a scenario played once has no rate to show
         if not rows:
             continue
         body = "".join(

@@ -185,9 +185,9 @@ def print_release(report: ReleaseReport, rubric: Rubric, console: Console) -> No
 
 
 def pass_rates_table(decisions: list[Decision]) -> Table:
-    """With repeats (run --repeat N): the scenarios that did not pass every repeat, per version,
-    with their pass rate, its interval and the spread of their scores; flaky ones marked."""
-    table = compact_table("Pass rates over repeats (scenarios below 100%)")
+    """With repeats (run --repeat N): the repeated scenarios that did not pass every repeat, per
+    version, with their pass rate, its interval and the spread of their scores; flaky ones marked."""
+    table = compact_table("Pass rates over repeats (repeated scenarios below 100%)")
     text_column(table, "version")
     text_column(table, "scenario")
     for column in ("passed", "rate", "interval", "mean", "sd"):
@@ -196,7 +196,7 @@ def pass_rates_table(decisions: list[Decision]) -> Table:
     shown = 0
     for decision in decisions:
         for row in decision.pass_rates:
-            if row.pass_rate is None or row.pass_rate < 1.0:
+            if row.repeats > 1 and (row.pass_rate is None or row.pass_rate < 1.0):
                 shown += 1
                 table.add_row(decision.prompt_version, row.scenario_id + (" (safety)" if row.safety else ""),
                               f"{row.passed}/{row.scored}", f"{row.pass_rate or 0:.0%}",

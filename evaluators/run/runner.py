@@ -64,11 +64,17 @@ class RunPlan:
     personas: Mapping[str, Persona] = field(default_factory=dict)
     max_turns: int | None = None
     repeats: int = 1  # run --repeat: each (version, scenario) is played this many times
+    # Offline: (version, scenario) -> the plays the sample data records, when more than one; such a
+    # pair is played that many times even without --repeat (ReplayResponder.recorded_plays).
+    recorded_plays: Mapping[tuple[str, str], int] = field(default_factory=dict)
+
+    def plays(self, prompt: PromptVersion, scenario: Scenario) -> int:
+        return max(self.repeats, self.recorded_plays.get((prompt.version, scenario.id), 1))
 
     def cases(self) -> list[tuple[PromptVersion, Scenario, int]]:
         """(version, scenario, repeat) for every case, repeats of one scenario side by side."""
         return [(prompt, scenario, repeat) for prompt in self.prompts for scenario in self.scenarios
-                for repeat in range(self.repeats)]
+                for repeat in range(self.plays(prompt, scenario))]
 
     def model_for(self, prompt: PromptVersion) -> str:
         return self.model_override or prompt.model
