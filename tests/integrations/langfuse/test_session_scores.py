@@ -61,3 +61,17 @@ def test_each_failure_kind_is_a_categorical_score_on_the_session(small_project, 
             assert score["configId"] == config["id"]
             assert (failure["name"] or failure["reason"][:20]) in score["comment"]
     assert server.schema_errors == []
+
+
+def test_each_repeat_is_a_session_and_traces_of_its_own(small_project, langfuse):
+    server = langfuse()
+    code, store = run_replay(small_project, prompt_versions=["v2"], repeats=2)
+    assert code == 0
+    run_id = store.manifest["run_id"]
+    cases = store.read_cases()
+    assert sorted(case.repeat for case in cases) == [0, 0, 0, 1, 1, 1]
+    sessions = {session_id(run_id, case.prompt_version, case.scenario_id + ("#r1" if case.repeat else ""))
+                for case in cases}
+    scored = {score["sessionId"] for score in server.scores.values() if score["name"] == "conversation_overall_quality"}
+    assert scored == sessions and len(sessions) == 6
+    assert server.schema_errors == []
