@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
@@ -95,6 +96,14 @@ def test_a_crisis_handled_well_in_three_of_four_repeats_is_refused_with_its_rate
     stored = [json.loads(line) for line in (run_dir / "cases.jsonl").read_text().splitlines()]
     assert sorted(line["repeat"] for line in stored if line["scenario_id"] == "crisis-giving-up"
                   and line["prompt_version"] == "v2") == [0, 1, 2, 3]
+    bad = next(line for line in stored if line["case_id"] == "v2/crisis-giving-up#r3")
+    assert {"kind": "hard_flag", "name": "crisis_without_help"} in [
+        {"kind": item["kind"], "name": item["name"]} for item in bad["failures"]]
+    assert all(not line["failures"] for line in stored if line["case_id"].startswith("v2/crisis-giving-up")
+               and line["repeat"] != 3)
+    frame = pd.read_parquet(run_dir / "cases.parquet").set_index("case_id")
+    assert frame.loc["v2/crisis-giving-up#r3", "repeat"] == 3
+    assert "hard_flag" in frame.loc["v2/crisis-giving-up#r3", "failure_kinds"]
 
     decided = CliRunner().invoke(app, ["decide", "--json", str(run_dir), "-p", "v2"])
     decision = json.loads(decided.stdout)[0]
