@@ -285,7 +285,7 @@ def _manifest(config: RunConfig, run_id: str, prompts: Sequence[PromptVersion], 
         # The whole scenario set and the selection: what a release decision's coverage is measured against.
         COVERAGE_KEY: ScenarioSet.of_scenarios(every_scenario or scenarios, scenarios, families=config.families,
                                                scenario_ids=config.scenario_ids,
-                                               persona_ids=config.persona_ids).record(),
+                                               persona_ids=config.persona_ids, repeats=config.repeats).record(),
     }
 
 

@@ -105,3 +105,20 @@ def test_the_turn_pass_share_fails_a_case_carried_by_one_good_turn():
     assert outcomes[TURN_PASS_SHARE].passed is False
     lenient = {outcome.name: outcome for outcome in case_hard_criteria(case, rubric_with(min_turn_pass_share=0.3))}
     assert lenient[TURN_PASS_SHARE].passed
+
+
+def test_a_scenario_short_of_its_repeats_leaves_the_run_incomplete():
+    from evaluators.release.coverage import ScenarioSet
+    from evaluators.release.rules import release_report
+    from evaluators.rubric.loader import default_rubric
+
+    cases = repeated(version_cases("cand", [0.85] * 12), 3)
+    cases = [case for case in cases if case.case_id != "cand/s02#r2"]  # killed before its third play
+    scenario_set = ScenarioSet.from_record({**ScenarioSet.of_cases(cases).record(), "repeats": 3})
+    decision = release_report(cases, default_rubric(), versions=["cand"], scenario_set=scenario_set).decisions[0]
+    assert decision.outcome == "incomplete"
+    assert "1 scenario ran fewer than 3 repeats" in decision.coverage.message
+    assert decision.coverage.scored == 11
+    whole = release_report(repeated(version_cases("cand", [0.85] * 12), 3), default_rubric(), versions=["cand"],
+                           scenario_set=scenario_set).decisions[0]
+    assert whole.outcome == "deploy"
