@@ -60,6 +60,7 @@ from evaluators.report.run_tables import money, versions_table
 from evaluators.report.terminal import head_to_head_table
 from evaluators.rubric.loader import Rubric
 from evaluators.run.config import PROMPT_SOURCES, RESPONDER_CHOICES, RunConfig, RunConfigError
+from evaluators.run.runner import RunPlan
 from evaluators.store.records import CaseResult
 
 EXIT_CASES_FAILED = 1
@@ -370,6 +371,12 @@ def run_with_config(config: RunConfig, rubric_path: Path | None = None, pairwise
     return EXIT_CASES_FAILED if any(not case.finished for case in report.outcome.cases) else EXIT_OK
 
 
+def _recorded_plays(plan: RunPlan) -> str:
+    """` + 12 recorded repeats`: the further plays the offline sample data records (a replayed run plays them)."""
+    extra = len(plan.cases()) - len(plan.prompts) * len(plan.scenarios) * plan.repeats
+    return f" + {extra} recorded {'repeat' if extra == 1 else 'repeats'}" if extra > 0 else ""
+
+
 def _announce(prepared: PreparedRun) -> None:
     errors = stderr_console()
     for notice in prepared.notices:
@@ -378,7 +385,8 @@ def _announce(prepared: PreparedRun) -> None:
     action = "resuming" if prepared.resumed else "run"
     line = (f"{action} {prepared.store.manifest.get('run_id')}: {plural(len(plan.prompts), 'prompt version')} x "
             f"{plural(len(plan.scenarios), 'scenario')}"
-            f"{f' x {plan.repeats} repeats' if plan.repeats > 1 else ''} = {plural(len(plan.cases()), 'case')} via "
+            f"{f' x {plan.repeats} repeats' if plan.repeats > 1 else ''}{_recorded_plays(plan)} = "
+            f"{plural(len(plan.cases()), 'case')} via "
             f"{prepared.responder.kind}")
     if plan.personas:
         simulator = prepared.simulator
