@@ -95,9 +95,8 @@ def paired_bootstrap(
     return result
 
 
-def _padded(groups: Sequence[Sequence[float]]) -> tuple[np.ndarray, np.ndarray]:
+def _padded(groups: Sequence[Sequence[float]], width: int) -> tuple[np.ndarray, np.ndarray]:
     """Ragged per-scenario repeats as one array (NaN beyond each scenario's count) and the counts."""
-    width = max(len(group) for group in groups)
     values = np.full((len(groups), width), np.nan)
     for row, group in enumerate(groups):
         values[row, :len(group)] = group
@@ -127,6 +126,10 @@ def nested_paired_bootstrap(
     difference on a scenario is the mean of its candidate repeats minus the mean of its baseline
     repeats. With one repeat everywhere use `paired_bootstrap` (this gives the same intervals in
     law, but not the same draws).
+
+    Where both sides played a scenario equally often, repeat k of one is resampled with repeat k of
+    the other (they were sampled with the same seed): for independent repeats this is the same
+    bootstrap in law, and a run compared with itself shows no difference at all.
     """
     metrics = list(candidate)
     pairs = len(candidate[metrics[0]]) if metrics else 0
@@ -136,8 +139,9 @@ def nested_paired_bootstrap(
         raise ValueError("resamples must be at least 1")
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be between 0 and 1, got {confidence}")
-    ours = {name: _padded(candidate[name]) for name in metrics}
-    theirs = {name: _padded(baseline[name]) for name in metrics}
+    width = max(len(group) for side in (candidate, baseline) for groups in side.values() for group in groups)
+    ours = {name: _padded(candidate[name], width) for name in metrics}
+    theirs = {name: _padded(baseline[name], width) for name in metrics}
     rng = np.random.default_rng(seed)
     means: dict[str, list[np.ndarray]] = {name: [] for name in metrics}
     first = metrics[0]
@@ -145,6 +149,8 @@ def nested_paired_bootstrap(
         indices = resample_indices(pairs, min(_CHUNK, resamples - start), rng)
         our_draws, our_mask = _resampled_repeat_means(*ours[first], indices, rng)
         their_draws, their_mask = _resampled_repeat_means(*theirs[first], indices, rng)
+        paired = (ours[first][1] == theirs[first][1])[indices][..., None]  # equal repeat counts: draw alike
+        their_draws = np.where(paired, our_draws, their_draws)
         rows = indices[..., None]
         for name in metrics:
             (our_values, our_counts), (their_values, their_counts) = ours[name], theirs[name]

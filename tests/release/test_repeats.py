@@ -122,3 +122,11 @@ def test_a_scenario_short_of_its_repeats_leaves_the_run_incomplete():
     whole = release_report(repeated(version_cases("cand", [0.85] * 12), 3), default_rubric(), versions=["cand"],
                            scenario_set=scenario_set).decisions[0]
     assert whole.outcome == "deploy"
+
+
+def test_a_version_compared_with_itself_over_repeats_shows_no_difference():
+    plays = {"m": [[0.65, 0.25, 0.45], [0.9, 0.1, 0.5], [0.3, 0.3, 0.6]] * 3}
+    same = nested_paired_bootstrap(plays, plays, resamples=2000, confidence=0.95, seed=3)["m"]
+    assert (same.mean, same.low, same.high) == (0.0, 0.0, 0.0)
+    uneven = nested_paired_bootstrap(plays, {"m": [[0.5]] * 9}, resamples=2000, confidence=0.95, seed=3)["m"]
+    assert uneven.low < uneven.mean < uneven.high  # one side played once: its repeats cannot pair
