@@ -8,7 +8,8 @@ release stage do with them: the heuristics and expectations in the runner's batc
 failures stored on each case, and the version's aggregate (pass rates over repeats, failure
 kinds, safety rule inputs). One repeat and N repeats are timed interleaved in the same run,
 best of the timed runs, and the ratio N-repeat cost / (N x one-repeat cost) is printed: the
-target is within 10% of 1, i.e. repeats add no cost beyond their replies. Models load in an
+target is at most 1.10, i.e. repeats add no cost beyond their replies. Below 1 is expected: the
+repeats share their user turns, which the scorer parses once per stream. Models load in an
 untimed warm-up.
 """
 
@@ -35,7 +36,7 @@ from evaluators.run.runner import SCORING_BATCH, Runner, RunPlan, Transcript  # 
 from evaluators.scoring.heuristics import HeuristicEvaluator  # noqa: E402
 from evaluators.store.run_store import RunStore  # noqa: E402
 
-TARGET = 0.10  # within 10% of linear
+TARGET = 0.10  # at most 10% over linear
 SEED = 20261127
 
 
@@ -88,9 +89,9 @@ def main(argv: list[str] | None = None) -> int:
     print()
     for clock in ("wall", "cpu"):
         ratio = getattr(repeated, clock) / (args.repeats * getattr(single, clock))
-        verdict = "PASS" if abs(ratio - 1.0) <= TARGET else "MISS"
+        verdict = "PASS" if ratio <= 1.0 + TARGET else "MISS"
         print(f"  {args.repeats} repeats / ({args.repeats} x 1 repeat) ({clock.upper():<4}) = {ratio:.2f}   "
-              f"(target 1.00 +- {TARGET:.2f})   {verdict}")
+              f"(target <= {1.0 + TARGET:.2f})   {verdict}")
     warn_if_loaded()
     return 0
 
