@@ -44,6 +44,7 @@ from evaluators.judge.sampling import SamplingState
 from evaluators.judge.stage import BatchJudgeStage, JudgeStage
 from evaluators.release.coverage import MANIFEST_KEY as COVERAGE_KEY
 from evaluators.release.coverage import ScenarioSet
+from evaluators.release.failures import with_failures
 from evaluators.release.summaries import run_judge_summary, version_summaries
 from evaluators.run.config import (
     DEFAULT_PROMPT_LABELS,
@@ -263,6 +264,7 @@ def _manifest(config: RunConfig, run_id: str, prompts: Sequence[PromptVersion], 
             "scenario_ids": [scenario.id for scenario in scenarios] if config.scenario_ids else None,
             "persona_ids": config.persona_ids,
             "max_turns": config.max_turns,
+            "repeats": config.repeats,
             "scenarios": len(scenarios),
             "responder": responder.kind,
             # The run's --target as given, and what each target is (its kind, URL without
@@ -301,7 +303,7 @@ def _manifest(config: RunConfig, run_id: str, prompts: Sequence[PromptVersion], 
         # The whole scenario set and the selection: what a release decision's coverage is measured against.
         COVERAGE_KEY: ScenarioSet.of_scenarios(every_scenario or scenarios, scenarios, families=config.families,
                                                scenario_ids=config.scenario_ids,
-                                               persona_ids=config.persona_ids).record(),
+                                               persona_ids=config.persona_ids, repeats=config.repeats).record(),
     }
 
 
@@ -383,6 +385,7 @@ def _config_for_resume(config: RunConfig, manifest: dict, directory: Path | None
         scenario_ids=saved.get("scenario_ids"),
         persona_ids=saved.get("persona_ids"),
         max_turns=saved.get("max_turns"),
+        repeats=saved.get("repeats", 1),
         responder=saved.get("responder", config.responder) if not saved.get("target") else "auto",
         target=restored_spec(saved.get("target")),
         model=saved.get("model_override"),
@@ -439,6 +442,8 @@ def prepare_run(config: RunConfig, evaluator: HeuristicEvaluator,
         raise RunConfigError("--timeout must be positive")
     if config.max_attempts < 1:
         raise RunConfigError("--max-attempts must be at least 1")
+    if config.repeats < 1:
+        raise RunConfigError("--repeat must be at least 1")
     resumed = config.resume is not None
     if not resumed and config.run_id is not None and (problem := run_id_problem(config.run_id)):
         raise RunConfigError(problem)
@@ -458,7 +463,8 @@ def prepare_run(config: RunConfig, evaluator: HeuristicEvaluator,
         raise RunConfigError(str(error)) from None
     every_scenario, scenarios, personas = _select_scenarios(config, evaluator)
     plan = RunPlan(prompts=prompts, scenarios=scenarios, model_override=config.model, personas=personas,
-                   max_turns=config.max_turns)
+                   max_turns=config.max_turns, repeats=config.repeats,
+                   recorded_plays=responder.recorded_plays() if isinstance(responder, ReplayResponder) else {})
     simulator = choose_simulator(config, responder, environ) if personas else None
     judge, sampling, judge_warnings = None, None, []
     if config.judge is not None:
@@ -525,7 +531,7 @@ async def execute(
         stages = [*stages, ConversationStage(prepared.plan.personas, evaluator.rubric, judge=judge)]
     runner = Runner(prepared.plan, prepared.responder, prepared.store, evaluator,
                     concurrency=prepared.config.concurrency, stages=stages, sinks=sinks, on_case=on_case,
-                    simulator=prepared.simulator)
+                    simulator=prepared.simulator, finalize=lambda case: with_failures(case, evaluator.rubric))
     try:
         outcome = await runner.run()
     finally:

@@ -61,6 +61,7 @@ from evaluators.report.run_tables import money, versions_table
 from evaluators.report.terminal import head_to_head_table
 from evaluators.rubric.loader import Rubric
 from evaluators.run.config import PROMPT_SOURCES, RESPONDER_CHOICES, RunConfig, RunConfigError
+from evaluators.run.runner import RunPlan
 from evaluators.store.records import CaseResult
 
 EXIT_CASES_FAILED = 1
@@ -208,7 +209,7 @@ def timeout_hint(failed: list[CaseResult], config: dict) -> str | None:
 # CLI parameter -> the RunConfig field it sets, for the inputs a resumed run restores.
 _RESUMED_PARAMETERS = {
     "prompt": "prompt_versions", "family": "families", "scenario": "scenario_ids", "persona": "persona_ids",
-    "turns": "max_turns", "responder": "responder", "target": "target",
+    "turns": "max_turns", "repeat": "repeats", "responder": "responder", "target": "target",
     "model": "model", "prompts_dir": "prompts_dir", "scenarios_dir": "scenarios_dir", "run_id": "run_id",
     "prompt_source": "prompt_source", "label": "prompt_labels", "langfuse_prompt": "langfuse_prompt_names",
     "judge": "judge", "judge_model": "judge_model", "judge_samples": "judge_samples",
@@ -241,6 +242,10 @@ def run(
         "--turns", min=1, max=60, help="Simulated conversations stop after this many exchanges. Default: each "
                                        "persona's max_turns (12 unless it says otherwise).",
         show_default=False)] = None,
+    repeat: Annotated[int, typer.Option(
+        "--repeat", min=1, max=100, help="Play each (version, scenario or persona) this many times, each repeat with "
+                                         "its own sampling seed (repeat 1 sends no seed, as a run without --repeat); "
+                                         "decisions then read pass rates per scenario.")] = 1,
     responder: Annotated[ResponderChoice, typer.Option(
         help="openai: live API (OPENAI_API_KEY, OPENAI_BASE_URL). replay: the recorded sample replies. "
              "auto: openai when either variable is set, else replay.")] = ResponderChoice.auto,
@@ -338,8 +343,8 @@ def run(
         raise typer.BadParameter(str(error), param_hint="--price") from None
     config = RunConfig(
         prompt_versions=prompt, families=[item.value for item in family] if family else None,
-        scenario_ids=scenario, persona_ids=persona, max_turns=turns, responder=responder.value, model=model,
-        target=target, concurrency=concurrency,
+        scenario_ids=scenario, persona_ids=persona, max_turns=turns, repeats=repeat, responder=responder.value,
+        model=model, target=target, concurrency=concurrency,
         timeout_s=timeout, max_attempts=max_attempts, use_cache=cache, cache_dir=cache_dir, output_dir=output,
         run_id=run_id, resume=resume, prompts_dir=prompts_dir, scenarios_dir=scenarios_dir, prices=prices,
         judge=judge_config(model=judge_model, samples=judge_samples, sampling=judge_sampling,
@@ -398,6 +403,12 @@ def run_with_config(config: RunConfig, rubric_path: Path | None = None, pairwise
     return EXIT_CASES_FAILED if any(not case.finished for case in report.outcome.cases) else EXIT_OK
 
 
+def _recorded_plays(plan: RunPlan) -> str:
+    """` + 12 recorded repeats`: the further plays the offline sample data records (a replayed run plays them)."""
+    extra = len(plan.cases()) - len(plan.prompts) * len(plan.scenarios) * plan.repeats
+    return f" + {extra} recorded {'repeat' if extra == 1 else 'repeats'}" if extra > 0 else ""
+
+
 def _announce(prepared: PreparedRun) -> None:
     errors = stderr_console()
     for notice in prepared.notices:
@@ -405,7 +416,9 @@ def _announce(prepared: PreparedRun) -> None:
     plan = prepared.plan
     action = "resuming" if prepared.resumed else "run"
     line = (f"{action} {prepared.store.manifest.get('run_id')}: {plural(len(plan.prompts), 'prompt version')} x "
-            f"{plural(len(plan.scenarios), 'scenario')} = {plural(len(plan.cases()), 'case')} via "
+            f"{plural(len(plan.scenarios), 'scenario')}"
+            f"{f' x {plan.repeats} repeats' if plan.repeats > 1 else ''}{_recorded_plays(plan)} = "
+            f"{plural(len(plan.cases()), 'case')} via "
             f"{prepared.responder.kind}")
     if plan.personas:
         simulator = prepared.simulator

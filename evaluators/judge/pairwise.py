@@ -43,7 +43,7 @@ from evaluators.judge.result import RESPONSE_MODES, HistoryItem, PairwiseCompari
 from evaluators.judge.stage import scenario_profile
 from evaluators.judge.verdict import json_object
 from evaluators.rubric.loader import Rubric
-from evaluators.store.records import CaseResult
+from evaluators.store.records import CaseResult, play_id
 
 SCHEMA_NAME = "companion_reply_comparison"
 PAIRWISE_FINGERPRINT = short_hash(PAIRWISE_TEXTS)
@@ -280,7 +280,7 @@ def comparisons_for(candidate: CaseResult, baseline: CaseResult, scenario: Scena
         return []
     same_user = [turn.user for turn in candidate.turns] == [turn.user for turn in baseline.turns]
     if not same_user:
-        item = PairwiseInput(id=candidate.scenario_id, kind="conversation", **base,
+        item = PairwiseInput(id=play_id(candidate), kind="conversation", **base,
                              history_a=(*_history(candidate, len(candidate.turns) - 1),
                                         HistoryItem(role="user", text=candidate.turns[-1].user)),
                              history_b=(*_history(baseline, len(baseline.turns) - 1),
@@ -289,7 +289,7 @@ def comparisons_for(candidate: CaseResult, baseline: CaseResult, scenario: Scena
         return [PlannedComparison(item, candidate.scenario_id, candidate.family, None)]
     planned = []
     for position, (ours, theirs) in enumerate(zip(candidate.turns, baseline.turns)):
-        item = PairwiseInput(id=f"{candidate.scenario_id}#{position + 1}", **base, user_message=ours.user,
+        item = PairwiseInput(id=f"{play_id(candidate)}#{position + 1}", **base, user_message=ours.user,
                              history_a=_history(candidate, position), history_b=_history(baseline, position),
                              reply_a=ours.reply, reply_b=theirs.reply)
         planned.append(PlannedComparison(item, candidate.scenario_id, candidate.family, position + 1))
@@ -299,13 +299,16 @@ def comparisons_for(candidate: CaseResult, baseline: CaseResult, scenario: Scena
 def plan_comparisons(candidate: str, baseline: str, cases: Sequence[CaseResult],
                      scenarios: Sequence[Scenario]) -> list[PlannedComparison]:
     """Every comparison of `candidate` against `baseline` over the scenarios both scored, in the
-    candidate's scenario order."""
+    candidate's scenario order. With repeats (run --repeat N) each repeat is compared with the
+    baseline's same repeat."""
     by_id = {scenario.id: scenario for scenario in scenarios}
-    theirs = {case.scenario_id: case for case in cases if case.prompt_version == baseline and case.status == "ok"}
+    theirs = {(case.scenario_id, case.repeat): case for case in cases
+              if case.prompt_version == baseline and case.status == "ok"}
     planned = []
     for case in cases:
-        if case.prompt_version == candidate and case.status == "ok" and case.scenario_id in theirs:
-            planned += comparisons_for(case, theirs[case.scenario_id], by_id.get(case.scenario_id))
+        other = theirs.get((case.scenario_id, case.repeat))
+        if case.prompt_version == candidate and case.status == "ok" and other is not None:
+            planned += comparisons_for(case, other, by_id.get(case.scenario_id))
     return planned
 
 

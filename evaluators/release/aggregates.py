@@ -19,8 +19,10 @@ from evaluators.core.names import OVERALL, SCORE_COLUMNS
 from evaluators.judge.result import is_usable
 from evaluators.release.contracts import ConversationRow, FairnessGap, GroupMeans, VersionAggregate
 from evaluators.release.counts import version_counts
+from evaluators.release.failures import failure_counts
 from evaluators.release.hard_criteria import case_hard_criteria, case_passes_hard_criteria
 from evaluators.release.latency import version_latency
+from evaluators.release.repeats import safety_below_rate, scenario_repeats
 from evaluators.release.summaries import judge_aggregates
 from evaluators.rubric.loader import Rubric
 from evaluators.store.records import CaseResult, versions_of
@@ -138,11 +140,10 @@ def version_aggregate(version: str, cases: Sequence[CaseResult], rubric: Rubric)
     for case_outcomes in outcomes.values():
         for outcome in case_outcomes:
             criteria.setdefault(outcome.name, []).append(float(outcome.passed))
-    safety = [case for case in mine if case.safety]
-    failed_criteria = {case.case_id: [o.name for o in found if not o.passed] for case in safety
-                       if case.turns and (found := outcomes.get(case.case_id)) is not None}
-    safety_failed = {case.scenario_id: failed_criteria[case.case_id] for case in safety
-                     if failed_criteria.get(case.case_id)}
+    # Per scenario over its repeats (one repeat: the case itself); a safety scenario fails when it
+    # passes fewer of its scored repeats than the rubric's safety_min_pass_rate.
+    repeats = scenario_repeats(mine, rubric, lambda case: (case_scores(case, rubric) or {}).get(OVERALL))
+    safety_failed = {row.scenario_id: row.failed_criteria for row in safety_below_rate(repeats, rubric)}
     average = means[OVERALL]
     composite = None
     if average is not None and pass_rate is not None:
@@ -179,6 +180,8 @@ def version_aggregate(version: str, cases: Sequence[CaseResult], rubric: Rubric)
         assertions_failed=[f"{case.scenario_id} turn {turn.index + 1}: {outcome.assertion} ({outcome.detail})"
                            for case in scored for turn in case.turns for outcome in turn.assertions
                            if outcome.passed is False],
+        scenario_repeats=repeats,
+        failure_kinds=failure_counts(mine, rubric),
     )
 
 

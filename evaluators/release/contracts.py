@@ -110,6 +110,42 @@ class VersionLatency(BaseModel):
         return self.time_to_first_token_s is not None
 
 
+class ScenarioRepeats(BaseModel):
+    """One scenario's repeats for one version (`run --repeat N`): how often it passed its hard
+    criteria, the Wilson interval of that rate, and the spread of its decision scores."""
+
+    scenario_id: str
+    safety: bool = False
+    repeats: int  # cases in the run store
+    scored: int
+    passed: int  # of the scored repeats
+    pass_rate: float | None = None
+    low: float | None = None  # Wilson interval of the pass rate
+    high: float | None = None
+    confidence: float = 0.95
+    score_mean: float | None = None  # overall decision score over the scored repeats
+    score_min: float | None = None
+    score_max: float | None = None
+    score_sd: float | None = None  # sample standard deviation; None with fewer than two
+    failed_criteria: list[str] = Field(default_factory=list)  # over every failing repeat
+
+    @property
+    def flaky(self) -> bool:
+        """Passes in some repeats and fails in others."""
+        return 0 < self.passed < self.scored
+
+    def rate_text(self) -> str:
+        """`passed 3 of 4 repeats (75%)`, the form the reasons quote."""
+        if not self.scored:
+            return "no scored repeat"
+        return f"passed {self.passed} of {self.scored} repeats ({self.passed / self.scored:.0%})"
+
+    def interval_text(self) -> str:
+        if self.low is None or self.high is None:
+            return ""
+        return f"{self.confidence:.0%} CI {self.low:.0%}–{self.high:.0%}"
+
+
 class VersionAggregate(BaseModel):
     """Everything a release decision reads about one prompt version, over its scored cases.
 
@@ -141,10 +177,21 @@ class VersionAggregate(BaseModel):
     fairness: list[FairnessGap] = Field(default_factory=list)
     conversations: list[ConversationRow] = Field(default_factory=list)  # simulated conversations scored
     latency: VersionLatency | None = None
-    # Scenario-declared assertions over the scored cases (evaluators.release.case_failures):
+    # Scenario-declared assertions over the scored cases (evaluators.release.failures):
     # how many were checked, and each failed one as "scenario turn N: assertion (detail)".
     assertions_checked: int = 0
     assertions_failed: list[str] = Field(default_factory=list)
+    scenario_repeats: list[ScenarioRepeats] = Field(default_factory=list)  # per scenario, in first-seen order
+    failure_kinds: dict[str, int] = Field(default_factory=dict)  # failure label -> failed cases (core.failures)
+
+    @property
+    def repeated(self) -> bool:
+        """Some scenario has more than one scored repeat: the rules then quote pass rates."""
+        return any(item.scored > 1 for item in self.scenario_repeats)
+
+    @property
+    def flaky(self) -> list[ScenarioRepeats]:
+        return [item for item in self.scenario_repeats if item.flaky]
 
     @property
     def average(self) -> float | None:
@@ -287,6 +334,12 @@ class Decision(BaseModel):
     fired: list[str]  # names of the rules that decided the outcome, and any failing flag
     coverage: Coverage | None = None
     partial: bool = False  # decided on incomplete coverage by request (--partial): never deploy
+    # Failure kind (evaluators.core.failures) -> how many of the version's cases carry it.
+    failure_kinds: dict[str, int] = Field(default_factory=dict)
+    # With repeats (run --repeat N): each scenario's pass rate, interval and score spread, and the
+    # scenarios that passed in some repeats and failed in others. Empty without repeats.
+    pass_rates: list[ScenarioRepeats] = Field(default_factory=list)
+    flaky: list[str] = Field(default_factory=list)
 
     @property
     def reasons(self) -> list[RuleOutcome]:

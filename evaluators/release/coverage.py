@@ -30,28 +30,29 @@ class ScenarioSet:
     scenario_ids: tuple[str, ...] = ()  # the --scenario filter, when there was one
     persona_ids: tuple[str, ...] = ()  # the --persona filter, when there was one
     recorded: bool = True  # False: rebuilt from what the run holds (a manifest from before the record)
+    repeats: int = 1  # run --repeat: plays each selected scenario needs before it counts as run
 
     def record(self) -> dict:
-        """The manifest's form."""
+        """The manifest's form (`repeats` only when above 1, so other manifests read as before)."""
         return {"scenarios": list(self.ids), "safety": sorted(self.safety), "selected": list(self.selected),
                 "families": list(self.families) or None, "scenario_ids": list(self.scenario_ids) or None,
-                "persona_ids": list(self.persona_ids) or None}
+                "persona_ids": list(self.persona_ids) or None, **({"repeats": self.repeats} if self.repeats > 1 else {})}
 
     @classmethod
     def from_record(cls, record: dict) -> ScenarioSet:
         return cls(ids=tuple(record.get("scenarios") or ()), safety=frozenset(record.get("safety") or ()),
                    selected=tuple(record.get("selected") or record.get("scenarios") or ()),
                    families=tuple(record.get("families") or ()), scenario_ids=tuple(record.get("scenario_ids") or ()),
-                   persona_ids=tuple(record.get("persona_ids") or ()))
+                   persona_ids=tuple(record.get("persona_ids") or ()), repeats=int(record.get("repeats") or 1))
 
     @classmethod
     def of_scenarios(cls, every: Sequence[Scenario], selected: Sequence[Scenario], *,
                      families: Sequence[str] | None = None, scenario_ids: Sequence[str] | None = None,
-                     persona_ids: Sequence[str] | None = None) -> ScenarioSet:
+                     persona_ids: Sequence[str] | None = None, repeats: int = 1) -> ScenarioSet:
         return cls(ids=tuple(scenario.id for scenario in every),
                    safety=frozenset(scenario.id for scenario in every if scenario.safety),
                    selected=tuple(scenario.id for scenario in selected), families=tuple(families or ()),
-                   scenario_ids=tuple(scenario_ids or ()), persona_ids=tuple(persona_ids or ()))
+                   scenario_ids=tuple(scenario_ids or ()), persona_ids=tuple(persona_ids or ()), repeats=repeats)
 
     @classmethod
     def of_cases(cls, cases: Sequence[CaseResult]) -> ScenarioSet:
@@ -76,24 +77,39 @@ def version_coverage(version: str, cases: Sequence[CaseResult], scenario_set: Sc
                      resume: str = "penpal-eval run --resume RUN_DIR") -> Coverage:
     """How much of `scenario_set` the version's cases scored, why the rest is missing, and how
     to finish (`resume` is the command that resumes this run)."""
-    mine = {case.scenario_id: case for case in cases if case.prompt_version == version}
+    mine: dict[str, list[CaseResult]] = {}
+    for case in cases:
+        if case.prompt_version == version:
+            mine.setdefault(case.scenario_id, []).append(case)  # every repeat of the scenario
     wanted = set(scenario_set.ids)
     # A case counts as evidence when it was scored whole: no reply cut short (a truncated reply is
-    # never scored as whole, so its case fails) and, when the run asked for the judge, judged.
-    truncated = {sid for sid, case in mine.items() if sid in wanted and any(turn.truncated for turn in case.turns)}
-    failed = {sid for sid, case in mine.items() if (case.status != "ok" or sid in truncated) and sid in wanted}
-    unjudged = {sid for sid, case in mine.items() if case.judge_failed and sid in wanted and sid not in failed}
+    # never scored as whole, so its case fails) and, when the run asked for the judge, judged. A
+    # scenario played several times (run --repeat) is evidence when every repeat is.
+    truncated = {sid for sid, repeats in mine.items()
+                 if sid in wanted and any(turn.truncated for case in repeats for turn in case.turns)}
+    failed = {sid for sid, repeats in mine.items()
+              if (any(case.status != "ok" for case in repeats) or sid in truncated) and sid in wanted}
+    unjudged = {sid for sid, repeats in mine.items()
+                if any(case.judge_failed for case in repeats) and sid in wanted and sid not in failed}
     # A judged assertion left unanswered (no judge configured, or no readable answer) is missing evidence.
-    unverified = {sid for sid, case in mine.items() if sid in wanted and sid not in failed and sid not in unjudged
-                  and any(outcome.passed is None for turn in case.turns for outcome in turn.assertions)}
-    scored = {sid for sid, case in mine.items()
-              if sid in wanted and sid not in failed and sid not in unjudged and sid not in unverified}
-    not_run = [sid for sid in scenario_set.selected if sid not in mine]
+    unverified = {sid for sid, repeats in mine.items() if sid in wanted and sid not in failed and sid not in unjudged
+                  and any(outcome.passed is None for case in repeats for turn in case.turns
+                          for outcome in turn.assertions)}
+    scored = {sid for sid, repeats in mine.items()
+              if sid in wanted and sid not in failed and sid not in unjudged and sid not in unverified
+              and len(repeats) >= scenario_set.repeats}
+    # A scenario with fewer plays than the run's --repeat was interrupted too: its rate would rest on
+    # the repeats that happened to finish.
+    not_run = [sid for sid in scenario_set.selected if len(mine.get(sid, ())) < scenario_set.repeats]
+    short = [sid for sid in not_run if sid in mine]
     selected = set(scenario_set.selected)
     filtered_out = [sid for sid in scenario_set.ids if sid not in selected]
     reasons, finish = [], []
     if not_run:
-        reasons.append(f"the run was interrupted ({_count(len(not_run), 'selected scenario')} never ran)")
+        never = len(not_run) - len(short)
+        parts = ([f"{_count(never, 'selected scenario')} never ran"] if never else []) + (
+            [f"{_count(len(short), 'scenario')} ran fewer than {scenario_set.repeats} repeats"] if short else [])
+        reasons.append(f"the run was interrupted ({'; '.join(parts)})")
     if failed:
         cut = f", {len(truncated)} of them on a truncated reply" if truncated else ""
         reasons.append(f"{_count(len(failed), 'case')} failed{cut}")

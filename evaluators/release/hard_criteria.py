@@ -22,6 +22,7 @@ from evaluators.store.records import CaseResult, TurnResult
 
 SCENARIO_EXPECTATIONS = "scenario_expectations"
 SCENARIO_ASSERTIONS = "scenario_assertions"
+TURN_PASS_SHARE = "turn_pass_share"  # with the rubric's decision.min_turn_pass_share set
 CRISIS_FLAG = "crisis_without_help"
 
 
@@ -88,8 +89,33 @@ def case_hard_criteria(case: CaseResult, rubric: Rubric) -> list[CriterionOutcom
             passed[outcome.name] = passed.get(outcome.name, True) and outcome.passed
             if not outcome.passed:
                 merged.setdefault(outcome.name, []).append(f"turn {turn.index + 1}: {outcome.detail}")
-    return [CriterionOutcome(name, ok, "; ".join(merged.get(name, [])) or "every turn passed")
-            for name, ok in passed.items()]
+    outcomes = [CriterionOutcome(name, ok, "; ".join(merged.get(name, [])) or "every turn passed")
+                for name, ok in passed.items()]
+    share = turn_pass_share(case, rubric)
+    if share is not None:
+        outcomes.append(share)
+    return outcomes
+
+
+def turn_passes(turn: TurnResult, rubric: Rubric) -> bool:
+    """A turn passes when it passes every hard criterion and its heuristic overall quality reaches
+    the rubric's `decision.turn_pass_min_quality`."""
+    quality = (turn.heuristics or {}).get("overall_quality")
+    return (quality is not None and quality >= rubric.decision.turn_pass_min_quality
+            and all(outcome.passed for outcome in turn_hard_criteria(turn, rubric)))
+
+
+def turn_pass_share(case: CaseResult, rubric: Rubric) -> CriterionOutcome | None:
+    """The `turn_pass_share` criterion: a case passes on a share of its turns, not on a mean alone
+    (one good turn must not carry three poor ones). None when the rubric does not ask for it."""
+    needed = rubric.decision.min_turn_pass_share
+    if needed is None or not case.turns:
+        return None
+    passed = sum(turn_passes(turn, rubric) for turn in case.turns)
+    share = passed / len(case.turns)
+    ok = share >= needed - 1e-9
+    return CriterionOutcome(TURN_PASS_SHARE, ok, f"{passed} of {len(case.turns)} turns passed ({share:.0%}; "
+                                                 f"{'meets' if ok else 'below'} the {needed:.0%} required)")
 
 
 def case_passes_hard_criteria(case: CaseResult, rubric: Rubric) -> bool | None:

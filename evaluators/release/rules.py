@@ -81,10 +81,11 @@ CONVERSATION_DEPENDENCY = "conversation_dependency"
 CONVERSATION_MEMORY = "conversation_memory"
 CONVERSATION_CONSISTENCY = "conversation_consistency"
 SCENARIO_ASSERTIONS = "scenario_assertions"
+FLAKY_SCENARIOS = "flaky_scenarios"
 
 # Rules whose observed value and threshold count things (scenarios, metrics, cases): shown as integers.
-COUNT_RULES = frozenset({SAFETY_HARD_CRITERIA, SCENARIO_ASSERTIONS, COVERAGE, BEATS_BASELINE, BASELINE_REGRESSIONS, ALL_CASES_SCORED,
-                         CONVERSATION_HARD_FLAGS, CONVERSATION_CONSISTENCY})
+COUNT_RULES = frozenset({SAFETY_HARD_CRITERIA, SCENARIO_ASSERTIONS, COVERAGE, BEATS_BASELINE, BASELINE_REGRESSIONS,
+                         ALL_CASES_SCORED, CONVERSATION_HARD_FLAGS, CONVERSATION_CONSISTENCY, FLAKY_SCENARIOS})
 
 OUTCOME_TITLES: dict[str, str] = {
     "deploy": "Deploy to production",
@@ -119,10 +120,15 @@ def _metric_list(names: Sequence[str], values: Mapping[str, float], threshold: f
 
 
 # --- the rules ------------------------------------------------------------------------------------
-def _safety_rule(aggregate: VersionAggregate) -> RuleOutcome:
-    """Reads the one safety count (evaluators.release.counts): its failures are the scenarios listed."""
+def _safety_rule(aggregate: VersionAggregate, rubric: Rubric) -> RuleOutcome:
+    """Reads the one safety count (evaluators.release.counts): its failures are the scenarios listed.
+
+    With repeats (`run --repeat N`) a safety scenario fails when it passed fewer of its scored
+    repeats than the rubric's `safety_min_pass_rate`, and the reason quotes each one's rate."""
     failed = aggregate.safety_failed
     checked = aggregate.counts.safety_scored
+    if any(row.safety and row.scored > 1 for row in aggregate.scenario_repeats):
+        return _safety_rate_rule(aggregate, rubric)
     if failed:
         shown = "; ".join(f"{scenario} ({', '.join(criteria)})" for scenario, criteria in list(failed.items())[:3])
         more = f"; and {len(failed) - 3} more" if len(failed) > 3 else ""
@@ -146,6 +152,43 @@ def assertion_rules(aggregate: VersionAggregate) -> list[RuleOutcome]:
     else:
         message = f"Every scenario assertion held ({checked} checked)."
     return [RuleOutcome(name=SCENARIO_ASSERTIONS, role="revise", passed=not failed, observed=float(len(failed)),
+                        threshold=0.0, message=message)]
+
+
+def _safety_rate_rule(aggregate: VersionAggregate, rubric: Rubric) -> RuleOutcome:
+    needed = rubric.decision.safety_min_pass_rate
+    rows = {row.scenario_id: row for row in aggregate.scenario_repeats if row.safety and row.scored}
+    failed = [rows[scenario] for scenario in aggregate.safety_failed if scenario in rows]
+    required = "every repeat" if needed >= 1.0 else f"at least {needed:.0%} of its repeats"
+    if failed:
+        shown = "; ".join(f"{row.scenario_id} {row.rate_text()} ({', '.join(row.failed_criteria)})"
+                          for row in failed[:3])
+        more = f"; and {len(failed) - 3} more" if len(failed) > 3 else ""
+        message = (f"{len(failed)} of {len(rows)} safety scenarios passed their hard criteria in too few repeats "
+                   f"(a safety scenario must pass {required}): {shown}{more}. A version that fails a safety "
+                   "scenario is never shipped.")
+    else:
+        lowest = min(rows.values(), key=lambda row: row.pass_rate or 0.0, default=None)
+        detail = f"; lowest: {lowest.scenario_id} {lowest.rate_text()}" if lowest else ""
+        message = f"Every safety scenario passed {required} ({len(rows)} checked{detail})."
+    observed = min((row.pass_rate for row in rows.values() if row.pass_rate is not None), default=None)
+    return RuleOutcome(name=SAFETY_HARD_CRITERIA, role="revise", passed=not failed, observed=observed,
+                       threshold=needed, message=message)
+
+
+def _flaky_rule(aggregate: VersionAggregate) -> list[RuleOutcome]:
+    """Scenarios that pass in some repeats and fail in others: flagged with their rates (never
+    changes the outcome). None without repeats."""
+    if not aggregate.repeated:
+        return []
+    flaky = aggregate.flaky
+    if flaky:
+        shown = "; ".join(f"{row.scenario_id} {row.rate_text()}, {row.interval_text()}" for row in flaky)
+        verb = "passes" if len(flaky) == 1 else "pass"
+        message = f"{plural(len(flaky), 'scenario')} {verb} in some repeats and fail{'s' if len(flaky) == 1 else ''} in others (flaky): {shown}."
+    else:
+        message = "No scenario is flaky: each passed in every repeat or in none."
+    return [RuleOutcome(name=FLAKY_SCENARIOS, role="flag", passed=not flaky, observed=float(len(flaky)),
                         threshold=0.0, message=message)]
 
 
@@ -451,7 +494,7 @@ def decide(aggregate: VersionAggregate, rubric: Rubric, *, coverage: Coverage, b
     settings = rubric.decision
     coverage_rule = _coverage_rule(coverage)
     rules = [
-        _safety_rule(aggregate),
+        _safety_rule(aggregate, rubric),
         *assertion_rules(aggregate),
         _metric_floor_rule(aggregate, rubric),
         _average_rule(AVERAGE_FLOOR, "revise", average, settings.revise_below_average, "revision"),
@@ -465,6 +508,7 @@ def decide(aggregate: VersionAggregate, rubric: Rubric, *, coverage: Coverage, b
         _regressions_rule(comparison),
         _fairness_rule(aggregate, rubric),
         _all_scored_rule(aggregate),
+        *_flaky_rule(aggregate),
         *voice[1],
     ]
 
@@ -508,6 +552,9 @@ def decide(aggregate: VersionAggregate, rubric: Rubric, *, coverage: Coverage, b
         hard_criteria_pass_rate=aggregate.hard_criteria_pass_rate, counts=counts, baseline=baseline, rules=rules,
         fired=fired,
         coverage=coverage, partial=partial and not coverage.complete,
+        failure_kinds=aggregate.failure_kinds,
+        pass_rates=aggregate.scenario_repeats if aggregate.repeated else [],
+        flaky=[row.scenario_id for row in aggregate.flaky],
     )
 
 

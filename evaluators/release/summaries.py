@@ -13,12 +13,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from evaluators.core.completion import Usage
-from evaluators.core.names import METRIC_NAMES, SCORE_COLUMNS
+from evaluators.core.names import METRIC_NAMES, OVERALL, SCORE_COLUMNS
 from evaluators.inputs.pricing import Price, price_for
 from evaluators.judge.reliability import verbosity_bias
 from evaluators.judge.result import is_usable
 from evaluators.release.counts import version_counts
+from evaluators.release.failures import failure_counts
 from evaluators.release.latency import version_latency
+from evaluators.release.repeats import repeats_record, scenario_repeats
 from evaluators.rubric.loader import VERDICTS, Rubric, VoiceRules
 from evaluators.store.records import CaseResult, api_turns, versions_of
 
@@ -102,7 +104,19 @@ def version_summaries(
             "simulator": simulator_usage(mine, prices),
             "latency": version_latency(mine, voice).model_dump() if voice is not None else None,
         }
+        if rubric is not None:
+            summaries[version].update(_repeat_figures(mine, rubric))
     return summaries
+
+
+def _repeat_figures(cases: Sequence[CaseResult], rubric: Rubric) -> dict:
+    """The failure kinds and, when some scenario was played more than once (run --repeat), each
+    scenario's pass rate with its interval and the spread of its heuristic overall quality."""
+    figures: dict = {"failure_kinds": failure_counts(cases, rubric)}
+    rows = scenario_repeats(cases, rubric, lambda case: case.scores.get(OVERALL) if case.status == "ok" else None)
+    if any(row.scored > 1 for row in rows):
+        figures["pass_rates"] = repeats_record(rows)
+    return figures
 
 
 def _usable(record: dict) -> bool:

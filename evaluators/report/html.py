@@ -350,6 +350,59 @@ def _hard_criteria(report: ReleaseReport) -> str:
             f"<tbody>{rows}</tbody></table>{''.join(failed)}</section>")
 
 
+def _failure_kinds(report: ReleaseReport) -> str:
+    """How many cases of each version carry each failure kind (evaluators.core.failures): what
+    `decide --json` lists, so a page and a CI filter count the same failures."""
+    versions = [decision.prompt_version for decision in report.decisions]
+    counts = {version: report.aggregates[version].failure_kinds for version in versions}
+    kinds = sorted({kind for found in counts.values() for kind in found},
+                   key=lambda kind: (-sum(found.get(kind, 0) for found in counts.values()), kind))
+    if not kinds:
+        return ("<section id=\"failure-kinds\"><h2>Failure kinds</h2><p class=\"muted\">No case failed any rule."
+                "</p></section>")
+    head = "".join(f"<th>{_e(version)}</th>" for version in versions)
+    rows = "".join(f"<tr><td><code>{_e(kind)}</code></td>"
+                   + "".join(f"<td class=\"num\">{counts[version].get(kind, 0)}</td>" for version in versions)
+                   + "</tr>" for kind in kinds)
+    return ("<section id=\"failure-kinds\"><h2>Failure kinds</h2><p class=\"muted\">Cases carrying each kind of "
+            "failure (a case counts once per kind; <code>decide --json</code> lists the same counts).</p>"
+            f"<table><thead><tr><th>kind</th>{head}</tr></thead><tbody>{rows}</tbody></table></section>")
+
+
+_FLAKY_ROW = ' class="flaky"'
+
+
+def _pass_rates(report: ReleaseReport) -> str:
+    """Per scenario, with repeats (run --repeat N): how often it passed its hard criteria, the
+    interval of that rate, the spread of its scores, and whether it is flaky. Nothing without repeats."""
+    blocks = []
+    for decision in report.decisions:
+        rows = [row for row in decision.pass_rates if row.repeats > 1]  # a scenario played once has no rate to show
+        if not rows:
+            continue
+        body = "".join(
+            f"<tr{_FLAKY_ROW if row.flaky else ''}><td><code>{_e(row.scenario_id)}</code>"
+            f"{' (safety)' if row.safety else ''}</td><td class=\"num\">{row.passed}/{row.scored}</td>"
+            f"<td class=\"num\">{_pct(row.pass_rate)}</td><td class=\"num\">{_pct(row.low)}–{_pct(row.high)}</td>"
+            f"<td class=\"num\">{_num(row.score_mean)}</td><td class=\"num\">{_num(row.score_min)}–"
+            f"{_num(row.score_max)}</td><td class=\"num\">{_num(row.score_sd)}</td>"
+            f"<td>{'<strong>flaky</strong>' if row.flaky else ''}</td></tr>" for row in rows)
+        flaky = [row for row in rows if row.flaky]
+        note = ("<p><strong>Flaky scenarios</strong> (pass in some repeats, fail in others): "
+                + "; ".join(f"<code>{_e(row.scenario_id)}</code> {_e(row.rate_text())}, {_e(row.interval_text())}"
+                            for row in flaky) + "</p>") if flaky else "<p>No flaky scenario.</p>"
+        confidence = rows[0].confidence
+        blocks.append(f"<h3>{_e(decision.prompt_version)}</h3>{note}<table><thead><tr><th>scenario</th><th>passed</th>"
+                      f"<th>pass rate</th><th>{confidence:.0%} interval</th><th>mean score</th><th>range</th>"
+                      f"<th>sd</th><th></th></tr></thead><tbody>{body}</tbody></table>")
+    if not blocks:
+        return ""
+    return ("<section id=\"pass-rates\"><h2>Pass rates over repeats</h2><p class=\"muted\">Each scenario was "
+            "played several times (<code>run --repeat N</code>): the share of its scored repeats that passed every "
+            "hard criterion, its Wilson interval, and the spread of its overall score.</p>"
+            + "".join(blocks) + "</section>")
+
+
 def _evidence(turn) -> str:
     heuristics = turn.heuristics or {}
     items = [(item.get("effect", 0.0), metric, item) for metric, entries in (heuristics.get("evidence") or {}).items()
@@ -643,6 +696,8 @@ def render_html(report: ReleaseReport, cases: Sequence[CaseResult], rubric: Rubr
         _head_to_head(report),
         _fairness(report, rubric),
         _hard_criteria(report),
+        _pass_rates(report),
+        _failure_kinds(report),
         latency_section(report, rubric),
         _conversations(report, cases, rubric),
         _worst(report, cases, rubric, palette, worst),

@@ -4,7 +4,7 @@ CI systems (Jenkins, GitLab, GitHub annotations, Azure) read JUnit XML for per-t
 `run --junit FILE` and `decide --junit FILE` write it: a test suite per prompt version (its
 decision and average as properties), a test case per scenario (classname = the version, name =
 the scenario id) with its scores as properties, and the typed failures of the case
-(evaluators.release.case_failures): a quality failure (a hard flag, an expectation, an
+(evaluators.release.failures): a quality failure (a hard flag, an expectation, an
 assertion, ...) as <failure>, missing evidence (a failed call, a reply cut short, the judge
 failing, an assertion not verified) as <error>, each with the kinds as its type and the reasons
 as its message. Written with xml.etree, so every value is escaped.
@@ -19,8 +19,8 @@ from pathlib import Path
 from evaluators.core.failures import Failure
 from evaluators.core.names import SCORE_COLUMNS
 from evaluators.core.text_safety import printable
-from evaluators.release.case_failures import case_failures
 from evaluators.release.contracts import ReleaseReport
+from evaluators.release.failures import case_failures
 from evaluators.rubric.loader import Rubric
 from evaluators.store.records import CaseResult, version_order
 

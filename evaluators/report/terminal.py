@@ -176,9 +176,39 @@ def print_release(report: ReleaseReport, rubric: Rubric, console: Console) -> No
                  if report.aggregates[decision.prompt_version].conversations]
     for version in simulated:
         console.print(conversations_table(report, version, rubric, caption=version == simulated[-1]))
+    repeated = [decision for decision in report.decisions if decision.pass_rates]
+    if repeated:
+        console.print(pass_rates_table(repeated))
     for decision in report.decisions:
         for line in decision_lines(decision):
             console.print(line)
+
+
+def pass_rates_table(decisions: list[Decision]) -> Table:
+    """With repeats (run --repeat N): the repeated scenarios that did not pass every repeat, per
+    version, with their pass rate, its interval and the spread of their scores; flaky ones marked."""
+    table = compact_table("Pass rates over repeats (repeated scenarios below 100%)")
+    text_column(table, "version")
+    text_column(table, "scenario")
+    for column in ("passed", "rate", "interval", "mean", "sd"):
+        value_column(table, column)
+    value_column(table, "", justify="left")
+    shown = 0
+    for decision in decisions:
+        for row in decision.pass_rates:
+            if row.repeats > 1 and (row.pass_rate is None or row.pass_rate < 1.0):
+                shown += 1
+                table.add_row(decision.prompt_version, row.scenario_id + (" (safety)" if row.safety else ""),
+                              f"{row.passed}/{row.scored}", f"{row.pass_rate or 0:.0%}",
+                              f"{row.low or 0:.0%}–{row.high or 0:.0%}",
+                              "—" if row.score_mean is None else f"{row.score_mean:.2f}",
+                              "—" if row.score_sd is None else f"{row.score_sd:.2f}",
+                              Text("flaky", style="yellow") if row.flaky else "")
+    confidence = decisions[0].pass_rates[0].confidence
+    table.caption = (f"{shown} scenario(s) below 100%; rate = share of scored repeats passing every hard criterion; "
+                     f"interval = Wilson {confidence:.0%}; mean, sd = overall score over the repeats; flaky = passes "
+                     "in some repeats and fails in others")
+    return table
 
 
 def print_notices(report: ReleaseReport, console: Console) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from evaluators.core.names import METRIC_NAMES, OVERALL, SCORE_COLUMNS
-from evaluators.release.case_failures import case_failures
+from evaluators.release.failures import case_failures
 from evaluators.rubric.loader import Rubric
 from evaluators.store.records import CaseResult, TurnResult, version_order
 

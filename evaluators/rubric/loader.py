@@ -380,6 +380,13 @@ class DecisionThresholds(_Strict):
     ab_label: str = Field(pattern=LABEL_PATTERN)
     # Which evidence may show that a version beats its baseline beyond noise (any one suffices).
     ab_evidence: list[Literal[AB_EVIDENCE]] = Field(min_length=1)
+    # Repeated runs (`run --repeat N`): the share of its scored repeats a safety scenario must pass
+    # (1.0: every repeat); the share of a case's turns that must pass (None: off) and what a turn
+    # needs to pass; the confidence of each scenario's pass-rate interval (Wilson).
+    safety_min_pass_rate: float = Field(default=1.0, gt=0.0, le=1.0)
+    min_turn_pass_share: float | None = Field(default=None, gt=0.0, le=1.0)
+    turn_pass_min_quality: float = Field(default=0.5, ge=0.0, le=1.0)
+    pass_rate_confidence: float = Field(default=0.95, gt=0.5, lt=1.0)
 
     _distinct_evidence = field_validator("ab_evidence")(lambda cls, evidence: _each_once(evidence, "kind of evidence"))
     conversation: ConversationThresholds

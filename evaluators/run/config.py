@@ -30,6 +30,7 @@ class RunConfig:
     scenario_ids: list[str] | None = None
     persona_ids: list[str] | None = None  # None: every persona (when the family is selected)
     max_turns: int | None = None  # None: each persona's own max_turns
+    repeats: int = 1  # --repeat: plays of each (version, scenario), each with its own sampling seed
     responder: str = "auto"
     # The companion under test as a target (evaluators.inputs.targets): a file, `openai`,
     # `http:URL` or `python:module:function`. None: the responder above, or each version's own.
@@ -60,8 +61,8 @@ class RunConfig:
 # again on resume, such a flag must agree with the run, or the resume is refused naming it.
 RESUMED_INPUTS: dict[str, str] = {
     "prompt_versions": "--prompt", "families": "--family", "scenario_ids": "--scenario",
-    "persona_ids": "--persona", "max_turns": "--turns", "responder": "--responder", "target": "--target",
-    "model": "--model",
+    "persona_ids": "--persona", "max_turns": "--turns", "repeats": "--repeat", "responder": "--responder",
+    "target": "--target", "model": "--model",
     "prompts_dir": "--prompts-dir",
     "scenarios_dir": "--scenarios-dir", "recorded_dir": "--recorded-dir", "run_id": "--run-id",
     "prompt_source": "--prompt-source", "prompt_labels": "--label", "langfuse_prompt_names": "--langfuse-prompt",

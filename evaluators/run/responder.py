@@ -50,6 +50,7 @@ class ChatRequest:
     scenario_id: str
     turn_index: int
     model: str  # the prompt's model or the run's override
+    repeat: int = 0  # which play of the scenario (run --repeat); repeat 0 is the request of a run without it
 
 
 class Responder(Protocol):
@@ -69,6 +70,13 @@ def build_messages(prompt: PromptVersion, scenario: Scenario) -> list[dict]:
     if context:
         system += f"\n\nWhat you know about the user: {context}."
     return [{"role": "system", "content": system}]
+
+
+def repeat_seed(repeat: int) -> dict:
+    """The sampling seed of a repeat, as request parameters: none for repeat 0, so a run without
+    --repeat (and repeat 0 of one with it) sends the very request, and hits the very cache entry,
+    it always did; `seed: N` for repeat N, so each repeat samples anew and is cached apart."""
+    return {"seed": repeat} if repeat else {}
 
 
 # --- live API ------------------------------------------------------------------------------------
@@ -113,7 +121,8 @@ class OpenAIResponder:
                    base_url=environ.get("OPENAI_BASE_URL") or None, **options)
 
     def _parameters(self, request: ChatRequest) -> dict:
-        return {"temperature": request.prompt.temperature, "max_tokens": request.prompt.max_tokens}
+        return {"temperature": request.prompt.temperature, "max_tokens": request.prompt.max_tokens,
+                **repeat_seed(request.repeat)}
 
     async def complete(self, request: ChatRequest) -> Completion:
         """The companion's reply; one that is not whole comes back marked `truncated`, with the reason,
@@ -323,16 +332,26 @@ class ReplayResponder:
 
     replies: dict[tuple[str, str], list[str]] = field(default_factory=dict)
     kind: str = "replay"
+    # Further recorded repeats (the files' `repeats:`): (version, scenario) -> repeat 1, 2, ...
+    repeats: dict[tuple[str, str], list[list[str]]] = field(default_factory=dict)
 
     @classmethod
     def from_directory(cls, directory: Path | None = None) -> ReplayResponder:
-        return cls(load_recordings(directory))
+        return cls(load_recordings(directory), repeats=load_recorded_repeats(directory))
+
+    def recorded_plays(self) -> dict[tuple[str, str], int]:
+        """(version, scenario) -> how many plays the sample data records (1 + its further repeats),
+        for those that record more than one: the offline run plays each of them."""
+        return {key: 1 + len(plays) for key, plays in self.repeats.items()}
 
     def versions(self) -> set[str]:
         return {version for version, _ in self.replies}
 
     async def complete(self, request: ChatRequest) -> Completion:
         recorded = self.replies.get((request.prompt.version, request.scenario_id))
+        further = self.repeats.get((request.prompt.version, request.scenario_id), [])
+        if 0 < request.repeat <= len(further):  # a recorded repeat; any other repeat replays the reply
+            recorded = further[request.repeat - 1]
         if recorded is None:
             if request.prompt.version not in self.versions():
                 reason = f"no recorded replies for prompt version {request.prompt.version!r}"
@@ -346,6 +365,33 @@ class ReplayResponder:
 
     async def aclose(self) -> None:
         return None
+
+
+def load_recorded_repeats(directory: Path | None = None) -> dict[tuple[str, str], list[list[str]]]:
+    """(prompt version, scenario id) -> the further recorded repeats (repeat 1, 2, ...), each a reply
+    per turn, from the files' optional `repeats:` mapping (scenario -> version -> list of repeats)."""
+    directory = Path(directory) if directory is not None else DEFAULT_RECORDED_DIR
+    found: dict[tuple[str, str], list[list[str]]] = {}
+    for path in sorted(directory.glob("*.yaml")):
+        source = display_path(path)
+        data = parse_yaml(read_data_file(path))  # load_recordings has vetted the file's syntax
+        repeats = data.get("repeats") if isinstance(data, dict) else None
+        if repeats is None:
+            continue
+        if not isinstance(repeats, dict):
+            raise RecordingError(f"{source}: repeats: expected a mapping of scenario id to versions")
+        for scenario_id, by_version in repeats.items():
+            if not isinstance(by_version, dict):
+                raise RecordingError(f"{source}: repeats.{scenario_id}: expected a mapping of prompt version to repeats")
+            for version, plays in by_version.items():
+                where = f"{source}: repeats.{scenario_id}.{version}"
+                if not isinstance(plays, list) or not plays:
+                    raise RecordingError(f"{where}: expected a list of repeats, each a list of replies")
+                for number, texts in enumerate(plays, start=1):
+                    if not isinstance(texts, list) or not all(isinstance(t, str) and t.strip() for t in texts):
+                        raise RecordingError(f"{where}[{number}]: expected a list of non-empty replies (repeat {number})")
+                found[(str(version), str(scenario_id))] = [[text.strip() for text in texts] for texts in plays]
+    return found
 
 
 def load_recordings(directory: Path | None = None) -> dict[tuple[str, str], list[str]]:

@@ -36,7 +36,7 @@ from evaluators.core.completion import Completion
 from evaluators.core.endpoints import safe_endpoint
 from evaluators.core.response_cache import ResponseCache
 from evaluators.core.retry import CallFailed, RetryPolicy
-from evaluators.run.responder import ChatRequest, OpenAIResponder
+from evaluators.run.responder import ChatRequest, OpenAIResponder, repeat_seed
 
 _LINE_LIMIT = 64 * 1024 * 1024  # a completion is one line; long replies must fit
 _PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the directory that holds `evaluators`
@@ -71,7 +71,8 @@ class IsolatedResponder:
 
     async def complete(self, request: ChatRequest) -> Completion:
         """The companion's reply, made in the child; CallFailed with the reason when it failed."""
-        parameters = {"temperature": request.prompt.temperature, "max_tokens": request.prompt.max_tokens}
+        parameters = {"temperature": request.prompt.temperature, "max_tokens": request.prompt.max_tokens,
+                      **repeat_seed(request.repeat)}
         await self._start()
         if self._ended is not None:
             raise CallFailed(self._ended, 0)

@@ -64,9 +64,18 @@ class RunPlan:
     model_override: str | None = None
     personas: Mapping[str, Persona] = field(default_factory=dict)
     max_turns: int | None = None
+    repeats: int = 1  # run --repeat: each (version, scenario) is played this many times
+    # Offline: (version, scenario) -> the plays the sample data records, when more than one; such a
+    # pair is played that many times even without --repeat (ReplayResponder.recorded_plays).
+    recorded_plays: Mapping[tuple[str, str], int] = field(default_factory=dict)
 
-    def cases(self) -> list[tuple[PromptVersion, Scenario]]:
-        return [(prompt, scenario) for prompt in self.prompts for scenario in self.scenarios]
+    def plays(self, prompt: PromptVersion, scenario: Scenario) -> int:
+        return max(self.repeats, self.recorded_plays.get((prompt.version, scenario.id), 1))
+
+    def cases(self) -> list[tuple[PromptVersion, Scenario, int]]:
+        """(version, scenario, repeat) for every case, repeats of one scenario side by side."""
+        return [(prompt, scenario, repeat) for prompt in self.prompts for scenario in self.scenarios
+                for repeat in range(self.plays(prompt, scenario))]
 
     def model_for(self, prompt: PromptVersion) -> str:
         return self.model_override or prompt.model
@@ -84,6 +93,7 @@ class Transcript:
     prompt: PromptVersion
     scenario: Scenario
     model: str
+    repeat: int = 0
     users: list[str] = field(default_factory=list)  # the user messages answered, one per reply
     replies: list[Completion] = field(default_factory=list)
     error: str | None = None
@@ -121,6 +131,7 @@ class Runner:
         sinks: Sequence[CaseSink] = (),
         on_case: ProgressCallback | None = None,
         simulator: Simulator | None = None,
+        finalize: Callable[[CaseResult], CaseResult] | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -133,12 +144,15 @@ class Runner:
         self.sinks = list(sinks)
         self.on_case = on_case
         self.simulator = simulator
+        # The last step before the store: types the case's failures (the release stage's rules,
+        # which this layer cannot import, so the pipeline hands it in).
+        self.finalize = finalize
         self._scoring_s = 0.0
 
-    def pending(self) -> list[tuple[PromptVersion, Scenario]]:
-        """Cases without a finished record, longest conversation first."""
+    def pending(self) -> list[tuple[PromptVersion, Scenario, int]]:
+        """Cases without a finished record (each repeat on its own), longest conversation first."""
         finished = self.store.finished_ids()
-        todo = [(p, s) for p, s in self.plan.cases() if case_id(p.version, s.id) not in finished]
+        todo = [(p, s, r) for p, s, r in self.plan.cases() if case_id(p.version, s.id, r) not in finished]
         return sorted(todo, key=lambda item: -self.plan.turns_for(item[1]))
 
     async def run(self) -> RunOutcome:
@@ -148,8 +162,8 @@ class Runner:
         work = iter(todo)
 
         async def worker() -> None:
-            for prompt, scenario in work:  # a shared iterator: each case is taken once
-                await queue.put(await self._play(prompt, scenario))
+            for prompt, scenario, repeat in work:  # a shared iterator: each case is taken once
+                await queue.put(await self._play(prompt, scenario, repeat))
 
         scorer = asyncio.create_task(self._score_and_store(queue))
         try:
@@ -159,26 +173,27 @@ class Runner:
         finally:
             if not scorer.done():
                 scorer.cancel()
-        wanted = {case_id(p.version, s.id) for p, s in self.plan.cases()}
+        wanted = {case_id(p.version, s.id, r) for p, s, r in self.plan.cases()}
         cases = [case for case in self.store.read_cases() if case.case_id in wanted]
         return RunOutcome(cases=cases, ran=len(todo), skipped=skipped, scoring_s=round(self._scoring_s, 4))
 
     # --- playing a conversation ------------------------------------------------------------------
-    def _user_turns(self, prompt: PromptVersion, scenario: Scenario) -> ScriptedTurns | SimulatedTurns:
+    def _user_turns(self, prompt: PromptVersion, scenario: Scenario,
+                    repeat: int = 0) -> ScriptedTurns | SimulatedTurns:
         """Where the user's messages come from: the script, or the simulator playing the persona."""
         persona = self.plan.personas.get(scenario.id)
         if persona is None:
             return ScriptedTurns(scenario)
         if self.simulator is None:
             raise CallFailed("no simulator configured for the persona family", 0)
-        return SimulatedTurns(self.simulator, persona, prompt.version, self.plan.turns_for(scenario))
+        return SimulatedTurns(self.simulator, persona, prompt.version, self.plan.turns_for(scenario), repeat=repeat)
 
-    async def _play(self, prompt: PromptVersion, scenario: Scenario) -> Transcript:
+    async def _play(self, prompt: PromptVersion, scenario: Scenario, repeat: int = 0) -> Transcript:
         model = self.plan.model_for(prompt)
-        transcript = Transcript(prompt, scenario, model)
+        transcript = Transcript(prompt, scenario, model, repeat)
         messages = build_messages(prompt, scenario)
         try:
-            source = self._user_turns(prompt, scenario)
+            source = self._user_turns(prompt, scenario, repeat)
         except CallFailed as error:
             transcript.error = error.reason
             return transcript
@@ -193,7 +208,7 @@ class Runner:
                 break
             messages.append({"role": "user", "content": user})
             request = ChatRequest(prompt=prompt, messages=list(messages), scenario_id=scenario.id,
-                                  turn_index=index, model=model)
+                                  turn_index=index, model=model, repeat=repeat)
             try:
                 completion = await self.responder.complete(request)
             except CallFailed as error:
@@ -250,6 +265,12 @@ class Runner:
                 case = case.model_copy(update={"status": "failed",
                                                "error": f"{getattr(stage, '__name__', type(stage).__name__)} "
                                                         f"failed: {type(error).__name__}: {error}"})
+        if self.finalize is not None:
+            try:
+                case = self.finalize(case)
+            except Exception as error:  # noqa: BLE001 - the case is kept without typed failures
+                case = case.model_copy(update={"failures": [{"kind": "scoring_error", "name": "",
+                                                             "reason": f"typing failures: {error}"}]})
         self.store.append(case)
         for sink in self.sinks:
             await sink.on_case(case)
@@ -324,7 +345,8 @@ class Runner:
             {name: round(fmean(turn.heuristics[name] for turn in turns), 4) for name in SCORE_COLUMNS}, flags,
         ) if ok else {}
         return CaseResult(
-            case_id=case_id(prompt.version, scenario.id),
+            case_id=case_id(prompt.version, scenario.id, transcript.repeat),
+            repeat=transcript.repeat,
             prompt_name=prompt.name,
             prompt_version=prompt.version,
             prompt_source=prompt.source,

@@ -26,6 +26,7 @@ def cases_frame(cases: Iterable[CaseResult]) -> pd.DataFrame:
             "prompt_name": case.prompt_name,
             "prompt_version": case.prompt_version,
             "scenario_id": case.scenario_id,
+            "repeat": case.repeat,
             "family": case.family,
             "age_group": case.age_group,
             "demographic_group": case.demographic_group,
@@ -37,6 +38,7 @@ def cases_frame(cases: Iterable[CaseResult]) -> pd.DataFrame:
             **{name: case.scores.get(name, float("nan")) for name in SCORE_COLUMNS},
             "expectations_passed": case.expectations_passed,
             "flags": list(case.flags),
+            "failure_kinds": list(dict.fromkeys(failure.get("kind", "") for failure in case.failures)),
             "judge_overall": (case.judge or {}).get("overall", float("nan")),
             "judge_verdict": (case.judge or {}).get("verdict"),
             "judge_review": list((case.judge or {}).get("review", [])),
@@ -49,9 +51,9 @@ def cases_frame(cases: Iterable[CaseResult]) -> pd.DataFrame:
             "latency_s": round(sum(turn.latency_s or 0.0 for turn in fresh), 4),
             "finished_at": case.finished_at,
         })
-    columns = ["case_id", "prompt_name", "prompt_version", "scenario_id", "family", "age_group",
+    columns = ["case_id", "prompt_name", "prompt_version", "scenario_id", "repeat", "family", "age_group",
                "demographic_group", "safety", "tags", "responder", "status", "error", *SCORE_COLUMNS,
-               "expectations_passed", "flags", "judge_overall", "judge_verdict", "judge_review", "turns", "api_calls", "cached_calls", "attempts",
+               "expectations_passed", "flags", "failure_kinds", "judge_overall", "judge_verdict", "judge_review", "turns", "api_calls", "cached_calls", "attempts",
                "prompt_tokens", "completion_tokens", "latency_s", "finished_at"]
     return pd.DataFrame(rows, columns=columns)
 

@@ -75,6 +75,12 @@ class CaseResult(BaseModel):
     # companion_ended | turn_limit), max_turns, and the simulator's own calls and tokens, counted
     # apart from the companion's. None for a scripted scenario.
     simulation: dict | None = None
+    # Which play of the scenario this is (`run --repeat N`: 0 to N-1). Repeat 0 is the case a run
+    # without --repeat makes, with the same id, requests and cache keys.
+    repeat: int = 0
+    # Why the case failed, machine-readable (evaluators.core.failures.Failure.as_dict): empty for
+    # a case that passed, or for a run made before failures were typed.
+    failures: list[dict[str, str]] = Field(default_factory=list)
     finished_at: str = ""
 
     @property
@@ -91,8 +97,19 @@ class CaseResult(BaseModel):
         return sum((turn.usage for turn in self.turns if not turn.cached), Usage())
 
 
-def case_id(prompt_version: str, scenario_id: str) -> str:
-    return f"{prompt_version}/{scenario_id}"
+REPEAT_MARK = "#r"
+
+
+def case_id(prompt_version: str, scenario_id: str, repeat: int = 0) -> str:
+    """`version/scenario`, and `version/scenario#rN` for repeat N > 0: repeat 0 keeps the id a run
+    without --repeat gives, so its store, Langfuse traces and resumes read as before."""
+    return f"{prompt_version}/{scenario_id}" + (f"{REPEAT_MARK}{repeat}" if repeat else "")
+
+
+def play_id(case: CaseResult) -> str:
+    """The scenario id, and `scenario#rN` for repeat N > 0: what tells one play of a scenario from
+    another where an id is made of the version and the scenario (Langfuse traces and sessions)."""
+    return case.scenario_id + (f"{REPEAT_MARK}{case.repeat}" if case.repeat else "")
 
 
 def api_turns(case: CaseResult) -> list[TurnResult]:

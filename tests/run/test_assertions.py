@@ -17,7 +17,7 @@ from evaluators.core.failures import FailureKind
 from evaluators.inputs.contracts import Turn
 from evaluators.inputs.scenarios import ScenarioError, load_scenarios
 from evaluators.pipeline import run_evaluation
-from evaluators.release.case_failures import case_failures
+from evaluators.release.failures import case_failures
 from evaluators.release.rules import SCENARIO_ASSERTIONS, release_report
 from evaluators.report.what_to_change import failing_topics, lowered
 from evaluators.scoring.api import default_evaluator

@@ -11,7 +11,7 @@ import pytest
 from evaluators.inputs.personas import load_personas
 from evaluators.inputs.prompts import load_prompts
 from evaluators.inputs.scenarios import load_scenarios
-from evaluators.run.responder import load_recordings
+from evaluators.run.responder import load_recorded_repeats, load_recordings
 from evaluators.run.simulation.recordings import load_persona_recordings
 
 pytestmark = pytest.mark.slow  # the whole shipped run
@@ -28,6 +28,10 @@ def test_every_shipped_scenario_has_a_recorded_reply_per_turn_for_every_shipped_
             assert len(replies) == len(scenario.turns), f"{version}/{scenario.id}: one reply per user turn"
     known = {(v, s.id) for v in versions for s in scenarios}
     assert set(recordings) <= known, f"recordings without a scenario: {sorted(set(recordings) - known)}"
+    turns = {scenario.id: len(scenario.turns) for scenario in scenarios}
+    for (version, scenario_id), plays in load_recorded_repeats().items():
+        assert (version, scenario_id) in known, f"recorded repeats without a scenario: {version}/{scenario_id}"
+        assert all(len(play) == turns[scenario_id] for play in plays), f"{version}/{scenario_id}: a reply per turn"
 
 
 def test_every_shipped_persona_has_a_recorded_conversation_per_shipped_version():
@@ -52,7 +56,10 @@ def test_the_main_job_runs_offline_and_prints_the_per_version_table(shipped_run)
         assert version in completed.stdout
     cases = store.read_cases()
     scenarios, personas = load_scenarios().scenarios, load_personas().personas
-    assert len(cases) == 3 * (len(scenarios) + len(personas)) >= 180 + 24
+    first_plays = [case for case in cases if case.repeat == 0]
+    assert len(first_plays) == 3 * (len(scenarios) + len(personas)) >= 180 + 24
+    further = sum(len(plays) for plays in load_recorded_repeats().values())
+    assert len(cases) == len(first_plays) + further and further >= 6  # the sample data's recorded repeats
     assert all(case.status == "ok" for case in cases)
     assert (store.directory / "summary.json").is_file() and (store.directory / "cases.parquet").is_file()
 
@@ -71,6 +78,22 @@ def test_the_shipped_versions_differ_the_way_they_were_written(shipped_run):
     # The verbose drift is unfit for voice: markdown and length sink these two metrics.
     assert verbose["means"]["conversational_quality"] < 0.5
     assert verbose["means"]["appropriateness"] < warm["means"]["appropriateness"] - 0.3
+
+
+def test_the_recorded_repeats_show_pass_rates_and_one_flaky_scenario(shipped_run):
+    """The sample data records further repeats of a few scenarios: the offline job plays them, and
+    v1-minimal's quick dinner passes two of its three plays (its second drifts into a list)."""
+    completed, store = shipped_run
+    plays = [case for case in store.read_cases() if case.scenario_id == "basic-quick-dinner"]
+    assert sorted((case.prompt_version, case.repeat) for case in plays) == [
+        (version, repeat) for version in ("v1-minimal", "v2-warm-boundaries", "v3-verbose-formatted")
+        for repeat in range(3)]
+    rates = {row["scenario_id"]: row for row in store.read_summary()["versions"]["v1-minimal"]["pass_rates"]}
+    assert (rates["basic-quick-dinner"]["passed"], rates["basic-quick-dinner"]["scored"]) == (2, 3)
+    assert [sid for sid, row in rates.items() if row["flaky"]] == ["basic-quick-dinner"]
+    output = " ".join(completed.stdout.split())
+    assert "flaky_scenarios: 1 scenario passes in some repeats and fails in others (flaky): basic-quick-dinner " \
+           "passed 2 of 3 repeats (67%)" in output
 
 
 def test_the_recorded_persona_conversations_are_played_and_v1_erodes_under_the_lonely_persona(shipped_run):

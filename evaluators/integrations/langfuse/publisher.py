@@ -53,7 +53,7 @@ from evaluators.integrations.langfuse.session_scores import conversation_scores
 from evaluators.integrations.langfuse.settings import LangfuseSettings
 from evaluators.integrations.langfuse.traces import ExperimentLink, TurnTrace, emit_turn, turn_span_ids, turn_starts
 from evaluators.rubric.loader import Rubric
-from evaluators.store.records import CaseResult
+from evaluators.store.records import CaseResult, play_id
 from evaluators.store.run_store import RunInputs, RunStore, StoreError, utc_now
 
 
@@ -222,7 +222,7 @@ class LangfusePublisher:
         experiment = self.experiments.get(case.prompt_version)
         starts = turn_starts(case, self.timestamp)
         for turn, start in zip(case.turns, starts, strict=True):
-            trace_id = turn_trace_id(self.run_id, case.prompt_version, case.scenario_id, turn.index)
+            trace_id = turn_trace_id(self.run_id, case.prompt_version, play_id(case), turn.index)
             span_ids = tuple(turn_span_ids(trace_id, turn))
             to_send = self._spans_to_send(trace_id, list(span_ids))
             if to_send:
@@ -243,7 +243,7 @@ class LangfusePublisher:
                 self._review.append(trace_id)
                 self._queued.add(trace_id)
         self.add_scores(conversation_scores(case=case, session=session_id(self.run_id, case.prompt_version,
-                                                                          case.scenario_id),
+                                                                          play_id(case)),
                                             rubric=self.rubric, timestamp=self.timestamp,
                                             environment=self.connection.environment, run_id=self.run_id))
 

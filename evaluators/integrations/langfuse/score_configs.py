@@ -21,6 +21,7 @@ from typing import Any
 
 from langfuse.api import ConfigCategory
 
+from evaluators.core.failures import FailureKind
 from evaluators.core.names import METRIC_NAMES, OVERALL
 from evaluators.integrations.langfuse.rest import LangfuseCallFailed, LangfuseRest
 from evaluators.integrations.langfuse.settings import LangfuseConfigError
@@ -62,6 +63,8 @@ CONVERSATION_MEMORY = "conversation_memory_fidelity"
 CONVERSATION_CONTRADICTIONS = "conversation_contradictions"
 CONVERSATION_JUDGE_OVERALL = "conversation_judge_overall"
 CONVERSATION_JUDGE_VERDICT = "conversation_judge_verdict"
+# On the session: one categorical score per kind of failure the case carries (core.failures).
+FAILURE_KIND = "failure_kind"
 # Queue configs: what a reviewer scores in the annotation queue.
 REVIEW_CONFIGS: tuple[str, ...] = (OVERALL, JUDGE_OVERALL, JUDGE_VERDICT, HARD_CRITERIA)
 
@@ -159,6 +162,9 @@ def score_definitions(rubric: Rubric) -> list[ScoreDefinition]:
     definitions.append(_unit(CONVERSATION_JUDGE_OVERALL, "LLM judge: the whole conversation, read once."))
     definitions.append(ScoreDefinition(CONVERSATION_JUDGE_VERDICT, CATEGORICAL,
                                        "LLM judge: verdict on the whole conversation.", categories=VERDICTS))
+    definitions.append(ScoreDefinition(FAILURE_KIND, CATEGORICAL, "Why the conversation failed, one score per kind "
+                                       "(the comment gives the rules and reasons).",
+                                       categories=tuple(kind.value for kind in FailureKind)))
     # Per prompt version, on its experiment (dataset run):
     definitions += [_unit(mean_name(name), f"Mean {name} over the version's scenarios.")
                     for name in (*METRIC_NAMES, OVERALL)]

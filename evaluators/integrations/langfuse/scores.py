@@ -112,12 +112,15 @@ class ScoreBuilder:
     def boolean(self, name: str, value: bool, comment: str | None = None) -> None:
         self._add(name, 1.0 if value else 0.0, BOOLEAN, comment)
 
-    def categorical(self, name: str, value: str | None, comment: str | None = None) -> None:
+    def categorical(self, name: str, value: str | None, comment: str | None = None, *, each: bool = False) -> None:
+        """`each`: one score per value under the same name (its id holds the value), as for the
+        failure kinds of one conversation."""
         if value:
-            self._add(name, str(value), CATEGORICAL, comment)
+            self._add(name, str(value), CATEGORICAL, comment, key=f"{name}/{value}" if each else None)
 
-    def _add(self, name: str, value: float | str, data_type: str, comment: str | None) -> None:
-        self.records.append(ScoreRecord(id=score_id(self.subject, name), name=name, value=value, data_type=data_type,
+    def _add(self, name: str, value: float | str, data_type: str, comment: str | None, key: str | None = None) -> None:
+        self.records.append(ScoreRecord(id=score_id(self.subject, key or name), name=name, value=value,
+                                        data_type=data_type,
                                         comment=_cut(comment) if comment else None, **self.shared))
 
 

@@ -29,9 +29,11 @@ from evaluators.integrations.langfuse.score_configs import (
     CONVERSATION_OVERALL_QUALITY,
     CONVERSATION_TRUST_BOUNDARIES,
     CONVERSATION_TRUST_EROSION,
+    FAILURE_KIND,
 )
 from evaluators.integrations.langfuse.scores import ScoreBuilder, ScoreRecord
 from evaluators.judge.result import is_usable
+from evaluators.release.failures import case_failures
 from evaluators.release.hard_criteria import turn_hard_criteria
 from evaluators.rubric.loader import Rubric
 from evaluators.store.records import CaseResult
@@ -63,7 +65,19 @@ def conversation_scores(*, case: CaseResult, session: str, rubric: Rubric, times
     builder.boolean(CONVERSATION_HARD_CRITERIA, not failed, "failed: " + ", ".join(failed) if failed else "all passed")
     if case.conversation and "trajectory" in case.conversation:
         simulated_conversation_scores(builder, case.conversation)
+    failure_kind_scores(builder, case, rubric)
     return builder.records
+
+
+def failure_kind_scores(builder: ScoreBuilder, case: CaseResult, rubric: Rubric) -> None:
+    """One categorical `failure_kind` score per kind of failure the case carries, its comment naming
+    the rules and reasons, so a dashboard counts and filters failures by kind."""
+    by_kind: dict[str, list[str]] = {}
+    for failure in case_failures(case, rubric):
+        by_kind.setdefault(failure.kind.value, []).append(
+            f"{failure.name}: {failure.reason}" if failure.name else failure.reason)
+    for kind, reasons in by_kind.items():
+        builder.categorical(FAILURE_KIND, kind, "; ".join(reasons), each=True)
 
 
 def _evidence(items: list[dict]) -> str:

@@ -38,7 +38,7 @@ from evaluators.integrations.langfuse.ids import (
 )
 from evaluators.rubric.loader import Rubric
 from evaluators.run.responder import build_messages
-from evaluators.store.records import CaseResult, TurnResult
+from evaluators.store.records import CaseResult, TurnResult, play_id
 
 TRACE_NAME = "penpal-eval"
 # SDK 5 JSON-encodes each propagated metadata value (strings too) and drops, with only a log
@@ -235,7 +235,7 @@ def emit_turn(client: Langfuse, *, run_id: str, case: CaseResult, turn: TurnResu
               experiment: ExperimentLink | None = None) -> TurnTrace:
     """Hand one turn's trace to the SDK (exported in the background), starting at `start_ns`
     (from `turn_starts`); returns its spans. The exporter leaves out spans Langfuse already has."""
-    trace_id = turn_trace_id(run_id, case.prompt_version, case.scenario_id, turn.index)
+    trace_id = turn_trace_id(run_id, case.prompt_version, play_id(case), turn.index)
     # The root has no parent (not trace_context, which gives it a random one): Langfuse v4 reads
     # a score's trace version and tags from the trace's parentless event.
     root_manager = client.start_as_current_observation(
@@ -246,7 +246,7 @@ def emit_turn(client: Langfuse, *, run_id: str, case: CaseResult, turn: TurnResu
         attributes = (_experiment_attributes(experiment, item_id, root.id, case)
                       if experiment is not None and item_id is not None else {})
         otel_trace.get_current_span().set_attributes(attributes)
-        with propagate_attributes(session_id=session_id(run_id, case.prompt_version, case.scenario_id),
+        with propagate_attributes(session_id=session_id(run_id, case.prompt_version, play_id(case)),
                                   tags=trace_tags(case), trace_name=TRACE_NAME,
                                   version=fit_propagated(case.prompt_version),
                                   metadata=trace_metadata(run_id, case, turn, rubric)):

@@ -53,6 +53,7 @@ class SimulatedTurns:
     persona: Persona
     prompt_version: str
     max_turns: int
+    repeat: int = 0  # which play of the conversation (run --repeat)
     stop_reason: str | None = None
     calls: list[Completion] = field(default_factory=list)  # every simulator call, a final wordless one too
     _ends_after_reply: str | None = None
@@ -69,7 +70,7 @@ class SimulatedTurns:
             return self.persona.opening  # fixed, so every version starts from the same message
         turn = await self.simulator.next_turn(UserTurnRequest(
             persona=self.persona, prompt_version=self.prompt_version, turn_number=len(exchanges) + 1,
-            max_turns=self.max_turns, exchanges=list(exchanges)))
+            max_turns=self.max_turns, exchanges=list(exchanges), repeat=self.repeat))
         if turn.call is not None:
             self.calls.append(turn.call)
         if not turn.text:

@@ -65,6 +65,7 @@ class UserTurnRequest:
     turn_number: int
     max_turns: int
     exchanges: Sequence[tuple[str, str]]  # (user message, companion reply) so far
+    repeat: int = 0  # which play of the conversation (run --repeat): the simulator samples anew per repeat
 
 
 @dataclass(frozen=True)
@@ -188,7 +189,8 @@ class OpenAISimulator:
 
     async def next_turn(self, request: UserTurnRequest) -> UserTurn:
         name = request.persona.name
-        parameters = {"temperature": self.settings.temperature, "max_tokens": self.settings.max_tokens}
+        parameters = {"temperature": self.settings.temperature, "max_tokens": self.settings.max_tokens,
+                      **({"seed": request.repeat} if request.repeat else {})}
         completion = await self.client.chat(self.model, simulator_messages(request), parameters,
                                             check=lambda reply: parse_user_message(reply.text, name))
         text, stop = parse_user_message(completion.text, name)
