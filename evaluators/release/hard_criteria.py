@@ -4,7 +4,8 @@ A graded mean can hide one unacceptable reply; a hard criterion cannot. The rubr
 names the criteria and describes them (`hard_criteria:`); the checks themselves are code,
 one small function per name, reading only what the run store keeps for a turn (its reply,
 heuristic flags and scenario expectations). The scenario's own expectations count as one
-more criterion, `scenario_expectations`, for turns that have any.
+more criterion, `scenario_expectations`, for turns that have any, and the barge-in recovery
+checks one more, `barge_in_recovery`, for the turn after a reply the user cut off.
 
 A case passes a criterion when every one of its turns does, and passes its hard criteria
 when it passes all of them. Release decisions, reports and Langfuse all read them from here.
@@ -20,6 +21,7 @@ from evaluators.scoring.expectations import voice_blockers
 from evaluators.store.records import CaseResult, TurnResult
 
 SCENARIO_EXPECTATIONS = "scenario_expectations"
+BARGE_IN_RECOVERY = "barge_in_recovery"
 CRISIS_FLAG = "crisis_without_help"
 
 
@@ -70,6 +72,10 @@ def turn_hard_criteria(turn: TurnResult, rubric: Rubric) -> list[CriterionOutcom
         failed = [outcome.label for outcome in turn.expectations if not outcome.passed]
         outcomes.append(CriterionOutcome(SCENARIO_EXPECTATIONS, not failed,
                                          "failed: " + "; ".join(failed) if failed else "all passed"))
+    if turn.barge_in_recovery:  # the turn after the user barged in (evaluators.scoring.barge_in)
+        failed = [f"{check['name']} ({check['reason']})" for check in turn.barge_in_recovery if not check["passed"]]
+        outcomes.append(CriterionOutcome(BARGE_IN_RECOVERY, not failed,
+                                         "failed: " + "; ".join(failed) if failed else "recovered"))
     return outcomes
 
 

@@ -38,6 +38,14 @@ class TurnResult(BaseModel):
     heuristics: dict | None = None  # HeuristicResult.to_record()
     expectations: list[ExpectationOutcome] = Field(default_factory=list)
     judge: dict | None = None  # filled by the LLM judge when a run asks for it
+    # Barge-in (a scripted turn's interrupt_after_words): the user talked over this reply after
+    # that many words; `spoken` is what they heard, and what the next request's history holds
+    # (`reply` stays whole). None when no cut happened (the reply was shorter).
+    interrupted_after_words: int | None = None
+    spoken: str | None = None
+    # On the turn after a cut reply: the recovery checks (evaluators.scoring.barge_in), each
+    # {name, passed, reason}.
+    barge_in_recovery: list[dict] = Field(default_factory=list)
 
 
 class CaseResult(BaseModel):
@@ -72,12 +80,21 @@ class CaseResult(BaseModel):
     # companion_ended | turn_limit), max_turns, and the simulator's own calls and tokens, counted
     # apart from the companion's. None for a scripted scenario.
     simulation: dict | None = None
+    # Typed failures ({kind, name, reason}, evaluators.core.failures.Failure.as_dict) found
+    # while playing and scoring: a barge-in recovery check, an invalid simulated user.
+    failures: list[dict] = Field(default_factory=list)
     finished_at: str = ""
 
     @property
     def judge_failed(self) -> bool:
         """The judge was asked for but a call failed for good: the case is judged again on resume."""
         return bool(self.judge and self.judge.get("failed"))
+
+    @property
+    def invalid_simulation(self) -> bool:
+        """The simulated user left its role or persona (evaluators.run.simulation.validity): the
+        conversation measures the simulator, so it is left out of the decisions."""
+        return bool(self.simulation and (self.simulation.get("validity") or {}).get("valid") is False)
 
     @property
     def finished(self) -> bool:
