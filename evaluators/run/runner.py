@@ -28,6 +28,7 @@ from evaluators.inputs.persona import Persona
 from evaluators.run.responder import ChatRequest, Responder, build_messages
 from evaluators.run.simulation.play import ScriptedTurns, SimulatedTurns
 from evaluators.run.simulation.simulator import Simulator
+from evaluators.run.simulation.validity import validate_simulation, validity_failures
 from evaluators.scoring.barge_in import cut_after_words, recovery_checks
 from evaluators.scoring.contracts import ReplyCase, Unscored
 from evaluators.scoring.expectations import check_reply
@@ -339,6 +340,18 @@ class Runner:
             interrupted_after_words=interrupt if spoken is not None else None, spoken=spoken,
         )
 
+    def _validated(self, transcript: Transcript) -> dict | None:
+        """A simulated conversation's record with its validity (evaluators.run.simulation.validity)."""
+        persona = self.plan.personas.get(transcript.scenario.id)
+        # A replayed conversation's user side was written by hand (prompts/recorded/personas/):
+        # there is no simulator to check, only a live one can drift.
+        if transcript.simulation is None or persona is None or transcript.simulation.get("simulator") == "replay":
+            return transcript.simulation
+        validity = validate_simulation(transcript.users, [reply.text for reply in transcript.replies],
+                                       transcript.simulation, persona, self.evaluator.rubric,
+                                       getattr(self.evaluator, "meaning", None))
+        return {**transcript.simulation, "validity": validity}
+
     def _case(self, transcript: Transcript, turns: list[TurnResult]) -> CaseResult:
         scenario, prompt = transcript.scenario, transcript.prompt
         ok = transcript.error is None and 0 < len(turns) == len(transcript.users)
@@ -347,6 +360,7 @@ class Runner:
         scores = self.evaluator.rubric.cap_scores(
             {name: round(fmean(turn.heuristics[name] for turn in turns), 4) for name in SCORE_COLUMNS}, flags,
         ) if ok else {}
+        simulation = self._validated(transcript) if ok else transcript.simulation
         return CaseResult(
             case_id=case_id(prompt.version, scenario.id),
             prompt_name=prompt.name,
@@ -365,7 +379,8 @@ class Runner:
             scores=scores,
             flags=flags,
             expectations_passed=all(e.passed for turn in turns for e in turn.expectations) if ok else None,
-            simulation=transcript.simulation,
-            failures=[failure.as_dict() for failure in recovery_failures(turns)],
+            simulation=simulation,
+            failures=[failure.as_dict() for failure in (*recovery_failures(turns),
+                                                        *validity_failures((simulation or {}).get("validity")))],
             finished_at=utc_now(),
         )
