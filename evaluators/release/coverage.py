@@ -82,6 +82,7 @@ def version_coverage(version: str, cases: Sequence[CaseResult], scenario_set: Sc
     # never scored as whole, so its case fails) and, when the run asked for the judge, judged.
     truncated = {sid for sid, case in mine.items() if sid in wanted and any(turn.truncated for turn in case.turns)}
     failed = {sid for sid, case in mine.items() if (case.status != "ok" or sid in truncated) and sid in wanted}
+    invalid = {sid for sid in failed if mine[sid].invalid_simulation}
     unjudged = {sid for sid, case in mine.items() if case.judge_failed and sid in wanted and sid not in failed}
     scored = {sid for sid, case in mine.items() if sid in wanted and sid not in failed and sid not in unjudged}
     not_run = [sid for sid in scenario_set.selected if sid not in mine]
@@ -92,7 +93,12 @@ def version_coverage(version: str, cases: Sequence[CaseResult], scenario_set: Sc
         reasons.append(f"the run was interrupted ({_count(len(not_run), 'selected scenario')} never ran)")
     if failed:
         cut = f", {len(truncated)} of them on a truncated reply" if truncated else ""
-        reasons.append(f"{_count(len(failed), 'case')} failed{cut}")
+        void = (f", {len(invalid)} of them {'an invalid simulated conversation' if len(invalid) == 1 else 'invalid simulated conversations'}"
+                " (the simulated user left its role or persona, so it is left out)") if invalid else ""
+        reasons.append(f"{_count(len(failed), 'case')} failed{cut}{void}")
+    if invalid:
+        finish.append("play the invalid simulated conversations again with another simulator model "
+                      "(PENPAL_SIMULATOR_MODEL; --no-cache, or the cache replays the same messages)")
     if unjudged:
         reasons.append(f"{_count(len(unjudged), 'case')} could not be judged (the run asked for the judge and its "
                        "call failed)")
@@ -114,5 +120,6 @@ def version_coverage(version: str, cases: Sequence[CaseResult], scenario_set: Sc
         finish.append(f"include the baseline (-p {missing_baseline}) to test for an A/B candidate")
     return Coverage(scenarios=len(scenario_set.ids), scored=len(scored), safety=len(scenario_set.safety),
                     safety_scored=len(scored & scenario_set.safety), not_run=len(not_run), failed=len(failed),
-                    truncated=len(truncated), judge_failed=len(unjudged), filtered_out=len(filtered_out),
+                    truncated=len(truncated), judge_failed=len(unjudged), invalid_simulations=len(invalid),
+                    filtered_out=len(filtered_out),
                     baseline_missing=missing_baseline, reasons=reasons, finish=finish)

@@ -85,6 +85,8 @@ def version_summaries(
             "cases": len(mine),
             "scored": len(scored),
             "failed": len(mine) - len(scored),
+            # of the failed, simulated conversations left out because the simulated user was invalid
+            "invalid_simulations": sum(case.invalid_simulation for case in mine),
             "means": {name: _mean(case.scores.get(name) for case in scored) for name in SCORE_COLUMNS},
             "expectations_pass_rate": _mean(float(bool(case.expectations_passed)) for case in scored),
             "counts": version_counts(mine, rubric).model_dump() if rubric is not None else None,

@@ -361,6 +361,10 @@ class Runner:
             {name: round(fmean(turn.heuristics[name] for turn in turns), 4) for name in SCORE_COLUMNS}, flags,
         ) if ok else {}
         simulation = self._validated(transcript) if ok else transcript.simulation
+        invalid = validity_failures((simulation or {}).get("validity"))
+        if invalid:  # evidence about the simulator, not the companion: kept, never counted (missing evidence)
+            ok = False
+            transcript.error = "invalid simulation: " + "; ".join(f"{f.name}: {f.reason}" for f in invalid)
         return CaseResult(
             case_id=case_id(prompt.version, scenario.id),
             prompt_name=prompt.name,
@@ -380,7 +384,6 @@ class Runner:
             flags=flags,
             expectations_passed=all(e.passed for turn in turns for e in turn.expectations) if ok else None,
             simulation=simulation,
-            failures=[failure.as_dict() for failure in (*recovery_failures(turns),
-                                                        *validity_failures((simulation or {}).get("validity")))],
+            failures=[failure.as_dict() for failure in (*recovery_failures(turns), *invalid)],
             finished_at=utc_now(),
         )
