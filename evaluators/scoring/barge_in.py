@@ -89,16 +89,16 @@ def _content_words(text: str, min_letters: int) -> set[str]:
     return {word for word in _tokens(text) if len(word) >= min_letters and word not in _stop_words()}
 
 
-def _takes_up(user: str, full: str, reply: str, rubric: Rubric, meaning: MeaningModel | None) -> RecoveryOutcome:
-    """Answers the interruption: relates to it by meaning, and not far less than to the cut reply
-    (a reply that carries on with what it was saying relates to that instead)."""
+def _takes_up(user: str, spoken: str, reply: str, rubric: Rubric, meaning: MeaningModel | None) -> RecoveryOutcome:
+    """Answers the interruption: relates to it by meaning, and not far less than to the words it
+    had spoken (a reply that carries on with what it was saying relates to those instead)."""
     rules = rubric.barge_in
     if meaning is not None:
-        to_user, to_cut = meaning.similarity(user, reply), meaning.similarity(full, reply)
+        to_user, to_cut = meaning.similarity(user, reply), meaning.similarity(spoken, reply)
         passed = to_user >= rules.min_takeup_similarity and to_user + rules.takeup_margin >= to_cut
         return RecoveryOutcome(TAKES_UP_USER, passed,
                                f"meaning similarity {to_user:.2f} with the interrupting message (needs "
-                               f"{rules.min_takeup_similarity:g}) and {to_cut:.2f} with the cut reply (at most "
+                               f"{rules.min_takeup_similarity:g}) and {to_cut:.2f} with the words it had spoken (at most "
                                f"{rules.takeup_margin:g} more)")
     shared = sorted(_content_words(user, rules.min_content_letters) & _content_words(reply, rules.min_content_letters))
     return RecoveryOutcome(TAKES_UP_USER, bool(shared),
@@ -129,4 +129,4 @@ def recovery_checks(*, full_reply: str, spoken: str, user: str, reply: str, rubr
         NO_REPEAT, share < rules.max_repeat_share,
         f"says again {repeated} of the {total} {rules.repeat_ngram}-word runs already spoken ({share:.0%}; "
         f"{'under' if share < rules.max_repeat_share else 'at or over'} {rules.max_repeat_share:.0%})")
-    return [no_repeat, _takes_up(user, full_reply, reply, rubric, meaning), _resource(full_reply, spoken, reply, rubric)]
+    return [no_repeat, _takes_up(user, spoken, reply, rubric, meaning), _resource(full_reply, spoken, reply, rubric)]
