@@ -59,6 +59,10 @@ def simulator_usage(cases: Sequence[CaseResult], prices: Mapping[str, Price] | N
         "prompt_tokens": sum(record.get("prompt_tokens", 0) for record in records),
         "completion_tokens": sum(record.get("completion_tokens", 0) for record in records),
         "cost_usd": None if cost is None else round(cost, 6),
+        # The models the simulator's responses named (their `model` field), whatever was asked for.
+        "answered_by": sorted({model for record in records for model in record.get("answered_by") or ()}),
+        # Conversations whose simulated user failed a check (evaluators.run.simulation.validity).
+        "invalid": sum(bool((record.get("validity") or {}).get("valid") is False) for record in records),
     }
 
 

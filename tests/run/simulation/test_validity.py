@@ -172,3 +172,28 @@ def test_the_model_that_actually_answered_is_recorded_beside_the_configured_one(
     assert case.simulation["model"] == "sim-model"
     assert case.simulation["answered_by"] == ["tiny-local-model"]
     assert case.simulation["raw_messages"] == [FAITHFUL[2], FAITHFUL[3], FAITHFUL[4]]
+
+
+def test_the_run_output_names_the_invalid_conversation_and_the_model_that_answered(persona_project, openai_server,
+                                                                                    monkeypatch):
+    from typer.testing import CliRunner
+
+    from evaluators.cli import app
+
+    def drifting(call: Call) -> str:
+        turn = user_turn_number(call)
+        return "As an AI language model, I'm here to help you today." if turn == 2 else faithful(turn)
+
+    server = openai_server(answers=lambda call: drifting(call) if is_simulator_call(call.messages)
+                           else scripted_reply(call.messages), model_name="tiny-local-model")
+    for name, value in {"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "companion-key",
+                        "PENPAL_SIMULATOR_MODEL": "sim-model"}.items():
+        monkeypatch.setenv(name, value)
+    result = CliRunner().invoke(app, ["run", "--prompts-dir", str(persona_project["prompts"]), "--scenarios-dir",
+                                      str(persona_project["scenarios"]), "--output", str(persona_project["runs"]),
+                                      "-f", "personas", "-f", "basic", "--turns", "3", "-p", "v2", "--no-cache"])
+    output = " ".join(result.output.split())
+    assert result.exit_code == 1, output  # a case failed: the invalid conversation
+    assert "answered by tiny-local-model" in output
+    assert "1 conversation invalid" in output and "left out of the decisions" in output
+    assert "1 of them an invalid simulated conversation" in output
