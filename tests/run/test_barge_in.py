@@ -15,6 +15,7 @@ from evaluators.release.hard_criteria import BARGE_IN_RECOVERY, case_hard_criter
 from evaluators.run.config import RunConfig
 from evaluators.scoring.api import default_evaluator
 from evaluators.scoring.barge_in import cut_after_words
+from evaluators.store.frames import turns_frame
 from tests.servers.openai_compat import Call
 from tests.support.project import write_files
 
@@ -86,6 +87,8 @@ def test_the_next_request_holds_the_cut_reply_and_the_store_keeps_both(tmp_path,
     first, second = case.turns
     assert first.reply == FIRST and first.spoken == SPOKEN and first.interrupted_after_words == 14
     assert second.spoken is None and second.interrupted_after_words is None
+    turns = turns_frame([case])  # the pandas export keeps the cut too
+    assert list(turns["spoken"].fillna("")) == [SPOKEN, ""]
 
 
 def test_a_repeat_everything_reply_fails_every_recovery_check(tmp_path, openai_server):
