@@ -672,7 +672,8 @@ def _simulation_checks(rubric: Rubric) -> list[str]:
         "`persona_facts` (facts revealed when due), `persona_style` (message length) and `stop_markers`. "
         "One that fails is invalid: kept, left out of the decisions (kind `invalid_simulation`) and counted.",
         "",
-        *_settings_table(rubric.simulation_checks, ("assistant_lexicons", "assistant_phrases",
+        *_settings_table(rubric.simulation_checks, ("assistant_lexicons", "assistant_lexicon_exceptions",
+                                                    "assistant_phrases",
                                                     "max_mirror_similarity", "fact_grace_turns", "max_user_words")),
     ]
 

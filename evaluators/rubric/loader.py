@@ -445,6 +445,7 @@ class SimulationChecks(_Strict):
     """Checks on a simulated user's side of a conversation (evaluators.run.simulation.validity)."""
 
     assistant_lexicons: list[str]
+    assistant_lexicon_exceptions: list[str]
     assistant_phrases: list[str] = Field(min_length=1)
     max_mirror_similarity: float = Field(gt=0.0, le=1.0)
     fact_grace_turns: int = Field(ge=0)
@@ -453,7 +454,7 @@ class SimulationChecks(_Strict):
 
     @model_validator(mode="after")
     def _reasoned(self) -> SimulationChecks:
-        _require_reasons(self.reasons, ("assistant_lexicons", "assistant_phrases", "max_mirror_similarity",
+        _require_reasons(self.reasons, ("assistant_lexicons", "assistant_lexicon_exceptions", "assistant_phrases", "max_mirror_similarity",
                                         "fact_grace_turns", "max_user_words"), "setting")
         return self
 
@@ -619,6 +620,12 @@ def _consistency_problems(rubric: Rubric) -> list[str]:
     for key, names in (("barge_in.resource_lexicons", rubric.barge_in.resource_lexicons),
                        ("simulation_checks.assistant_lexicons", rubric.simulation_checks.assistant_lexicons)):
         problems += [f"{key}: unknown lexicon {name!r}" for name in names if name not in rubric.lexicons]
+    checks = rubric.simulation_checks
+    listed = {entry.casefold() for name in checks.assistant_lexicons if name in rubric.lexicons
+              for entry in rubric.lexicons[name].entries}
+    problems += [f"simulation_checks.assistant_lexicon_exceptions: {entry!r} is no entry of "
+                 f"{', '.join(checks.assistant_lexicons) or 'the assistant lexicons'}"
+                 for entry in checks.assistant_lexicon_exceptions if entry.casefold() not in listed]
     unknown_criteria = sorted(set(rubric.hard_criteria) - set(HARD_CRITERIA_CHECKS))
     if unknown_criteria:
         problems.append(f"hard_criteria: no check for {unknown_criteria}; known: {list(HARD_CRITERIA_CHECKS)}")

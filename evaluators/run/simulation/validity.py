@@ -60,8 +60,9 @@ def _statements(text: str) -> str:
 
 def _assistant_phrases(rubric: Rubric) -> list[str]:
     checks = rubric.simulation_checks
+    skipped = {entry.casefold() for entry in checks.assistant_lexicon_exceptions}
     return [*checks.assistant_phrases, *(entry for name in checks.assistant_lexicons
-                                         for entry in rubric.lexicons[name].entries)]
+                                         for entry in rubric.lexicons[name].entries if entry.casefold() not in skipped)]
 
 
 def role_drift(users: Sequence[str], replies: Sequence[str], raw: Sequence[str], rubric: Rubric,

@@ -197,3 +197,27 @@ def test_the_run_output_names_the_invalid_conversation_and_the_model_that_answer
     assert "answered by tiny-local-model" in output
     assert "1 conversation invalid" in output and "left out of the decisions" in output
     assert "1 of them an invalid simulated conversation" in output
+
+
+def test_a_user_question_about_the_ai_or_a_distressed_statement_is_no_role_drift():
+    """What a person says to an AI companion ("are you an AI?") or of themself in distress ("I don't
+    have feelings any more") stays the user's: only assistant statements count."""
+    from evaluators.run.simulation.validity import role_drift
+
+    users = ["Hi there.", "Are you an AI? As an AI, do you even get tired?",
+             "Some days I don't have feelings any more. I'm not a person who cries, though."]
+    replies = ["Hello! How has your day been?", "I am an AI, yes. What's on your mind?"]
+    assert role_drift(users, replies, [], EVALUATOR.rubric, EVALUATOR.meaning).passed
+    drifted = [*users[:2], "As a digital assistant, I don't have personal data."]
+    assert not role_drift(drifted, replies, [], EVALUATOR.rubric, EVALUATOR.meaning).passed
+
+
+def test_a_rubric_exception_that_is_no_lexicon_entry_is_an_error_naming_the_key():
+    import pytest
+
+    from evaluators.rubric.loader import DEFAULT_RUBRIC_PATH, RubricError, parse_rubric
+
+    text = DEFAULT_RUBRIC_PATH.read_text(encoding="utf-8").replace(
+        "assistant_lexicon_exceptions: [I don't experience,", "assistant_lexicon_exceptions: [I dont experiense,")
+    with pytest.raises(RubricError, match=r"simulation_checks\.assistant_lexicon_exceptions: .I dont experiense. is no"):
+        parse_rubric(text, "rubric.yaml")
