@@ -47,6 +47,12 @@ class TurnResult(BaseModel):
     # {name, passed, reason}.
     barge_in_recovery: list[dict] = Field(default_factory=list)
 
+    @property
+    def heard(self) -> str:
+        """The reply as the conversation went on from it: cut where the user barged in, and marked
+        so, for whoever reads the history (the judge)."""
+        return self.reply if self.spoken is None else f"{self.spoken} [cut off: the user talked over the reply]"
+
 
 class CaseResult(BaseModel):
     """One scenario played against one prompt version: the unit the run store keeps.

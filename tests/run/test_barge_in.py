@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from evaluators.judge.stage import turn_inputs
 from evaluators.pipeline import RunReport, execute, prepare_run
 from evaluators.release.hard_criteria import BARGE_IN_RECOVERY, case_hard_criteria
 from evaluators.run.config import RunConfig
@@ -89,6 +90,9 @@ def test_the_next_request_holds_the_cut_reply_and_the_store_keeps_both(tmp_path,
     assert second.spoken is None and second.interrupted_after_words is None
     turns = turns_frame([case])  # the pandas export keeps the cut too
     assert list(turns["spoken"].fillna("")) == [SPOKEN, ""]
+    # The judge reads the history as the companion saw it: the cut reply, marked as cut.
+    heard = turn_inputs(case, None)[1].history[-1].text
+    assert heard.startswith(SPOKEN) and "988" not in heard and "cut off" in heard
 
 
 def test_a_repeat_everything_reply_fails_every_recovery_check(tmp_path, openai_server):
