@@ -221,3 +221,40 @@ def test_a_rubric_exception_that_is_no_lexicon_entry_is_an_error_naming_the_key(
         "assistant_lexicon_exceptions: [I don't experience,", "assistant_lexicon_exceptions: [I dont experiense,")
     with pytest.raises(RubricError, match=r"simulation_checks\.assistant_lexicon_exceptions: .I dont experiense. is no"):
         parse_rubric(text, "rubric.yaml")
+
+
+def test_a_marker_the_persona_has_no_condition_for_is_caught(persona_project, openai_server):
+    path = persona_project["scenarios"] / "personas" / "tester.yaml"
+    path.write_text(path.read_text().replace("leaves_when: The companion is rude.\n", ""))  # Tess never leaves
+
+    def leaving(turn: int) -> str:
+        return "My sister Greta is here, bye now. [LEAVE]" if turn == 3 else faithful(turn)
+
+    case = simulated(play(persona_project, openai_server, by_turn(leaving))[0])
+    reason = assert_caught(case, "stop_markers")
+    assert "ended as persona_left, which persona 'tester' has no condition for" in reason
+
+
+def test_a_replayed_conversation_is_written_by_hand_and_not_checked(small_project):
+    from evaluators.pipeline import execute, prepare_run
+    from tests.support.project import PERSONA, write_files
+
+    write_files(small_project["scenarios"] / "personas", {"tester.yaml": PERSONA.format(max_turns=5)})
+    write_files(small_project["recorded"] / "personas", {"tester.yaml": """\
+sample_data: true
+persona: tester
+conversations:
+  v2:
+    stopped: turn_limit
+    exchanges:
+      - {user: "Hi, I've had a long day with my dog.", reply: "Long days are tiring. How is the dog?"}
+      - {user: "As a digital assistant, I don't have personal data.", reply: "That's an odd thing to say!"}
+"""})
+    config = RunConfig(prompts_dir=small_project["prompts"], scenarios_dir=small_project["scenarios"],
+                       recorded_dir=small_project["recorded"], families=["personas"], prompt_versions=["v2"],
+                       responder="replay", output_dir=small_project["runs"], max_turns=2)
+    report = asyncio.run(execute(prepare_run(config, EVALUATOR, {}), EVALUATOR))
+    case = simulated(report)
+    assert case.status == "ok", case.error
+    assert case.simulation["simulator"] == "replay" and len(case.turns) == 2
+    assert "validity" not in case.simulation and case.failures == []
