@@ -127,3 +127,20 @@ def test_a_good_recovery_passes_every_check(tmp_path, openai_server):
     assert case.failures == []
     criteria = {outcome.name: outcome for outcome in case_hard_criteria(case, EVALUATOR.rubric)}
     assert criteria[BARGE_IN_RECOVERY].passed
+
+
+def test_without_the_sentence_encoder_a_shared_content_word_counts_as_taking_up():
+    from evaluators.scoring.barge_in import recovery_checks
+
+    user = "Wait, I meant squid, not octopuses."
+    spoken = "Octopuses have three hearts and"
+    full = spoken + " blue blood."
+
+    def takes_up(reply: str) -> dict:
+        outcomes = recovery_checks(full_reply=full, spoken=spoken, user=user, reply=reply,
+                                   rubric=EVALUATOR.rubric, meaning=None)
+        return {outcome.name: outcome for outcome in outcomes}["takes_up_user"]
+
+    assert takes_up("Squid can glow in the dark!").passed
+    missed = takes_up("Anyway, they are clever animals.")
+    assert not missed.passed and "no content word" in missed.reason
