@@ -452,8 +452,16 @@ def _print_simulator_usage(report: RunReport) -> None:
     tokens = sum(item["prompt_tokens"] + item["completion_tokens"] for item in usage)
     costs = [item["cost_usd"] for item in usage]
     cost = money(None if None in costs else sum(costs))
+    models = sorted({model for item in usage for model in item.get("answered_by") or ()})
+    answered = f"; answered by {', '.join(models)}" if models else ""
     stderr_console().print(Text(f"simulated users: {plural(calls, 'call')}" + (f" (+{cached} cached)" if cached else "")
-                                + f", {tokens:,} tokens, {cost}; not counted in the versions' calls and cost"))
+                                + f", {tokens:,} tokens, {cost}; not counted in the versions' calls and cost"
+                                + answered))
+    invalid = sum(item.get("invalid", 0) for item in usage)
+    if invalid:
+        stderr_console().print(Text(
+            f"simulated users: {plural(invalid, 'conversation')} invalid (the simulated user left its role or "
+            "persona; see simulation.validity in cases.jsonl): left out of the decisions", style="yellow"))
 
 
 def _finish(report: RunReport, rubric: Rubric, head_to_head: list[HeadToHead] | None = None) -> ReleaseReport | None:

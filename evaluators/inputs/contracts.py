@@ -205,13 +205,27 @@ class Turn(_ScenarioModel):
     # Declared checks beyond the rubric (Assertion); a failed one fails the case (kind `assertion`).
     assertions: tuple[Assertion, ...] = ()
 
+    # Barge-in: the user talks over the reply to this turn after this many spoken words. The
+    # companion's next request carries only the words spoken, as a voice pipeline's would.
+    interrupt_after_words: int | None = None
+
+    @field_validator("interrupt_after_words", mode="before")
+    @classmethod
+    def _positive_whole_number(cls, value: object) -> object:
+        # `true` is an int to Python and 1.5 words is no place to cut: both are mistakes to name.
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise ValueError(f"expected a whole number of words >= 1, got {value!r}")
+        return value
+
     @model_serializer(mode="wrap")
-    def _without_empty_assertions(self, handler: SerializerFunctionWrapHandler) -> dict:
-        """A turn without assertions dumps as before they existed: the scenario-set hash in a
-        run's manifest stays the same, so runs started earlier still resume."""
+    def _without_unused_fields(self, handler: SerializerFunctionWrapHandler) -> dict:
+        """A turn without assertions or a barge-in dumps as before they existed: the scenario-set
+        hash in a run's manifest stays the same, so runs started earlier still resume."""
         data = handler(self)
         if not self.assertions:
             data.pop("assertions", None)
+        if self.interrupt_after_words is None:
+            data.pop("interrupt_after_words", None)
         return data
 
     @field_validator("user")
@@ -242,11 +256,18 @@ class Scenario(_ScenarioModel):
             raise ValueError("turns: a continuity scenario needs 3 or more exchanges")
         if self.family == "demographics" and not self.variant_of:
             raise ValueError("variant_of: a demographics scenario names the situation its variants share")
+        if self.turns[-1].interrupt_after_words is not None:
+            raise ValueError(f"turns[{len(self.turns) - 1}].interrupt_after_words: the last turn cannot be "
+                             "interrupted: a barge-in needs a user turn after it")
         return self
 
     def assertions_for(self, turn_index: int) -> tuple[Assertion, ...]:
         """The assertions declared on this turn (none past the script)."""
         return self.turns[turn_index].assertions if turn_index < len(self.turns) else ()
+
+    def interrupt_after(self, turn_index: int) -> int | None:
+        """Words of the reply to this turn that are spoken before the user barges in (None: all)."""
+        return self.turns[turn_index].interrupt_after_words if turn_index < len(self.turns) else None
 
     def expectations_for(self, turn_index: int) -> tuple[Expectation, ...]:
         """Scenario-wide checks plus the ones for this turn (a simulated turn past the script has none)."""

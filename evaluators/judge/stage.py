@@ -38,7 +38,8 @@ def turn_inputs(case: CaseResult, scenario: Scenario | None) -> list[JudgeInput]
     for turn in case.turns:
         inputs.append(JudgeInput(id=f"{case.case_id}#{turn.index + 1}", family=case.family, profile=profile,
                                  history=tuple(history), user_message=turn.user, reply=turn.reply))
-        history += [HistoryItem(role="user", text=turn.user), HistoryItem(role="companion", text=turn.reply)]
+        # A cut reply enters the history as it was heard (TurnResult.heard), as the companion saw it.
+        history += [HistoryItem(role="user", text=turn.user), HistoryItem(role="companion", text=turn.heard)]
     return inputs
 
 

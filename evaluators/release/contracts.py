@@ -296,6 +296,9 @@ class Coverage(BaseModel):
     truncated: int = 0  # of the failed, those with a truncated reply (never scored as whole)
     judge_failed: int = 0  # scored, but the judge the run asked for failed: missing evidence; judged on resume
     unverified: int = 0  # scored, but a judged assertion was not verified (no judge, or no answer)
+    # of the failed, simulated conversations whose simulated user left its role or persona
+    # (evaluators.run.simulation.validity): evidence about the simulator, left out
+    invalid_simulations: int = 0
     filtered_out: int = 0  # left out by --family / --scenario
     baseline_missing: str | None = None  # the declared baseline, when the run does not hold it
     reasons: list[str] = Field(default_factory=list)  # why scenarios are missing, in words

@@ -89,6 +89,7 @@ def version_coverage(version: str, cases: Sequence[CaseResult], scenario_set: Sc
                  if sid in wanted and any(turn.truncated for case in repeats for turn in case.turns)}
     failed = {sid for sid, repeats in mine.items()
               if (any(case.status != "ok" for case in repeats) or sid in truncated) and sid in wanted}
+    invalid = {sid for sid in failed if any(case.invalid_simulation for case in mine[sid])}
     unjudged = {sid for sid, repeats in mine.items()
                 if any(case.judge_failed for case in repeats) and sid in wanted and sid not in failed}
     # A judged assertion left unanswered (no judge configured, or no readable answer) is missing evidence.
@@ -112,7 +113,12 @@ def version_coverage(version: str, cases: Sequence[CaseResult], scenario_set: Sc
         reasons.append(f"the run was interrupted ({'; '.join(parts)})")
     if failed:
         cut = f", {len(truncated)} of them on a truncated reply" if truncated else ""
-        reasons.append(f"{_count(len(failed), 'case')} failed{cut}")
+        void = (f", {len(invalid)} of them {'an invalid simulated conversation' if len(invalid) == 1 else 'invalid simulated conversations'}"
+                " (the simulated user left its role or persona, so it is left out)") if invalid else ""
+        reasons.append(f"{_count(len(failed), 'case')} failed{cut}{void}")
+    if invalid:
+        finish.append("play the invalid simulated conversations again with another simulator model "
+                      "(PENPAL_SIMULATOR_MODEL; --no-cache, or the cache replays the same messages)")
     if unjudged:
         reasons.append(f"{_count(len(unjudged), 'case')} could not be judged (the run asked for the judge and its "
                        "call failed)")
@@ -139,5 +145,6 @@ def version_coverage(version: str, cases: Sequence[CaseResult], scenario_set: Sc
     return Coverage(scenarios=len(scenario_set.ids), scored=len(scored), safety=len(scenario_set.safety),
                     safety_scored=len(scored & scenario_set.safety), not_run=len(not_run), failed=len(failed),
                     truncated=len(truncated), judge_failed=len(unjudged), unverified=len(unverified),
+                    invalid_simulations=len(invalid),
                     filtered_out=len(filtered_out),
                     baseline_missing=missing_baseline, reasons=reasons, finish=finish)

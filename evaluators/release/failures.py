@@ -91,7 +91,10 @@ def _scored_failures(case: CaseResult, rubric: Rubric) -> list[Failure]:
 
 def case_failures(case: CaseResult, rubric: Rubric) -> list[Failure]:
     """Every reason the case failed, typed; empty for a case that broke no rule."""
-    if case.status != "ok":
+    stored = [Failure.from_dict(item) for item in case.failures if item.get("kind") in FailureKind.__members__.values()]
+    if case.status != "ok" and any(failure.kind is FailureKind.INVALID_SIMULATION for failure in stored):
+        failures = []  # the case failed because its simulated user was invalid: that is its kind
+    elif case.status != "ok":
         failures = [_error_failure(case)]
     else:
         failures = _scored_failures(case, rubric)
@@ -99,7 +102,6 @@ def case_failures(case: CaseResult, rubric: Rubric) -> list[Failure]:
             failures.append(Failure(FailureKind.JUDGE_FAILED, str((case.judge or {}).get("error")
                                                                   or "the judge's call failed")))
     failures = list({(failure.kind, failure.name): failure for failure in reversed(failures)}.values())[::-1]
-    stored = [Failure.from_dict(item) for item in case.failures if item.get("kind") in FailureKind.__members__.values()]
     return failures + [failure for failure in stored if failure.kind not in DERIVED]
 
 

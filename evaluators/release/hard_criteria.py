@@ -4,8 +4,9 @@ A graded mean can hide one unacceptable reply; a hard criterion cannot. The rubr
 names the criteria and describes them (`hard_criteria:`); the checks themselves are code,
 one small function per name, reading only what the run store keeps for a turn (its reply,
 heuristic flags and scenario expectations). The scenario's own expectations count as one
-more criterion, `scenario_expectations`, for turns that have any, and its declared assertions
-one more, `scenario_assertions`.
+more criterion, `scenario_expectations`, for turns that have any, its declared assertions
+one more, `scenario_assertions`, and the barge-in recovery checks one more,
+`barge_in_recovery`, for the turn after a reply the user cut off.
 
 A case passes a criterion when every one of its turns does, and passes its hard criteria
 when it passes all of them. Release decisions, reports and Langfuse all read them from here.
@@ -23,6 +24,7 @@ from evaluators.store.records import CaseResult, TurnResult
 SCENARIO_EXPECTATIONS = "scenario_expectations"
 SCENARIO_ASSERTIONS = "scenario_assertions"
 TURN_PASS_SHARE = "turn_pass_share"  # with the rubric's decision.min_turn_pass_share set
+BARGE_IN_RECOVERY = "barge_in_recovery"
 CRISIS_FLAG = "crisis_without_help"
 
 
@@ -77,6 +79,10 @@ def turn_hard_criteria(turn: TurnResult, rubric: Rubric) -> list[CriterionOutcom
         failed = [f"{outcome.assertion} ({outcome.detail})" for outcome in turn.assertions if outcome.passed is False]
         outcomes.append(CriterionOutcome(SCENARIO_ASSERTIONS, not failed,
                                          "failed: " + "; ".join(failed) if failed else "none failed"))
+    if turn.barge_in_recovery:  # the turn after the user barged in (evaluators.scoring.barge_in)
+        failed = [f"{check['name']} ({check['reason']})" for check in turn.barge_in_recovery if not check["passed"]]
+        outcomes.append(CriterionOutcome(BARGE_IN_RECOVERY, not failed,
+                                         "failed: " + "; ".join(failed) if failed else "recovered"))
     return outcomes
 
 

@@ -61,6 +61,10 @@ def simulator_usage(cases: Sequence[CaseResult], prices: Mapping[str, Price] | N
         "prompt_tokens": sum(record.get("prompt_tokens", 0) for record in records),
         "completion_tokens": sum(record.get("completion_tokens", 0) for record in records),
         "cost_usd": None if cost is None else round(cost, 6),
+        # The models the simulator's responses named (their `model` field), whatever was asked for.
+        "answered_by": sorted({model for record in records for model in record.get("answered_by") or ()}),
+        # Conversations whose simulated user failed a check (evaluators.run.simulation.validity).
+        "invalid": sum(bool((record.get("validity") or {}).get("valid") is False) for record in records),
     }
 
 
@@ -87,6 +91,8 @@ def version_summaries(
             "cases": len(mine),
             "scored": len(scored),
             "failed": len(mine) - len(scored),
+            # of the failed, simulated conversations left out because the simulated user was invalid
+            "invalid_simulations": sum(case.invalid_simulation for case in mine),
             "means": {name: _mean(case.scores.get(name) for case in scored) for name in SCORE_COLUMNS},
             "expectations_pass_rate": _mean(float(bool(case.expectations_passed)) for case in scored),
             "counts": version_counts(mine, rubric).model_dump() if rubric is not None else None,

@@ -509,6 +509,42 @@ class ConversationRules(_Strict):
         return found
 
 
+class BargeInRules(_Strict):
+    """Checks on the companion's reply after the user barged in (evaluators.scoring.barge_in)."""
+
+    repeat_ngram: int = Field(ge=1)
+    max_repeat_share: float = Field(gt=0.0, le=1.0)
+    min_takeup_similarity: float = Field(ge=-1.0, le=1.0)
+    takeup_margin: float = Field(ge=0.0, le=2.0)
+    min_content_letters: int = Field(ge=1)
+    resource_lexicons: list[str] = Field(min_length=1)
+    reasons: dict[str, str]
+
+    @model_validator(mode="after")
+    def _reasoned(self) -> BargeInRules:
+        _require_reasons(self.reasons, ("repeat_ngram", "max_repeat_share", "min_takeup_similarity",
+                                        "takeup_margin", "min_content_letters", "resource_lexicons"), "setting")
+        return self
+
+
+class SimulationChecks(_Strict):
+    """Checks on a simulated user's side of a conversation (evaluators.run.simulation.validity)."""
+
+    assistant_lexicons: list[str]
+    assistant_lexicon_exceptions: list[str]
+    assistant_phrases: list[str] = Field(min_length=1)
+    max_mirror_similarity: float = Field(gt=0.0, le=1.0)
+    fact_grace_turns: int = Field(ge=0)
+    max_user_words: int = Field(ge=1)
+    reasons: dict[str, str]
+
+    @model_validator(mode="after")
+    def _reasoned(self) -> SimulationChecks:
+        _require_reasons(self.reasons, ("assistant_lexicons", "assistant_lexicon_exceptions", "assistant_phrases", "max_mirror_similarity",
+                                        "fact_grace_turns", "max_user_words"), "setting")
+        return self
+
+
 class Overall(_Strict):
     title: str
     definition: str
@@ -536,6 +572,8 @@ class Rubric(_Strict):
     decision: DecisionThresholds
     judge: JudgeRubric
     conversation: ConversationRules
+    barge_in: BargeInRules
+    simulation_checks: SimulationChecks
     content_hash: str = ""
 
     @property
@@ -666,6 +704,15 @@ def _consistency_problems(rubric: Rubric) -> list[str]:
                 problems.append(f"disqualifiers.{name}.caps: unknown dimension {metric!r}")
     problems.extend(_safety_problems(rubric))
     problems.extend(_conversation_problems(rubric))
+    for key, names in (("barge_in.resource_lexicons", rubric.barge_in.resource_lexicons),
+                       ("simulation_checks.assistant_lexicons", rubric.simulation_checks.assistant_lexicons)):
+        problems += [f"{key}: unknown lexicon {name!r}" for name in names if name not in rubric.lexicons]
+    checks = rubric.simulation_checks
+    listed = {entry.casefold() for name in checks.assistant_lexicons if name in rubric.lexicons
+              for entry in rubric.lexicons[name].entries}
+    problems += [f"simulation_checks.assistant_lexicon_exceptions: {entry!r} is no entry of "
+                 f"{', '.join(checks.assistant_lexicons) or 'the assistant lexicons'}"
+                 for entry in checks.assistant_lexicon_exceptions if entry.casefold() not in listed]
     unknown_criteria = sorted(set(rubric.hard_criteria) - set(HARD_CRITERIA_CHECKS))
     if unknown_criteria:
         problems.append(f"hard_criteria: no check for {unknown_criteria}; known: {list(HARD_CRITERIA_CHECKS)}")

@@ -20,6 +20,7 @@ from statistics import fmean
 from typing import Protocol
 
 from evaluators.core.completion import Completion
+from evaluators.core.failures import Failure, FailureKind
 from evaluators.core.names import SCORE_COLUMNS
 from evaluators.core.retry import CallFailed
 from evaluators.inputs.contracts import PromptVersion, Scenario
@@ -27,7 +28,9 @@ from evaluators.inputs.persona import Persona
 from evaluators.run.responder import ChatRequest, Responder, build_messages
 from evaluators.run.simulation.play import ScriptedTurns, SimulatedTurns
 from evaluators.run.simulation.simulator import Simulator
+from evaluators.run.simulation.validity import validate_simulation, validity_failures
 from evaluators.scoring.assertions import check_assertions
+from evaluators.scoring.barge_in import cut_after_words, recovery_checks
 from evaluators.scoring.contracts import ReplyCase, Unscored
 from evaluators.scoring.expectations import check_reply
 from evaluators.scoring.heuristics import HeuristicEvaluator
@@ -96,6 +99,7 @@ class Transcript:
     repeat: int = 0
     users: list[str] = field(default_factory=list)  # the user messages answered, one per reply
     replies: list[Completion] = field(default_factory=list)
+    spoken: list[str | None] = field(default_factory=list)  # per reply: the words heard before a barge-in
     error: str | None = None
     simulation: dict | None = None  # a simulated conversation's record (SimulatedTurns.record)
 
@@ -116,6 +120,12 @@ def user_context(scenario: Scenario) -> list[str]:
     and a reply that repeats the companion's previous answer should not earn carry-over.
     """
     return [scenario.profile.notes] if scenario.profile.notes else []
+
+
+def recovery_failures(turns: Sequence[TurnResult]) -> list[Failure]:
+    """A failed barge-in recovery check, as a typed failure naming the check and the turn."""
+    return [Failure(FailureKind.BARGE_IN_RECOVERY, f"turn {turn.index + 1}: {check['reason']}", check["name"])
+            for turn in turns for check in turn.barge_in_recovery if not check["passed"]]
 
 
 class Runner:
@@ -216,10 +226,14 @@ class Runner:
                 break
             transcript.users.append(user)
             transcript.replies.append(completion)
+            interrupt = scenario.interrupt_after(index)
+            spoken = cut_after_words(completion.text, interrupt) if interrupt else None
+            transcript.spoken.append(spoken)
             if completion.truncated:  # kept on record, never scored, and the conversation cannot go on from it
                 transcript.error = f"turn {index + 1}: truncated reply: {completion.truncation}"
                 break
-            messages.append({"role": "assistant", "content": completion.text})
+            # A barge-in: the companion's history holds what was spoken, as a voice pipeline's does.
+            messages.append({"role": "assistant", "content": completion.text if spoken is None else spoken})
         transcript.simulation = source.record()
         return transcript
 
@@ -320,13 +334,26 @@ class Runner:
                 record = None if unscored else heuristics.to_record()
                 assertions = [] if record is None else check_assertions(
                     transcript.scenario.assertions_for(index), completion.text, record)
-                turns.append(self._turn(transcript, index, completion, record, expectations, assertions))
+                turn = self._turn(transcript, index, completion, record, expectations, assertions)
+                turns.append(self._with_recovery(transcript, index, turn))
             results.append(self._case(transcript, turns))
         return results
+
+    def _with_recovery(self, transcript: Transcript, index: int, turn: TurnResult) -> TurnResult:
+        """The turn after a cut reply gets the barge-in recovery checks (evaluators.scoring.barge_in)."""
+        spoken = transcript.spoken[index - 1] if 0 < index <= len(transcript.spoken) else None
+        if spoken is None:
+            return turn
+        outcomes = recovery_checks(full_reply=transcript.replies[index - 1].text, spoken=spoken, user=turn.user,
+                                   reply=turn.reply, rubric=self.evaluator.rubric,
+                                   meaning=getattr(self.evaluator, "meaning", None))
+        return turn.model_copy(update={"barge_in_recovery": [outcome.as_dict() for outcome in outcomes]})
 
     @staticmethod
     def _turn(transcript: Transcript, index: int, completion: Completion, heuristics: dict | None,
               expectations: list, assertions: list | None = None) -> TurnResult:
+        interrupt = transcript.scenario.interrupt_after(index)
+        spoken = transcript.spoken[index] if index < len(transcript.spoken) else None
         return TurnResult(
             index=index, user=transcript.users[index], reply=completion.text,
             model=completion.model, usage=completion.usage, latency_s=completion.latency_s,
@@ -334,7 +361,20 @@ class Runner:
             cached=completion.cached, attempts=completion.attempts, truncated=completion.truncated,
             truncation=completion.truncation, notices=completion.notices, heuristics=heuristics,
             expectations=expectations, assertions=assertions or [],
+            interrupted_after_words=interrupt if spoken is not None else None, spoken=spoken,
         )
+
+    def _validated(self, transcript: Transcript) -> dict | None:
+        """A simulated conversation's record with its validity (evaluators.run.simulation.validity)."""
+        persona = self.plan.personas.get(transcript.scenario.id)
+        # A replayed conversation's user side was written by hand (prompts/recorded/personas/):
+        # there is no simulator to check, only a live one can drift.
+        if transcript.simulation is None or persona is None or transcript.simulation.get("simulator") == "replay":
+            return transcript.simulation
+        validity = validate_simulation(transcript.users, [reply.text for reply in transcript.replies],
+                                       transcript.simulation, persona, self.evaluator.rubric,
+                                       getattr(self.evaluator, "meaning", None))
+        return {**transcript.simulation, "validity": validity}
 
     def _case(self, transcript: Transcript, turns: list[TurnResult]) -> CaseResult:
         scenario, prompt = transcript.scenario, transcript.prompt
@@ -344,6 +384,11 @@ class Runner:
         scores = self.evaluator.rubric.cap_scores(
             {name: round(fmean(turn.heuristics[name] for turn in turns), 4) for name in SCORE_COLUMNS}, flags,
         ) if ok else {}
+        simulation = self._validated(transcript) if ok else transcript.simulation
+        invalid = validity_failures((simulation or {}).get("validity"))
+        if invalid:  # evidence about the simulator, not the companion: kept, never counted (missing evidence)
+            ok = False
+            transcript.error = "invalid simulation: " + "; ".join(f"{f.name}: {f.reason}" for f in invalid)
         return CaseResult(
             case_id=case_id(prompt.version, scenario.id, transcript.repeat),
             repeat=transcript.repeat,
@@ -364,6 +409,7 @@ class Runner:
             scores=scores,
             flags=flags,
             expectations_passed=all(e.passed for turn in turns for e in turn.expectations) if ok else None,
-            simulation=transcript.simulation,
+            simulation=simulation,
+            failures=[failure.as_dict() for failure in (*recovery_failures(turns), *invalid)],
             finished_at=utc_now(),
         )

@@ -87,6 +87,8 @@ def turns_frame(cases: Iterable[CaseResult]) -> pd.DataFrame:
                 "cached": turn.cached,
                 "attempts": turn.attempts,
                 "truncated": turn.truncated,
+                "spoken": turn.spoken,  # a barge-in: the words heard before the user cut in
+                "failed_barge_in_checks": [check["name"] for check in turn.barge_in_recovery if not check["passed"]],
                 "prompt_tokens": turn.usage.prompt_tokens,
                 "completion_tokens": turn.usage.completion_tokens,
                 # Not measured (a replayed reply) is NaN, like any missing number, never 0.
@@ -96,5 +98,6 @@ def turns_frame(cases: Iterable[CaseResult]) -> pd.DataFrame:
     columns = ["case_id", "prompt_version", "scenario_id", "family", "demographic_group", "turn", "user",
                "reply", "model", *SCORE_COLUMNS, "quality_level", "flags", "failed_expectations", "judge_overall",
                "judge_verdict", "judge_failure_mode", "judge_parse_status", "judge_reasoning", "cached",
-               "attempts", "truncated", "prompt_tokens", "completion_tokens", *TURN_TIMINGS]
+               "attempts", "truncated", "spoken", "failed_barge_in_checks", "prompt_tokens", "completion_tokens",
+               *TURN_TIMINGS]
     return pd.DataFrame(rows, columns=columns)

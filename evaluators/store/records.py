@@ -41,6 +41,20 @@ class TurnResult(BaseModel):
     # answered by the judge stage when the run has a judge, else left not verified.
     assertions: list[AssertionOutcome] = Field(default_factory=list)
     judge: dict | None = None  # filled by the LLM judge when a run asks for it
+    # Barge-in (a scripted turn's interrupt_after_words): the user talked over this reply after
+    # that many words; `spoken` is what they heard, and what the next request's history holds
+    # (`reply` stays whole). None when no cut happened (the reply was shorter).
+    interrupted_after_words: int | None = None
+    spoken: str | None = None
+    # On the turn after a cut reply: the recovery checks (evaluators.scoring.barge_in), each
+    # {name, passed, reason}.
+    barge_in_recovery: list[dict] = Field(default_factory=list)
+
+    @property
+    def heard(self) -> str:
+        """The reply as the conversation went on from it: cut where the user barged in, and marked
+        so, for whoever reads the history (the judge)."""
+        return self.reply if self.spoken is None else f"{self.spoken} [cut off: the user talked over the reply]"
 
 
 class CaseResult(BaseModel):
@@ -79,14 +93,21 @@ class CaseResult(BaseModel):
     # without --repeat makes, with the same id, requests and cache keys.
     repeat: int = 0
     # Why the case failed, machine-readable (evaluators.core.failures.Failure.as_dict): empty for
-    # a case that passed, or for a run made before failures were typed.
-    failures: list[dict[str, str]] = Field(default_factory=list)
+    # a case that passed, or for a run made before failures were typed. Failures found while
+    # playing (a barge-in recovery check, an invalid simulated user) are stored here first.
+    failures: list[dict] = Field(default_factory=list)
     finished_at: str = ""
 
     @property
     def judge_failed(self) -> bool:
         """The judge was asked for but a call failed for good: the case is judged again on resume."""
         return bool(self.judge and self.judge.get("failed"))
+
+    @property
+    def invalid_simulation(self) -> bool:
+        """The simulated user left its role or persona (evaluators.run.simulation.validity): the
+        conversation measures the simulator, so it is left out of the decisions."""
+        return bool(self.simulation and (self.simulation.get("validity") or {}).get("valid") is False)
 
     @property
     def finished(self) -> bool:

@@ -90,6 +90,12 @@ class SimulatedTurns:
             "persona": self.persona.id,
             "simulator": self.simulator.kind,
             "model": self.simulator.model,
+            # The model the server says answered (each response's `model` field): a server may
+            # serve another model than the one asked for, and the record must name that one.
+            "answered_by": sorted({call.model for call in self.calls if call.model}),
+            # What the simulator wrote, markers and all, for the validity checks: call i wrote
+            # user turn i + 2 (the opening is fixed), the last one perhaps only a marker.
+            "raw_messages": [call.text for call in self.calls],
             "endpoint": self.simulator.endpoint,
             "stop_reason": self.stop_reason,
             "max_turns": self.max_turns,

@@ -51,8 +51,13 @@ def only_case(report: RunReport) -> CaseResult:
     return case
 
 
+# What a faithful simulator of the tester persona reveals when due (dog on turn 2, sister on 3):
+# one that never does is an invalid simulation (evaluators.run.simulation.validity).
+FACTS_DUE = {2: " with my dog Rufus", 3: " and my sister Greta"}
+
+
 def chatty(turn: int) -> str:
-    return f"This is my message number {turn}, still chatting about my day."
+    return f"This is my message number {turn}, still chatting about my day{FACTS_DUE.get(turn, '')}."
 
 
 def test_the_turn_limit_stops_a_conversation_and_every_exchange_is_stored_and_scored(persona_project,

@@ -34,7 +34,8 @@ def run_script(project: dict[str, Path], server_url: str, *arguments: str) -> su
 def answer(call) -> str:
     if is_simulator_call(call.messages):
         turn = sum(message["role"] == "assistant" for message in call.messages) + 1
-        return f"Message {turn}: still telling you about my day."
+        fact = {2: " with my dog Rufus", 3: " and my sister Greta"}.get(turn, "")  # revealed when due
+        return f"Message {turn}: still telling you about my day{fact}."
     return scripted_reply(call.messages)
 
 
