@@ -44,6 +44,16 @@ class BootstrapInterval:
         return "no_difference"
 
 
+def _check_settings(pairs: int, resamples: int, confidence: float) -> None:
+    """Both bootstraps refuse the same impossible settings, with the same words."""
+    if pairs == 0:
+        raise ValueError("no paired scenarios to resample")
+    if resamples < 1:
+        raise ValueError("resamples must be at least 1")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be between 0 and 1, got {confidence}")
+
+
 def resample_indices(pairs: int, resamples: int, rng: np.random.Generator) -> np.ndarray:
     """`resamples` rows of `pairs` indices drawn with replacement from range(pairs)."""
     return rng.integers(0, pairs, size=(resamples, pairs))
@@ -74,12 +84,7 @@ def paired_bootstrap(
     if len(lengths) > 1:
         raise ValueError(f"every metric needs one difference per paired scenario; got lengths {sorted(lengths)}")
     pairs = lengths.pop() if lengths else 0
-    if pairs == 0:
-        raise ValueError("no paired scenarios to resample")
-    if resamples < 1:
-        raise ValueError("resamples must be at least 1")
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be between 0 and 1, got {confidence}")
+    _check_settings(pairs, resamples, confidence)
     matrix = {name: np.asarray(values, dtype=float) for name, values in differences.items()}
     rng = np.random.default_rng(seed)
     means: dict[str, list[np.ndarray]] = {name: [] for name in matrix}
@@ -133,12 +138,7 @@ def nested_paired_bootstrap(
     """
     metrics = list(candidate)
     pairs = len(candidate[metrics[0]]) if metrics else 0
-    if pairs == 0:
-        raise ValueError("no paired scenarios to resample")
-    if resamples < 1:
-        raise ValueError("resamples must be at least 1")
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be between 0 and 1, got {confidence}")
+    _check_settings(pairs, resamples, confidence)
     width = max(len(group) for side in (candidate, baseline) for groups in side.values() for group in groups)
     ours = {name: _padded(candidate[name], width) for name in metrics}
     theirs = {name: _padded(baseline[name], width) for name in metrics}
