@@ -252,8 +252,9 @@ def test_rubric_check_rejects_unknown_signals_and_bad_yaml(tmp_path):
 
 
 def test_rubric_check_rejects_a_renamed_lexicon_naming_it_and_its_readers(tmp_path):
-    def rename(data):
+    def rename(data):  # renamed everywhere the file names it: only the Python readers still want the old name
         data["lexicons"]["honesty"] = data["lexicons"].pop("ai_transparency")
+        data["simulation_checks"]["assistant_lexicons"] = ["honesty"]
 
     result = runner.invoke(app, ["rubric", "--check", str(rubric_file(tmp_path, rename))])
     assert result.exit_code == 2
