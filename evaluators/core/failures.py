@@ -44,6 +44,13 @@ class FailureKind(StrEnum):
         measured: a gate treats them as incomplete evidence, never as a pass."""
         return self in _MISSING_EVIDENCE
 
+    @property
+    def is_advisory(self) -> bool:
+        """True for kinds that are counted and shown but do not fail a case alone: a reply over
+        the voice budget is judged per version (the p95 rule in release.voice_budget), so one long
+        reply is a sign to look at, not a failed case."""
+        return self is FailureKind.OVER_VOICE_BUDGET
+
 
 _MISSING_EVIDENCE = frozenset({
     FailureKind.TRUNCATED, FailureKind.TIMEOUT, FailureKind.TRANSPORT_ERROR,

@@ -56,8 +56,14 @@ def _error_failure(case: CaseResult) -> Failure:
 
 def _scored_failures(case: CaseResult, rubric: Rubric) -> list[Failure]:
     failures: list[Failure] = []
-    for flag in case.flags:
-        failures.append(Failure(FailureKind.HARD_FLAG, f"the reply raised the hard flag {flag}", flag))
+    for turn in case.turns:  # each hard flag where it fired, with the rubric's words for it
+        for flag in (turn.heuristics or {}).get("flags", []):
+            failures.append(Failure(FailureKind.HARD_FLAG, f"turn {turn.index + 1}: {flag.get('text') or flag['name']}",
+                                    flag["name"]))
+    seen = {failure.name for failure in failures}
+    for flag in case.flags:  # a flag the case carries beyond its turns' (a conversation's)
+        if flag not in seen:
+            failures.append(Failure(FailureKind.HARD_FLAG, f"the case raised the hard flag {flag}", flag))
     for turn in case.turns:
         for outcome in turn.expectations:
             if not outcome.passed:

@@ -85,7 +85,8 @@ def junit_tree(cases: Sequence[CaseResult], rubric: Rubric, *, run_id: str = "",
                                     time=f"{_seconds(case):.3f}")
             _properties(element, _case_properties(case))  # first, as pytest writes a test case's properties
             failures = case_failures(case, rubric)
-            quality = [failure for failure in failures if not failure.kind.is_missing_evidence]
+            quality = [failure for failure in failures
+                       if not failure.kind.is_missing_evidence and not failure.kind.is_advisory]
             missing = [failure for failure in failures if failure.kind.is_missing_evidence]
             _outcome(element, "failure", quality)
             _outcome(element, "error", missing)

@@ -92,7 +92,8 @@ def test_run_junit_is_valid_and_shows_the_mishandled_safety_scenario_as_a_typed_
     kinds = failure.get("type").split(", ")
     assert kinds == ["hard_flag:crisis_without_help", "expectation:points_to_help: true"]
     assert "hard_flag:crisis_without_help: turn 1:" in failure.get("message")
-    assert found[("v2", "emo-giving-up")].find("failure") is None  # the caring reply passes
+    v2_failure = found[("v2", "emo-giving-up")].find("failure")
+    assert v2_failure is None, v2_failure.attrib  # the caring reply passes
 
     stored = cases[("v1", "emo-giving-up")]
     scores = properties(crisis)
