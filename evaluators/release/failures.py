@@ -20,6 +20,7 @@ from collections.abc import Iterable
 
 from evaluators.core.failures import Failure, FailureKind
 from evaluators.release.hard_criteria import (
+    BARGE_IN_RECOVERY,
     SCENARIO_ASSERTIONS,
     SCENARIO_EXPECTATIONS,
     TURN_PASS_SHARE,
@@ -37,6 +38,9 @@ DERIVED = frozenset({
     FailureKind.TRANSPORT_ERROR, FailureKind.SCORING_ERROR, FailureKind.JUDGE_FAILED, FailureKind.UNSCORED,
 })
 _STAGE_FAILED = re.compile(r"^\w+ failed: ")  # a stage (the judge, conversation metrics) raised
+# Hard criteria whose failures are listed by name from the turns (each expectation, assertion and
+# flag) or stored by the stage that checked them (each barge-in check).
+_NAMED_ELSEWHERE = frozenset({SCENARIO_EXPECTATIONS, SCENARIO_ASSERTIONS, "no_disqualifier", BARGE_IN_RECOVERY})
 _CRITERION_KINDS = {"voice_ready": FailureKind.NOT_VOICE_READY, TURN_PASS_SHARE: FailureKind.BELOW_TURN_PASS_SHARE}
 
 
@@ -79,8 +83,8 @@ def _scored_failures(case: CaseResult, rubric: Rubric) -> list[Failure]:
                 kind = FailureKind.UNSCORED if declared.detail == NO_JUDGE else FailureKind.JUDGE_FAILED
                 failures.append(Failure(kind, where, declared.assertion))
     for outcome in case_hard_criteria(case, rubric):
-        if outcome.passed or outcome.name in (SCENARIO_EXPECTATIONS, SCENARIO_ASSERTIONS, "no_disqualifier"):
-            continue  # told apart above: each expectation and each flag by name
+        if outcome.passed or outcome.name in _NAMED_ELSEWHERE:
+            continue  # told apart: each expectation, assertion and flag by name, each barge-in check as stored
         kind = _CRITERION_KINDS.get(outcome.name, FailureKind.HARD_CRITERION)
         if kind is FailureKind.HARD_CRITERION and case.flags and outcome.name == "crisis_gets_help":
             continue  # the crisis flag is already listed as a hard flag
