@@ -9,12 +9,12 @@ the run selected; `version_coverage` compares a version's scored cases with it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from evaluators.inputs.contracts import Scenario
 from evaluators.release.contracts import Coverage
-from evaluators.store.records import CaseResult
+from evaluators.store.records import CaseResult, TurnResult
 
 MANIFEST_KEY = "coverage"
 
@@ -72,6 +72,77 @@ def _count(number: int, thing: str) -> str:
     return f"{number} {thing}" if number == 1 else f"{number} {thing}s"
 
 
+@dataclass(frozen=True)
+class _Evidence:
+    """The version's scenarios sorted by what their cases prove (ids of `scenario_set`)."""
+
+    scored: set[str]
+    failed: set[str]
+    truncated: set[str]
+    invalid: set[str]
+    unjudged: set[str]
+    unverified: set[str]
+    not_run: list[str]
+    short: list[str]
+
+
+def _any_turn(repeats: list[CaseResult], test: Callable[[TurnResult], bool]) -> bool:
+    return any(test(turn) for case in repeats for turn in case.turns)
+
+
+def _evidence(mine: dict[str, list[CaseResult]], scenario_set: ScenarioSet) -> _Evidence:
+    """A case counts as evidence when it was scored whole: no reply cut short (a truncated reply is
+    never scored as whole, so its case fails) and, when the run asked for the judge, judged. A
+    scenario played several times (run --repeat) is evidence when every repeat is."""
+    wanted = {sid: repeats for sid, repeats in mine.items() if sid in set(scenario_set.ids)}
+    truncated = {sid for sid, repeats in wanted.items() if _any_turn(repeats, lambda turn: turn.truncated)}
+    failed = {sid for sid, repeats in wanted.items()
+              if any(case.status != "ok" for case in repeats) or sid in truncated}
+    invalid = {sid for sid in failed if any(case.invalid_simulation for case in wanted[sid])}
+    unjudged = {sid for sid, repeats in wanted.items()
+                if any(case.judge_failed for case in repeats) and sid not in failed}
+    # A judged assertion left unanswered (no judge configured, or no readable answer) is missing evidence.
+    unverified = {sid for sid, repeats in wanted.items() if sid not in failed | unjudged
+                  and _any_turn(repeats, lambda turn: any(outcome.passed is None for outcome in turn.assertions))}
+    scored = {sid for sid, repeats in wanted.items()
+              if sid not in failed | unjudged | unverified and len(repeats) >= scenario_set.repeats}
+    # A scenario with fewer plays than the run's --repeat was interrupted too: its rate would rest on
+    # the repeats that happened to finish.
+    not_run = [sid for sid in scenario_set.selected if len(mine.get(sid, ())) < scenario_set.repeats]
+    return _Evidence(scored=scored, failed=failed, truncated=truncated, invalid=invalid, unjudged=unjudged,
+                     unverified=unverified, not_run=not_run, short=[sid for sid in not_run if sid in mine])
+
+
+def _missing_evidence(evidence: _Evidence, repeats: int, resume: str, filtered: bool) -> tuple[list[str], list[str]]:
+    """Why the version's evidence is incomplete, and what finishes it, in words."""
+    reasons, finish = [], []
+    not_run, short, failed, invalid = evidence.not_run, evidence.short, evidence.failed, evidence.invalid
+    if not_run:
+        never = len(not_run) - len(short)
+        parts = ([f"{_count(never, 'selected scenario')} never ran"] if never else []) + (
+            [f"{_count(len(short), 'scenario')} ran fewer than {repeats} repeats"] if short else [])
+        reasons.append(f"the run was interrupted ({'; '.join(parts)})")
+    if failed:
+        cut = f", {len(evidence.truncated)} of them on a truncated reply" if evidence.truncated else ""
+        kind = "an invalid simulated conversation" if len(invalid) == 1 else "invalid simulated conversations"
+        void = (f", {len(invalid)} of them {kind} (the simulated user left its role or persona, so it is left "
+                "out)") if invalid else ""
+        reasons.append(f"{_count(len(failed), 'case')} failed{cut}{void}")
+    if invalid:
+        finish.append("play the invalid simulated conversations again with another simulator model "
+                      "(PENPAL_SIMULATOR_MODEL; --no-cache, or the cache replays the same messages)")
+    if evidence.unjudged:
+        reasons.append(f"{_count(len(evidence.unjudged), 'case')} could not be judged (the run asked for the judge "
+                       "and its call failed)")
+    if evidence.unverified:
+        reasons.append(f"{_count(len(evidence.unverified), 'case')} with a scenario assertion not verified (a "
+                       "judged criterion needs the judge: run --judge)")
+        finish.append("verify the judged assertions: run again with --judge")
+    if (not_run or failed or evidence.unjudged) and not filtered:
+        finish.append(f"finish the run: {resume}")
+    return reasons, finish
+
+
 def version_coverage(version: str, cases: Sequence[CaseResult], scenario_set: ScenarioSet, *,
                      baseline: str | None = None, present_versions: Sequence[str] = (),
                      resume: str = "penpal-eval run --resume RUN_DIR") -> Coverage:
@@ -81,53 +152,10 @@ def version_coverage(version: str, cases: Sequence[CaseResult], scenario_set: Sc
     for case in cases:
         if case.prompt_version == version:
             mine.setdefault(case.scenario_id, []).append(case)  # every repeat of the scenario
-    wanted = set(scenario_set.ids)
-    # A case counts as evidence when it was scored whole: no reply cut short (a truncated reply is
-    # never scored as whole, so its case fails) and, when the run asked for the judge, judged. A
-    # scenario played several times (run --repeat) is evidence when every repeat is.
-    truncated = {sid for sid, repeats in mine.items()
-                 if sid in wanted and any(turn.truncated for case in repeats for turn in case.turns)}
-    failed = {sid for sid, repeats in mine.items()
-              if (any(case.status != "ok" for case in repeats) or sid in truncated) and sid in wanted}
-    invalid = {sid for sid in failed if any(case.invalid_simulation for case in mine[sid])}
-    unjudged = {sid for sid, repeats in mine.items()
-                if any(case.judge_failed for case in repeats) and sid in wanted and sid not in failed}
-    # A judged assertion left unanswered (no judge configured, or no readable answer) is missing evidence.
-    unverified = {sid for sid, repeats in mine.items() if sid in wanted and sid not in failed and sid not in unjudged
-                  and any(outcome.passed is None for case in repeats for turn in case.turns
-                          for outcome in turn.assertions)}
-    scored = {sid for sid, repeats in mine.items()
-              if sid in wanted and sid not in failed and sid not in unjudged and sid not in unverified
-              and len(repeats) >= scenario_set.repeats}
-    # A scenario with fewer plays than the run's --repeat was interrupted too: its rate would rest on
-    # the repeats that happened to finish.
-    not_run = [sid for sid in scenario_set.selected if len(mine.get(sid, ())) < scenario_set.repeats]
-    short = [sid for sid in not_run if sid in mine]
+    evidence = _evidence(mine, scenario_set)
     selected = set(scenario_set.selected)
     filtered_out = [sid for sid in scenario_set.ids if sid not in selected]
-    reasons, finish = [], []
-    if not_run:
-        never = len(not_run) - len(short)
-        parts = ([f"{_count(never, 'selected scenario')} never ran"] if never else []) + (
-            [f"{_count(len(short), 'scenario')} ran fewer than {scenario_set.repeats} repeats"] if short else [])
-        reasons.append(f"the run was interrupted ({'; '.join(parts)})")
-    if failed:
-        cut = f", {len(truncated)} of them on a truncated reply" if truncated else ""
-        void = (f", {len(invalid)} of them {'an invalid simulated conversation' if len(invalid) == 1 else 'invalid simulated conversations'}"
-                " (the simulated user left its role or persona, so it is left out)") if invalid else ""
-        reasons.append(f"{_count(len(failed), 'case')} failed{cut}{void}")
-    if invalid:
-        finish.append("play the invalid simulated conversations again with another simulator model "
-                      "(PENPAL_SIMULATOR_MODEL; --no-cache, or the cache replays the same messages)")
-    if unjudged:
-        reasons.append(f"{_count(len(unjudged), 'case')} could not be judged (the run asked for the judge and its "
-                       "call failed)")
-    if unverified:
-        reasons.append(f"{_count(len(unverified), 'case')} with a scenario assertion not verified (a judged "
-                       "criterion needs the judge: run --judge)")
-        finish.append("verify the judged assertions: run again with --judge")
-    if (not_run or failed or unjudged) and not filtered_out:
-        finish.append(f"finish the run: {resume}")
+    reasons, finish = _missing_evidence(evidence, scenario_set.repeats, resume, bool(filtered_out))
     if filtered_out:
         how = f" with {scenario_set.filters}" if scenario_set.filters else ""
         reasons.append(f"the run was filtered{how} ({_count(len(filtered_out), 'scenario')} left out)")
@@ -142,9 +170,10 @@ def version_coverage(version: str, cases: Sequence[CaseResult], scenario_set: Sc
     if missing_baseline:
         reasons.append(f"baseline {missing_baseline} is not in the run")
         finish.append(f"include the baseline (-p {missing_baseline}) to test for an A/B candidate")
+    scored = evidence.scored
     return Coverage(scenarios=len(scenario_set.ids), scored=len(scored), safety=len(scenario_set.safety),
-                    safety_scored=len(scored & scenario_set.safety), not_run=len(not_run), failed=len(failed),
-                    truncated=len(truncated), judge_failed=len(unjudged), unverified=len(unverified),
-                    invalid_simulations=len(invalid),
-                    filtered_out=len(filtered_out),
+                    safety_scored=len(scored & scenario_set.safety), not_run=len(evidence.not_run),
+                    failed=len(evidence.failed), truncated=len(evidence.truncated),
+                    judge_failed=len(evidence.unjudged), unverified=len(evidence.unverified),
+                    invalid_simulations=len(evidence.invalid), filtered_out=len(filtered_out),
                     baseline_missing=missing_baseline, reasons=reasons, finish=finish)

@@ -18,7 +18,8 @@ pytestmark = pytest.mark.usefixtures("no_api_configured")
 def answer(call) -> str:
     if is_simulator_call(call.messages):
         turn = sum(message["role"] == "assistant" for message in call.messages) + 1
-        return f"Message {turn} (seed {call.body.get('seed', 0)}): still telling you about my day."
+        fact = {2: " with my dog Rufus", 3: " and my sister Greta"}.get(turn, "")  # revealed when due
+        return f"Message {turn} (seed {call.body.get('seed', 0)}): still telling you about my day{fact}."
     return scripted_reply(call.messages)
 
 
