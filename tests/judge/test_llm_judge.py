@@ -30,7 +30,11 @@ def thirty_replies():
     """The first recorded reply of 30 (version, scenario) pairs, spread over every family."""
     scenarios = {scenario.id: scenario for scenario in load_scenarios().scenarios}
     recorded = sorted(load_recordings().items(), key=lambda item: (item[0][1], item[0][0]))
-    chosen = recorded[::max(1, len(recorded) // CASES)][:CASES]
+    by_family: dict[str, list] = {}
+    for item in recorded:  # round robin over the families, so each is judged whatever the set's sizes
+        by_family.setdefault(scenarios[item[0][1]].family, []).append(item)
+    queues = [items[::max(1, len(items) * len(by_family) // CASES)] for items in by_family.values()]
+    chosen = [queue[i] for i in range(CASES) for queue in queues if i < len(queue)][:CASES]
     inputs = []
     for (version, scenario_id), replies in chosen:
         scenario = scenarios[scenario_id]
