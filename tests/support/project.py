@@ -110,3 +110,13 @@ SIMULATOR_SYSTEM_START = "You are role-playing"
 
 def is_simulator_call(messages: list[dict]) -> bool:
     return bool(messages) and str(messages[0].get("content", "")).startswith(SIMULATOR_SYSTEM_START)
+
+
+def tester_message(call, *, seed: bool = False) -> str:
+    """What a faithful simulated user of the `tester` persona (PERSONA above) writes: a short
+    message that reveals each fact on the turn it is due, as the simulated-user checks require.
+    `seed` puts the request's sampling seed in the text, so a test can tell repeats apart."""
+    turn = sum(message["role"] == "assistant" for message in call.messages) + 1
+    fact = {2: " with my dog Rufus", 3: " and my sister Greta"}.get(turn, "")
+    shown = f" (seed {call.body.get('seed', 0)})" if seed else ""
+    return f"Message {turn}{shown}: still telling you about my day{fact}."

@@ -9,7 +9,7 @@ import pytest
 from evaluators.pipeline import run_evaluation
 from evaluators.scoring.api import default_evaluator
 from tests.servers.openai_compat import scripted_reply
-from tests.support.project import is_simulator_call
+from tests.support.project import is_simulator_call, tester_message
 from tests.support.runs import config, use_server
 
 pytestmark = pytest.mark.usefixtures("no_api_configured")
@@ -17,9 +17,7 @@ pytestmark = pytest.mark.usefixtures("no_api_configured")
 
 def answer(call) -> str:
     if is_simulator_call(call.messages):
-        turn = sum(message["role"] == "assistant" for message in call.messages) + 1
-        fact = {2: " with my dog Rufus", 3: " and my sister Greta"}.get(turn, "")  # revealed when due
-        return f"Message {turn} (seed {call.body.get('seed', 0)}): still telling you about my day{fact}."
+        return tester_message(call, seed=True)
     return scripted_reply(call.messages)
 
 

@@ -17,7 +17,7 @@ import pytest
 from evaluators.store.run_store import RunStore
 from tests.servers.openai_compat import scripted_reply
 from tests.support.paths import PROJECT_ROOT
-from tests.support.project import is_simulator_call
+from tests.support.project import is_simulator_call, tester_message
 
 pytestmark = pytest.mark.slow  # a run killed and resumed in a subprocess
 
@@ -33,9 +33,7 @@ def run_script(project: dict[str, Path], server_url: str, *arguments: str) -> su
 
 def answer(call) -> str:
     if is_simulator_call(call.messages):
-        turn = sum(message["role"] == "assistant" for message in call.messages) + 1
-        fact = {2: " with my dog Rufus", 3: " and my sister Greta"}.get(turn, "")  # revealed when due
-        return f"Message {turn}: still telling you about my day{fact}."
+        return tester_message(call)
     return scripted_reply(call.messages)
 
 
