@@ -112,7 +112,7 @@ def is_simulator_call(messages: list[dict]) -> bool:
     return bool(messages) and str(messages[0].get("content", "")).startswith(SIMULATOR_SYSTEM_START)
 
 
-def tester_message(call, *, seed: bool = False) -> str:
+def faithful_tester_message(call, *, seed: bool = False) -> str:
     """What a faithful simulated user of the `tester` persona (PERSONA above) writes: a short
     message that reveals each fact on the turn it is due, as the simulated-user checks require.
     `seed` puts the request's sampling seed in the text, so a test can tell repeats apart."""

@@ -9,7 +9,7 @@ import pytest
 from evaluators.pipeline import run_evaluation
 from evaluators.scoring.api import default_evaluator
 from tests.servers.openai_compat import scripted_reply
-from tests.support.project import is_simulator_call, tester_message
+from tests.support.project import is_simulator_call, faithful_tester_message
 from tests.support.runs import config, use_server
 
 pytestmark = pytest.mark.usefixtures("no_api_configured")
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.usefixtures("no_api_configured")
 
 def answer(call) -> str:
     if is_simulator_call(call.messages):
-        return tester_message(call, seed=True)
+        return faithful_tester_message(call, seed=True)
     return scripted_reply(call.messages)
 
 

@@ -17,7 +17,7 @@ import pytest
 from evaluators.store.run_store import RunStore
 from tests.servers.openai_compat import scripted_reply
 from tests.support.paths import PROJECT_ROOT
-from tests.support.project import is_simulator_call, tester_message
+from tests.support.project import is_simulator_call, faithful_tester_message
 
 pytestmark = pytest.mark.slow  # a run killed and resumed in a subprocess
 
@@ -33,7 +33,7 @@ def run_script(project: dict[str, Path], server_url: str, *arguments: str) -> su
 
 def answer(call) -> str:
     if is_simulator_call(call.messages):
-        return tester_message(call)
+        return faithful_tester_message(call)
     return scripted_reply(call.messages)
 
 
