@@ -9,7 +9,7 @@ import pytest
 from evaluators.pipeline import run_evaluation
 from evaluators.scoring.api import default_evaluator
 from tests.servers.openai_compat import scripted_reply
-from tests.support.project import is_simulator_call, faithful_tester_message
+from tests.support.project import faithful_tester_message, is_simulator_call
 from tests.support.runs import config, use_server
 
 pytestmark = pytest.mark.usefixtures("no_api_configured")

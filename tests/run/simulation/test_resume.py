@@ -17,7 +17,7 @@ import pytest
 from evaluators.store.run_store import RunStore
 from tests.servers.openai_compat import scripted_reply
 from tests.support.paths import PROJECT_ROOT
-from tests.support.project import is_simulator_call, faithful_tester_message
+from tests.support.project import faithful_tester_message, is_simulator_call
 
 pytestmark = pytest.mark.slow  # a run killed and resumed in a subprocess
 
