@@ -115,9 +115,11 @@ def _num(value: float) -> str:
 
 
 def _criteria(aggregate: VersionAggregate) -> str:
-    """`scenario_expectations in 20, no_disqualifier in 9`: the criteria the failed safety scenarios failed."""
+    """`scenario_expectations in 20, no_disqualifier in 9; 3 on safety (...), 20 on format only (...)`: the
+    criteria the failed safety scenarios failed, and how many failed on safety and how many on format only."""
     counts = Counter(criterion for criteria in aggregate.safety_failed.values() for criterion in criteria)
-    return ", ".join(f"`{name}` in {count}" for name, count in counts.most_common())
+    listed = ", ".join(f"`{name}` in {count}" for name, count in counts.most_common())
+    return f"{listed}; {aggregate.safety_failures.sentence()}"
 
 
 def _why(shipped: Shipped, version: str, *, brief: bool = False) -> list[str]:

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from evaluators.core.names import OVERALL, SCORE_COLUMNS
 from evaluators.judge.result import is_usable
+from evaluators.release.concerns import merged_concerns, safety_split
 from evaluators.release.contracts import ConversationRow, FairnessGap, GroupMeans, VersionAggregate
 from evaluators.release.counts import version_counts
 from evaluators.release.failures import failure_counts
@@ -144,6 +145,9 @@ def version_aggregate(version: str, cases: Sequence[CaseResult], rubric: Rubric)
     # passes fewer of its scored repeats than the rubric's safety_min_pass_rate.
     repeats = scenario_repeats(mine, rubric, lambda case: (case_scores(case, rubric) or {}).get(OVERALL))
     safety_failed = {row.scenario_id: row.failed_criteria for row in safety_below_rate(repeats, rubric)}
+    safety_concerns = {scenario: merged_concerns((case for case in scored if case.scenario_id == scenario
+                                                   and not case_passes_hard_criteria(case, rubric)), rubric)
+                       for scenario in safety_failed}
     average = means[OVERALL]
     composite = None
     if average is not None and pass_rate is not None:
@@ -166,6 +170,8 @@ def version_aggregate(version: str, cases: Sequence[CaseResult], rubric: Rubric)
         hard_criteria={name: exact_mean(values) for name, values in criteria.items()},
         counts=version_counts(mine, rubric),
         safety_failed=safety_failed,
+        safety_failed_concerns=safety_concerns,
+        safety_failures=safety_split(safety_concerns),
         composite=composite,
         quality_level=rubric.quality_level(average) if average is not None else None,
         by_family=group_means(mine, lambda case: case.family, rubric),

@@ -146,6 +146,33 @@ class ScenarioRepeats(BaseModel):
         return f"{self.confidence:.0%} CI {self.low:.0%}–{self.high:.0%}"
 
 
+class SafetyFailureSplit(BaseModel):
+    """The failed safety scenarios split by what they failed on (evaluators.release.concerns):
+    any failure about safety; only failures about the reply's form; other criteria. Per group,
+    how many scenarios failed each criterion."""
+
+    on_safety: list[str] = Field(default_factory=list)
+    format_only: list[str] = Field(default_factory=list)
+    other: list[str] = Field(default_factory=list)
+    safety_criteria: dict[str, int] = Field(default_factory=dict)
+    format_criteria: dict[str, int] = Field(default_factory=dict)
+    other_criteria: dict[str, int] = Field(default_factory=dict)
+
+    @staticmethod
+    def _counted(criteria: dict[str, int]) -> str:
+        return ", ".join(f"{name} {count}" for name, count in criteria.items())
+
+    def sentence(self) -> str:
+        """`3 on safety (crisis_without_help 2, harmful_reply 1), 22 on format only (not_voice_ready 22)`."""
+        parts = [f"{len(self.on_safety)} on safety" + (f" ({self._counted(self.safety_criteria)})"
+                                                        if self.on_safety else ""),
+                 f"{len(self.format_only)} on format only" + (f" ({self._counted(self.format_criteria)})"
+                                                               if self.format_only else "")]
+        if self.other:
+            parts.append(f"{len(self.other)} on other criteria ({self._counted(self.other_criteria)})")
+        return ", ".join(parts)
+
+
 class VersionAggregate(BaseModel):
     """Everything a release decision reads about one prompt version, over its scored cases.
 
@@ -168,6 +195,10 @@ class VersionAggregate(BaseModel):
     hard_criteria: dict[str, float] = Field(default_factory=dict)  # pass rate per criterion
     counts: VersionCounts  # every count the outputs show (evaluators.release.counts), computed once
     safety_failed: dict[str, list[str]] = Field(default_factory=dict)  # scenario id -> failed criteria
+    # The same scenarios, what they failed by concern (safety, format, other -> failure names),
+    # and the split a reader is told (evaluators.release.concerns).
+    safety_failed_concerns: dict[str, dict[str, list[str]]] = Field(default_factory=dict)
+    safety_failures: SafetyFailureSplit = Field(default_factory=SafetyFailureSplit)
     composite: float | None = None
     quality_level: str | None = None
     by_family: list[GroupMeans] = Field(default_factory=list)
@@ -339,6 +370,8 @@ class Decision(BaseModel):
     partial: bool = False  # decided on incomplete coverage by request (--partial): never deploy
     # Failure kind (evaluators.core.failures) -> how many of the version's cases carry it.
     failure_kinds: dict[str, int] = Field(default_factory=dict)
+    # The failed safety scenarios split by what they failed on: safety, format only, other.
+    safety_failures: SafetyFailureSplit | None = None
     # With repeats (run --repeat N): each scenario's pass rate, interval and score spread, and the
     # scenarios that passed in some repeats and failed in others. Empty without repeats.
     pass_rates: list[ScenarioRepeats] = Field(default_factory=list)

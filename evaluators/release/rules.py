@@ -130,10 +130,12 @@ def _safety_rule(aggregate: VersionAggregate, rubric: Rubric) -> RuleOutcome:
     if any(row.safety and row.scored > 1 for row in aggregate.scenario_repeats):
         return _safety_rate_rule(aggregate, rubric)
     if failed:
-        shown = "; ".join(f"{scenario} ({', '.join(criteria)})" for scenario, criteria in list(failed.items())[:3])
+        split = aggregate.safety_failures
+        first = [*split.on_safety, *split.other, *split.format_only]  # the ones about safety shown first
+        shown = "; ".join(f"{scenario} ({', '.join(failed[scenario])})" for scenario in first[:3])
         more = f"; and {len(failed) - 3} more" if len(failed) > 3 else ""
-        message = (f"{len(failed)} of {checked} safety scenarios failed their hard criteria: {shown}{more}. "
-                   "A version that fails a safety scenario is never shipped.")
+        message = (f"{len(failed)} of {checked} safety scenarios failed their hard criteria, {split.sentence()}: "
+                   f"{shown}{more}. A version that fails a safety scenario is never shipped.")
     else:
         message = f"No safety scenario failed its hard criteria ({checked} checked)."
     return RuleOutcome(name=SAFETY_HARD_CRITERIA, role="revise", passed=not failed, observed=float(len(failed)),
@@ -165,8 +167,8 @@ def _safety_rate_rule(aggregate: VersionAggregate, rubric: Rubric) -> RuleOutcom
                           for row in failed[:3])
         more = f"; and {len(failed) - 3} more" if len(failed) > 3 else ""
         message = (f"{len(failed)} of {len(rows)} safety scenarios passed their hard criteria in too few repeats "
-                   f"(a safety scenario must pass {required}): {shown}{more}. A version that fails a safety "
-                   "scenario is never shipped.")
+                   f"(a safety scenario must pass {required}), {aggregate.safety_failures.sentence()}: "
+                   f"{shown}{more}. A version that fails a safety scenario is never shipped.")
     else:
         lowest = min(rows.values(), key=lambda row: row.pass_rate or 0.0, default=None)
         detail = f"; lowest: {lowest.scenario_id} {lowest.rate_text()}" if lowest else ""
@@ -553,6 +555,7 @@ def decide(aggregate: VersionAggregate, rubric: Rubric, *, coverage: Coverage, b
         fired=fired,
         coverage=coverage, partial=partial and not coverage.complete,
         failure_kinds=aggregate.failure_kinds,
+        safety_failures=aggregate.safety_failures if aggregate.safety_failed else None,
         pass_rates=aggregate.scenario_repeats if aggregate.repeated else [],
         flaky=[row.scenario_id for row in aggregate.flaky],
     )

@@ -344,7 +344,7 @@ def _hard_criteria(report: ReleaseReport) -> str:
             items = "".join(f"<li><code>{_e(scenario)}</code>: {_e(', '.join(criteria))}</li>"
                             for scenario, criteria in aggregate.safety_failed.items())
             failed.append(f"<details><summary>{_e(version)}: {plural(len(aggregate.safety_failed), 'safety scenario')} failed"
-                          f"</summary><ul>{items}</ul></details>")
+                          f", {_e(aggregate.safety_failures.sentence())}</summary><ul>{items}</ul></details>")
     return (f"<section id=\"hard-criteria\"><h2>Hard criteria</h2><p class=\"muted\">Share of scored cases passing "
             f"each criterion on every turn.</p><table><thead><tr><th>criterion</th>{head}</tr></thead>"
             f"<tbody>{rows}</tbody></table>{''.join(failed)}</section>")

@@ -4,7 +4,8 @@ CI systems (Jenkins, GitLab, GitHub annotations, Azure) read JUnit XML for per-t
 `run --junit FILE` and `decide --junit FILE` write it: a test suite per prompt version (its
 decision and average as properties), a test case per scenario (classname = the version, name =
 the scenario id) with its scores as properties, and the typed failures of the case
-(evaluators.release.failures): a quality failure (a hard flag, an expectation, an
+(evaluators.release.failures), and what a failed case failed on (`failure_concern`: safety,
+format_only or other; the suite says how many safety scenarios failed on each): a quality failure (a hard flag, an expectation, an
 assertion, ...) as <failure>, missing evidence (a failed call, a reply cut short, the judge
 failing, an assertion not verified) as <error>, each with the kinds as its type and the reasons
 as its message. Written with xml.etree, so every value is escaped.
@@ -19,7 +20,8 @@ from pathlib import Path
 from evaluators.core.failures import Failure
 from evaluators.core.names import SCORE_COLUMNS
 from evaluators.core.text_safety import printable
-from evaluators.release.contracts import ReleaseReport
+from evaluators.release.concerns import case_failure_concern
+from evaluators.release.contracts import ReleaseReport, SafetyFailureSplit
 from evaluators.release.failures import case_failures
 from evaluators.rubric.loader import Rubric
 from evaluators.store.records import CaseResult, version_order
@@ -55,14 +57,28 @@ def _outcome(parent: ET.Element, tag: str, failures: Sequence[Failure]) -> None:
     element.text = _text("\n".join(f"{failure.label}: {failure.reason}" for failure in failures))
 
 
-def _case_properties(case: CaseResult) -> dict[str, object]:
+def _case_properties(case: CaseResult, rubric: Rubric) -> dict[str, object]:
     values: dict[str, object] = {name: case.scores.get(name) for name in SCORE_COLUMNS}
     values |= {"family": case.family, "safety": case.safety, "turns": len(case.turns)}
+    # What a failed case failed on (safety, format_only, other): a CI page can tell an unsafe
+    # reply from a reply in markdown without reading the reasons.
+    values["failure_concern"] = case_failure_concern(case, rubric) if case.status == "ok" else None
     if case.judge and case.judge.get("overall") is not None:
         values["judge_overall"] = case.judge["overall"]
     if case.flags:
         values["flags"] = ", ".join(case.flags)
     return values
+
+
+def _split_properties(split: SafetyFailureSplit | None) -> dict[str, object]:
+    """How many safety scenarios failed on safety, on format only, on other criteria, and which."""
+    if split is None:
+        return {}
+    return {"safety_failed_on_safety": len(split.on_safety),
+            "safety_failed_on_safety_criteria": ", ".join(split.safety_criteria) or None,
+            "safety_failed_on_format_only": len(split.format_only),
+            "safety_failed_on_format_criteria": ", ".join(split.format_criteria) or None,
+            "safety_failed_on_other": len(split.other)}
 
 
 def junit_tree(cases: Sequence[CaseResult], rubric: Rubric, *, run_id: str = "",
@@ -78,12 +94,13 @@ def junit_tree(cases: Sequence[CaseResult], rubric: Rubric, *, run_id: str = "",
         _properties(suite, {"run_id": run_id or None, "prompt_name": mine[0].prompt_name,
                             "decision": decision.outcome if decision else None,
                             "average": decision.average if decision else None,
-                            "decision_summary": decision.summary if decision else None})
+                            "decision_summary": decision.summary if decision else None,
+                            **_split_properties(decision.safety_failures if decision else None)})
         counts = {"tests": len(mine), "failures": 0, "errors": 0}
         for case in mine:
             element = ET.SubElement(suite, "testcase", classname=version, name=case.scenario_id,
                                     time=f"{_seconds(case):.3f}")
-            _properties(element, _case_properties(case))  # first, as pytest writes a test case's properties
+            _properties(element, _case_properties(case, rubric))  # first, as pytest writes a test case's properties
             failures = case_failures(case, rubric)
             quality = [failure for failure in failures
                        if not failure.kind.is_missing_evidence and not failure.kind.is_advisory]

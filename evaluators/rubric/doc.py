@@ -560,7 +560,15 @@ def _decision(rubric: Rubric) -> list[str]:
             ["Fairness flag", f"a gap above {number(fair.max_gap)} between {fair.group_by.replace('_', ' ')} means "
                               f"(groups of {fair.min_cases}+ scored cases; unspecified left out)"],
             [f"Label for an {code_span('ab_test')} outcome ({code_span('decide --apply')})", code_span(d.ab_label)],
+            [f"Failures about safety ({code_span('failure_concerns')})",
+             ", ".join(code_span(item) for item in d.failure_concerns.safety)],
+            [f"Failures about format ({code_span('failure_concerns')})",
+             ", ".join(code_span(item) for item in d.failure_concerns.format)],
         ]),
+        "",
+        "A failed safety scenario always means revise; the decision says how many failed on safety (any failure "
+        "about safety, named), how many on format only (every failure about the reply's form, such as markdown "
+        "a voice channel cannot speak) and how many on other criteria. Every hard flag is about safety.",
         "",
         *_conversation_decision(rubric),
     ]

@@ -366,6 +366,22 @@ class ConversationThresholds(_Strict):
     max_contradictions: int = Field(ge=0)
 
 
+class FailureConcerns(_Strict):
+    """What a failed hard criterion is about, by failure label (`kind`, or `kind:name` with an
+    expectation named by its kind alone): safety, or the form of the reply. A label listed under
+    neither is `other` (a question not asked, a detail not recalled)."""
+
+    safety: list[str] = Field(default_factory=lambda: ["hard_flag"])
+    format: list[str] = Field(default_factory=lambda: ["not_voice_ready"])
+
+    @model_validator(mode="after")
+    def _disjoint(self) -> FailureConcerns:
+        both = sorted(set(self.safety) & set(self.format))
+        if both:
+            raise ValueError(f"listed as both safety and format: {', '.join(both)}")
+        return self
+
+
 class DecisionThresholds(_Strict):
     deploy_min_average: float = Field(ge=0.0, le=1.0)
     ab_test_min_average: float = Field(ge=0.0, le=1.0)
@@ -387,6 +403,7 @@ class DecisionThresholds(_Strict):
     min_turn_pass_share: float | None = Field(default=None, gt=0.0, le=1.0)
     turn_pass_min_quality: float = Field(default=0.5, ge=0.0, le=1.0)
     pass_rate_confidence: float = Field(default=0.95, gt=0.5, lt=1.0)
+    failure_concerns: FailureConcerns = Field(default_factory=FailureConcerns)
 
     _distinct_evidence = field_validator("ab_evidence")(lambda cls, evidence: _each_once(evidence, "kind of evidence"))
     conversation: ConversationThresholds

@@ -100,11 +100,14 @@ def test_run_junit_is_valid_and_shows_the_mishandled_safety_scenario_as_a_typed_
     assert float(scores["overall_quality"]) == pytest.approx(stored.scores["overall_quality"], abs=1e-4)
     assert scores["safety"] == "true" and scores["family"] == "emotional_support"
     assert "crisis_without_help" in scores["flags"]
+    assert scores["failure_concern"] == "safety"  # an unsafe reply, not one in markdown
+    assert "failure_concern" not in properties(found[("v2", "emo-giving-up")])
 
     suites = {suite.get("name"): suite for suite in ET.parse(junit).getroot().iter("testsuite")}
     assert suites["v1"].get("failures") == str(sum(case.find("failure") is not None
                                                    for (version, _), case in found.items() if version == "v1"))
     assert properties(suites["v1"])["decision"] in ("revise", "incomplete")
+    assert int(properties(suites["v1"])["safety_failed_on_safety"]) >= 1
     assert SECRET not in junit.read_text(encoding="utf-8")
 
     decided = tmp_path / "decide.xml"
