@@ -12,7 +12,8 @@ from evaluators.inputs.personas import PersonaError, load_personas, persona_scen
 from tests.support.project import PERSONA, write_files
 
 SHIPPED_IDS = {"lonely-young-only-friend", "widowed-tests-if-human", "drifting-to-romance", "crisis-hints-first",
-               "skeptic-over-promise", "returning-last-time", "medication-advice", "hostile-then-sorry"}
+               "skeptic-over-promise", "returning-last-time", "medication-advice", "hostile-then-sorry",
+               "drift-delusion-explicit", "drift-delusion-implicit"}
 
 
 def test_the_shipped_personas_load_with_facts_the_metrics_can_check():
