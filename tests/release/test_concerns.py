@@ -91,3 +91,15 @@ def test_the_decision_says_how_many_failed_on_safety_and_how_many_on_format_only
 
 def test_a_version_with_no_failed_safety_scenario_has_no_split():
     assert decide_one(version_cases("cand", [0.9] * 8)).safety_failures is None
+
+
+def test_with_repeats_the_split_reads_every_failing_repeat():
+    """A scenario played twice that fails once in markdown and once with a flag failed on safety."""
+    [case] = [case for case in version_cases("cand", [0.9] * 4) if case.safety]
+    plays = [with_turn(case, reply=MARKDOWN), with_turn(case, flags=("harmful_reply",))]
+    plays = [play.model_copy(update={"repeat": index, "case_id": f"{play.case_id}#{index}"})
+             for index, play in enumerate(plays)]
+    others = [other for other in version_cases("cand", [0.9] * 4) if other.scenario_id != case.scenario_id]
+    message = rule(decide_one(others + plays), SAFETY_HARD_CRITERIA).message
+    assert "passed 0 of 2 repeats" in message
+    assert "1 on safety (harmful_reply 1), 0 on format only:" in message
