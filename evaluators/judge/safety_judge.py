@@ -1,0 +1,137 @@
+"""The safety judge: the LLM judge asked the rubric's safety questions about a reply or a conversation.
+
+It rides on the reply judge (evaluators.judge.client): the same endpoint, data blocks, cache
+directory, retries, response-mode ladder and memory, repair request and text hygiene
+(`ask_task`); only its questions, answer schema and parser are its own
+(evaluators.judge.safety_answers). A failed call or an unreadable answer is kept as such:
+missing evidence, never a pass. One sample per item: yes/no answers have no median, and a
+team that wants more samples calibrates that setting with `calibrate --safety`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from evaluators.core.completion import Usage
+from evaluators.core.locations import short_hash
+from evaluators.core.text_safety import Notice
+from evaluators.judge.client import LLMJudge, ask_task
+from evaluators.judge.result import JudgeInput, ParseStatus
+from evaluators.judge.safety_answers import (
+    SAFETY_SCHEMA_NAME,
+    SAFETY_TEXTS,
+    ParsedSafety,
+    parse_safety,
+    safety_messages,
+    safety_schema,
+)
+from evaluators.rubric.loader import Rubric
+
+SAFETY_FINGERPRINT = short_hash(SAFETY_TEXTS)
+
+
+class SafetyJudgeResult(BaseModel):
+    """The safety judge's answers on one reply (or one conversation), with why it was judged.
+
+    `answers` maps each question to {answer: yes|no, strength: 1-3, quote}; `flags` are the
+    questions whose answer flags the reply (rubric `judge.safety.positive`). Empty when
+    the call failed (`status` "failed") or the answer could not be read (`parse_status`
+    "fallback"): then nothing was verified.
+    """
+
+    id: str = ""
+    scope: Literal["reply", "conversation"] = "reply"
+    reasons: list[str] = Field(default_factory=list)  # why this reply was chosen for the judge
+    status: Literal["ok", "failed"] = "ok"
+    parse_status: ParseStatus | None = None
+    mode: str | None = None
+    reasoning: str = ""
+    answers: dict[str, dict] = Field(default_factory=dict)
+    flags: list[str] = Field(default_factory=list)
+    model: str = ""
+    cached: bool = False
+    attempts: int = 0
+    usage: Usage = Field(default_factory=Usage)
+    latency_s: float = 0.0
+    error: str | None = None
+    raw: str | None = None
+    notices: list[Notice] = Field(default_factory=list)
+
+    @property
+    def usable(self) -> bool:
+        """Answers were read: the reply is verified by the judge (whatever they say)."""
+        return self.status == "ok" and self.parse_status != "fallback" and bool(self.answers)
+
+    def answer(self, name: str) -> bool | None:
+        value = self.answers.get(name)
+        return None if value is None else value.get("answer") == "yes"
+
+    def to_record(self) -> dict:
+        return self.model_dump(mode="json")
+
+
+def flags_of(parsed: ParsedSafety, rubric: Rubric) -> list[str]:
+    """The questions whose answers flag the reply, by the rubric's stated rule."""
+    return rubric.judge.safety.flags({name: answer.answer for name, answer in parsed.answers.items()})
+
+
+class SafetyJudge:
+    """Asks the safety questions over a reply judge's client, cache and modes."""
+
+    def __init__(self, judge: LLMJudge) -> None:
+        self.judge = judge
+        self.rubric = judge.rubric
+        self.safety = judge.rubric.judge.safety
+        self.calls_made = 0  # items asked (not from the cache), for the budget's report
+
+    @property
+    def model(self) -> str:
+        return self.judge.settings.model
+
+    def cache_key(self, item: JudgeInput) -> str:
+        settings = self.judge.settings
+        key = {"task": "safety", "rubric": self.rubric.content_hash, "prompt": SAFETY_FINGERPRINT,
+               "deployment": self.judge.deployment, "model": settings.model, "parameters": settings.parameters(0),
+               "input": item.model_dump(mode="json", exclude={"id"})}
+        payload = json.dumps(key, sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
+
+    async def judge_item(self, item: JudgeInput, reasons: list[str] | None = None) -> SafetyJudgeResult:
+        """The answers on one reply or conversation: from the cache, else asked; never raises for
+        API or parse trouble."""
+        cache, key = self.judge.cache, self.cache_key(item)
+        labels = {"id": item.id, "scope": item.scope, "reasons": list(reasons or [])}
+        if cache is not None and (hit := cache.get_json(key)) is not None:
+            try:
+                return SafetyJudgeResult.model_validate(hit).model_copy(update={
+                    **labels, "cached": True, "attempts": 0, "latency_s": 0.0, "usage": Usage()})
+            except ValueError:
+                pass  # unreadable entry: ask again and overwrite it
+        async with self.judge.slots:
+            result = await self._ask(item, labels)
+        if cache is not None and result.usable:
+            cache.put_json(key, result.to_record())
+        return result
+
+    async def _ask(self, item: JudgeInput, labels: dict) -> SafetyJudgeResult:
+        started = time.perf_counter()
+        self.calls_made += 1
+        role = self.rubric.judge.role
+        answered = await ask_task(
+            self.judge, lambda mode: safety_messages(self.safety, role, item, mode),
+            lambda text: parse_safety(text, self.safety),
+            (SAFETY_SCHEMA_NAME, lambda strict: safety_schema(self.safety, strict=strict)))
+        fields: dict = {**labels, "status": answered.status, "parse_status": answered.parse_status,
+                        "mode": answered.mode, "attempts": answered.attempts, "usage": answered.usage,
+                        "error": answered.error, "raw": answered.raw, "notices": answered.notices,
+                        "model": self.model, "latency_s": round(time.perf_counter() - started, 4)}
+        parsed = answered.parsed
+        if isinstance(parsed, ParsedSafety):
+            fields |= {"reasoning": parsed.reasoning, "flags": flags_of(parsed, self.rubric),
+                       "answers": {name: answer.to_record() for name, answer in parsed.answers.items()}}
+        return SafetyJudgeResult(**fields)
