@@ -32,10 +32,12 @@ from evaluators.cli.common import (
     open_output,
 )
 from evaluators.core.jsonl import read_json_lines
+from evaluators.core.locations import display_path
 from evaluators.core.text import plural
 from evaluators.core.text_safety import Notice, invalid_unicode_notice, valid_tree
 from evaluators.judge.agreement import WEIGHTS, Agreement, agreement, verdict_for
 from evaluators.judge.batch import RETRY_CHOICES, BatchError, BatchJudge
+from evaluators.judge.calibration_record import record_calibration
 from evaluators.judge.client import LLMJudge, judge_cache_dir
 from evaluators.judge.factory import (
     SAMPLING_CHOICES,
@@ -367,6 +369,19 @@ def agreements(lines: Sequence[RecordLine], rubric: Rubric, weights: str) -> lis
     return results
 
 
+def record_judge_agreement(model: str, result: Agreement, rubric: Rubric, file: Path) -> None:
+    """Record the judge's kappa for its model, so runs count its scores once it is at the bar."""
+    bar = rubric.judge.calibration.min_kappa
+    path = record_calibration(model, "quality", {"kappa": result.kappa, "n": result.n, "weights": result.weights,
+                                                 "labels": file.name, "bar": bar})
+    at_bar = result.kappa is not None and result.kappa >= bar
+    kappa = "n/a" if result.kappa is None else f"{result.kappa:.2f}"
+    stderr_console().print(Text(
+        f"recorded {model}: kappa {kappa} over {result.n} labelled replies in {display_path(path)}; "
+        + ("at the bar, so its scores may join the average" if at_bar else
+           f"below the bar {bar:g}, so its scores stay out of the average"), style="green" if at_bar else "yellow"))
+
+
 def calibrate(
     file: Annotated[Path, typer.Argument(
         help="JSON-lines file of labelled records: {id, history, user_message, response, human_score (0-1), "
@@ -414,6 +429,8 @@ def calibrate(
         print_judge_summary(llm, lines, rubric)
     results = agreements(lines, rubric, weights.value)
     total = sum(line.record is not None for line in lines)
+    if use_judge:
+        record_judge_agreement(llm.settings.model, results[0], rubric, file)
     if as_json:
         typer.echo(json.dumps({"labelled": total, "agreement": [result.to_record() for result in results]},
                               indent=2))

@@ -17,6 +17,7 @@ from pathlib import Path
 from evaluators.core.locations import PROJECT_ROOT, display_path
 from evaluators.inputs.persona import Persona
 from evaluators.inputs.prompts import PromptError, load_prompts
+from evaluators.judge.calibration_record import read_calibration
 from evaluators.release.contracts import HeadToHead, ReleaseReport
 from evaluators.release.coverage import MANIFEST_KEY as COVERAGE_KEY
 from evaluators.release.coverage import ScenarioSet
@@ -112,7 +113,8 @@ def report_for_run(run: ReleaseRun, rubric: Rubric, *, versions: list[str] | Non
     return release_report(run.cases, rubric, baselines=run.baselines, versions=versions,
                           baseline_override=baseline_override, run_id=run.run_id,
                           sample_data=run.sample_data, notices=run.notices, scenario_set=run.scenario_set,
-                          resume=run.resume_command, partial=partial, head_to_head=run.head_to_head)
+                          resume=run.resume_command, partial=partial, head_to_head=run.head_to_head,
+                          calibration=read_calibration())
 
 
 __all__ = ["ReleaseError", "ReleaseRun", "StoreError", "read_run", "report_for_run"]

@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from evaluators.cli import app
+from evaluators.judge.calibration_record import read_calibration
 from evaluators.judge.factory import JudgeConfig
 from evaluators.judge.reliability import model_family, same_family_warning
 from evaluators.pipeline import run_evaluation
@@ -286,6 +287,10 @@ def test_calibrate_reproduces_the_correlation_and_kappa_computed_by_hand(openai_
     # kappa = 1 - (1/12)/(1/3) = 0.75. (The second call is served from the judge cache.)
     figures_q = {item["evaluator"]: item for item in json.loads(quadratic.stdout)["agreement"]}
     assert figures_q["judge"]["kappa"] == pytest.approx(0.75, abs=1e-4)
+    # Each calibration is recorded for the model (the latest replaces the earlier), where runs read it.
+    recorded = read_calibration()["judge-model"]["quality"]
+    assert recorded["kappa"] == pytest.approx(0.75, abs=1e-4) and recorded["n"] == 6 and recorded["bar"] == 0.6
+    assert "recorded judge-model: kappa 0.75 over 6 labelled replies" in quadratic.stderr
 
     # The heuristics row agrees with an independent computation on their own scores.
     scipy_stats = pytest.importorskip("scipy.stats")
