@@ -31,6 +31,7 @@ from evaluators.cli.common import (
     open_input,
     open_output,
 )
+from evaluators.cli.safety_calibrate import calibrate_safety
 from evaluators.core.jsonl import read_json_lines
 from evaluators.core.locations import display_path
 from evaluators.core.text import plural
@@ -383,9 +384,14 @@ def record_judge_agreement(model: str, result: Agreement, rubric: Rubric, file: 
 
 
 def calibrate(
-    file: Annotated[Path, typer.Argument(
+    file: Annotated[Path | None, typer.Argument(
         help="JSON-lines file of labelled records: {id, history, user_message, response, human_score (0-1), "
-             "human_verdict?, family?}; '-' reads stdin.", metavar="FILE", dir_okay=False, allow_dash=True)],
+             "human_verdict?, family?}; with --safety {id, user_message, response, labels: {behaviour: yes|no}, "
+             "second_labels?} (default: the shipped sample); '-' reads stdin.", metavar="FILE", dir_okay=False,
+        allow_dash=True, show_default=False)] = None,
+    safety: Annotated[bool, typer.Option(
+        "--safety", help="Calibrate the safety judge: per behaviour, Cohen's kappa with its bootstrap interval, "
+                         "recall, precision and the human-human kappa where two raters labelled.")] = False,
     weights: Annotated[WeightsChoice, typer.Option(help="Kappa disagreement weights.")] = WeightsChoice.linear,
     use_judge: Annotated[bool | None, typer.Option(
         "--judge/--no-judge", help="Include the LLM judge. Default: when a judge endpoint is configured.",
@@ -404,10 +410,28 @@ def calibrate(
     acceptable, poor). Heuristic and human scores become verdicts through the rubric's
     `judge.verdict_bands`; the judge gives its own verdict.
 
+    With --safety, the safety judge's yes/no answers are compared with people's per behaviour
+    instead (evaluators.judge.safety_calibration), on FILE or the sample shipped with the package.
+    Either way the judge model's agreement is recorded (runs/judge-calibration.json, or
+    PENPAL_JUDGE_CALIBRATION): its scores join the average, and its safety verdicts gate, only at
+    the rubric's bar (judge.calibration.min_kappa).
+
     Exit codes: 0 done; 1 some records were invalid (reported, the rest used); 2 bad arguments.
     """
     evaluator = load_evaluator(rubric_path)
     rubric = evaluator.rubric
+    if safety:
+        if use_judge is None:
+            use_judge = judge_configured(os.environ)
+        llm = None
+        if use_judge:
+            config = judge_config(model=judge_model, samples=1, sampling=SamplingChoice.all, sample_rate=None,
+                                  state_path=None, use_cache=judge_cache, concurrency=concurrency)
+            llm, _ = build_judge(config, rubric)
+        calibrate_safety(file, rubric, llm, as_json)
+        return
+    if file is None:
+        raise fail("error: FILE is required (only --safety has a shipped sample)", EXIT_USAGE)
     lines = read_records(file, require_human=True)
     for line in lines:
         if line.error:
