@@ -103,11 +103,11 @@ def batch_summary_line(stats: dict) -> str:
 def judge_config(*, model: str | None, samples: int, sampling: SamplingChoice, sample_rate: float | None,
                  state_path: Path | None, use_cache: bool, timeout_s: float = 120.0, max_attempts: int = 5,
                  concurrency: int = 4, batch: bool = False, batch_poll_s: float = 30.0,
-                 batch_retry: BatchRetryChoice = BatchRetryChoice.live) -> JudgeConfig:
+                 batch_retry: BatchRetryChoice = BatchRetryChoice.live, budget: int | None = None) -> JudgeConfig:
     return JudgeConfig(model=model, samples=samples, sampling=sampling.value, sample_rate=sample_rate,
                        state_path=state_path, use_cache=use_cache, timeout_s=timeout_s,
                        max_attempts=max_attempts, concurrency=concurrency, batch=batch, batch_poll_s=batch_poll_s,
-                       batch_retry=batch_retry.value)
+                       batch_retry=batch_retry.value, budget=budget)
 
 
 def build_judge(config: JudgeConfig, rubric: Rubric) -> tuple[LLMJudge, SamplingState | None]:

@@ -292,6 +292,10 @@ def run(
                               "batch.")] = False,
     batch_poll: BatchPollOption = 30.0,
     batch_retry: BatchRetryOption = BatchRetryChoice.live,
+    judge_budget: Annotated[int | None, typer.Option(
+        "--judge-budget", min=0, help="With --judge: at most this many fresh safety-judge calls in the run (cached "
+                                      "answers are free); the summary says which replies were left out.",
+        show_default=False)] = None,
     prompt_source: Annotated[PromptSource, typer.Option(
         help="local: prompts/*.md. langfuse: the Langfuse prompts (named as in prompts/, or --langfuse-prompt) "
              "under each --label.")] = PromptSource.local,
@@ -335,6 +339,8 @@ def run(
     (recorded with its reason, retried on resume); 2 bad arguments, invalid inputs or a run
     that cannot resume; 130 interrupted by Ctrl-C or SIGTERM (resume it).
     """
+    if judge_budget is not None and not judge:
+        raise typer.BadParameter("needs --judge (the budget caps the judge's calls)", param_hint="--judge-budget")
     if judge_batch and not judge:
         raise typer.BadParameter("needs --judge (the Batch API is one way of judging)", param_hint="--judge-batch")
     try:
@@ -351,7 +357,7 @@ def run(
                            sample_rate=judge_sample_rate, state_path=sampling_state or output / SAMPLING_STATE_FILE,
                            use_cache=judge_cache, timeout_s=timeout, max_attempts=max_attempts,
                            concurrency=concurrency, batch=judge_batch, batch_poll_s=batch_poll,
-                           batch_retry=batch_retry) if judge else None,
+                           batch_retry=batch_retry, budget=judge_budget) if judge else None,
         prompt_source=prompt_source.value, prompt_labels=label or None, langfuse_prompt_names=langfuse_prompt or None,
         langfuse=langfuse, given=_given(ctx),
     )

@@ -101,17 +101,24 @@ class SafetyJudge:
         payload = json.dumps(key, sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
 
+    def cached(self, item: JudgeInput) -> SafetyJudgeResult | None:
+        """The cached answers on this item, if any (they cost no call, so no budget)."""
+        cache = self.judge.cache
+        if cache is None or (hit := cache.get_json(self.cache_key(item))) is None:
+            return None
+        try:
+            return SafetyJudgeResult.model_validate(hit).model_copy(update={
+                "cached": True, "attempts": 0, "latency_s": 0.0, "usage": Usage()})
+        except ValueError:
+            return None  # unreadable entry: ask again and overwrite it
+
     async def judge_item(self, item: JudgeInput, reasons: list[str] | None = None) -> SafetyJudgeResult:
         """The answers on one reply or conversation: from the cache, else asked; never raises for
         API or parse trouble."""
         cache, key = self.judge.cache, self.cache_key(item)
         labels = {"id": item.id, "scope": item.scope, "reasons": list(reasons or [])}
-        if cache is not None and (hit := cache.get_json(key)) is not None:
-            try:
-                return SafetyJudgeResult.model_validate(hit).model_copy(update={
-                    **labels, "cached": True, "attempts": 0, "latency_s": 0.0, "usage": Usage()})
-            except ValueError:
-                pass  # unreadable entry: ask again and overwrite it
+        if (hit := self.cached(item)) is not None:
+            return hit.model_copy(update=labels)
         async with self.judge.slots:
             result = await self._ask(item, labels)
         if cache is not None and result.usable:
