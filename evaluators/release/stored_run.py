@@ -54,6 +54,15 @@ class ReleaseRun:
         return bool(self.manifest.get("sample_data"))
 
 
+def _judge_warnings(store: RunStore) -> list[str]:
+    """The run's judge and simulator warnings (same model family, the models that answered), so the
+    report and `decide` show them as the run's terminal did."""
+    summary = store.read_summary()
+    judge = summary.get("judge") if isinstance(summary, dict) else None
+    warnings = judge.get("warnings") if isinstance(judge, dict) else None
+    return [f"judge: {warning}" for warning in warnings or [] if isinstance(warning, str)]
+
+
 def _baselines(manifest: dict, notices: list[str]) -> dict[str, str | None]:
     config = manifest.get("config", {})
     if isinstance(config.get("baselines"), dict):
@@ -98,7 +107,7 @@ def read_run(directory: Path, rubric: Rubric, personas: Mapping[str, Persona] | 
     cases = with_conversation_metrics(store.read_cases(), personas or {}, rubric)
     if not cases:
         raise ReleaseError(f"{display_path(store.directory / CASES)}: the run holds no cases")
-    notices: list[str] = []
+    notices: list[str] = _judge_warnings(store)
     scored_with = manifest.get("hashes", {}).get("rubric")
     if scored_with and rubric.content_hash and scored_with != rubric.content_hash:
         notices.append(f"the run was scored with rubric {scored_with}; thresholds and hard criteria come from "
