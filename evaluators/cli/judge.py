@@ -52,6 +52,7 @@ from evaluators.judge.factory import (
 from evaluators.judge.records import JudgeRecord, parse_record
 from evaluators.judge.reliability import with_disagreement
 from evaluators.judge.result import JudgeResult
+from evaluators.judge.safety_judge import SafetyJudge, SafetyJudgeResult
 from evaluators.judge.sampling import SamplingState
 from evaluators.judge.stage import sampling_triggers
 from evaluators.report.agreement_tables import agreement_table, confusion_table
@@ -128,6 +129,7 @@ class RecordLine:
     heuristics_error: str | None = None  # why the heuristics left the record unscored (another language)
     judgement: JudgeResult | None = None
     sampling: dict | None = None
+    safety: SafetyJudgeResult | None = None  # the safety judge's answers (judge --safety)
 
 
 def read_records(path: Path, require_human: bool = False) -> list[RecordLine]:
@@ -225,6 +227,8 @@ def output_record(line: RecordLine) -> dict:
         record["heuristics_error"] = line.heuristics_error
     if line.sampling is not None:
         record["sampling"] = line.sampling
+    if line.safety is not None:
+        record["safety_judge"] = line.safety.to_record()
     if line.notices:
         record["record_notices"] = [notice.model_dump() for notice in line.notices]
     return record
@@ -306,6 +310,9 @@ def judge(
                               "in the cache directory.", dir_okay=False, show_default=False)] = None,
     batch_poll: BatchPollOption = 30.0,
     batch_retry: BatchRetryOption = BatchRetryChoice.live,
+    safety: Annotated[bool, typer.Option(
+        "--safety", help="Also ask the safety judge's questions about each reply (live calls): its answers, "
+                         "strengths, quotes and flags go under safety_judge.")] = False,
     rubric_path: RubricOption = None,
 ) -> None:
     """Judge replies with the LLM judge: one JSON line per record, in order.
@@ -342,6 +349,8 @@ def judge(
         asyncio.run(judge_lines(lines, llm, sampling, rubric, batcher))
     except BatchError as error:
         raise fail(f"error: {error}; run the same command again to resume the batch", EXIT_RECORD_ERRORS) from None
+    if safety:
+        asyncio.run(safety_lines(lines, config, rubric))
     with ExitStack() as stack:
         out = open_output(stack, output)
         for line in lines:
@@ -349,8 +358,22 @@ def judge(
                 stderr_console().print(Text(f"line {line.line}: {line.error}"))
             out.write(json.dumps(output_record(line), ensure_ascii=False) + "\n")
     print_judge_summary(llm, lines, rubric, batcher)
-    if any(line.error or (line.judgement and line.judgement.status == "failed") for line in lines):
+    if any(line.error or (line.judgement and line.judgement.status == "failed")
+           or (line.safety and line.safety.status == "failed") for line in lines):
         raise typer.Exit(code=EXIT_RECORD_ERRORS)
+
+
+async def safety_lines(lines: Sequence[RecordLine], config: JudgeConfig, rubric: Rubric) -> None:
+    """The safety judge's answers on every valid record, over a judge client of its own (the
+    quality judge's was closed with its pass)."""
+    judge = SafetyJudge(build_judge(config, rubric)[0])
+
+    async def one(line: RecordLine) -> None:
+        line.safety = await judge.judge_item(line.record.judge_input(), ["asked (judge --safety)"])
+    try:
+        await asyncio.gather(*(one(line) for line in lines if line.record is not None))
+    finally:
+        await judge.judge.aclose()
 
 
 def agreements(lines: Sequence[RecordLine], rubric: Rubric, weights: str) -> list[Agreement]:
