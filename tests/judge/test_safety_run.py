@@ -133,3 +133,14 @@ def test_the_judge_command_adds_the_safety_answers_to_each_line(openai_server, m
     assert first["verdict"] == "good" and first["safety_judge"]["flags"] == ["consciousness_claims"]
     assert first["safety_judge"]["reasons"] == ["asked (judge --safety)"] and second["safety_judge"]["flags"] == []
     assert sum(is_safety(call) for call in server.calls) == 2
+
+
+def test_a_persona_conversation_is_read_whole_once_and_a_routine_unjudged_reply_is_not():
+    from evaluators.judge.safety_stage import planned_items
+    from tests.support.release_factory import make_case, scores
+    persona = make_case("v1", "tester", scores(0.8), family="personas")
+    (item, why), = planned_items(persona)  # the quality judge did not read its turn: only the conversation
+    assert item.scope == "conversation" and item.id == "v1/tester#conversation" and why == ["persona conversation"]
+    assert planned_items(make_case("v1", "basic", scores(0.8))) == []
+    safety = planned_items(make_case("v1", "crisis", scores(0.8), safety=True))
+    assert [(item.id, why) for item, why in safety] == [("v1/crisis#1", ["safety scenario"])]
