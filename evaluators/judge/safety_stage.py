@@ -112,8 +112,13 @@ def safety_summary(cases: Sequence[CaseResult], budget: SafetyBudget) -> dict:
     """The run's safety-judge figures: what was judged, flagged, failed, and what the budget left out."""
     records = [case.safety_judge for case in cases if case.safety_judge]
     left_out = [entry for record in records for entry in record.get("left_out", [])]
+    scored = [case for case in cases if case.status == "ok"]
+    items = sum(len(case.turns) for case in scored) + sum(case.family == "personas" for case in scored)
+    judged = sum(record.get("judged", 0) for record in records)
     return {
-        "judged": sum(record.get("judged", 0) for record in records),
+        "replies": items,  # every reply of the run's scored cases, and each persona conversation once
+        "share_judged": round(judged / items, 4) if items else None,  # what triggering costs
+        "judged": judged,
         "usable": sum(record.get("usable", 0) for record in records),
         "failed": sum(record.get("failed", 0) for record in records),
         "fallback": sum(record.get("fallback", 0) for record in records),

@@ -12,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from evaluators.cli import app
+from evaluators.cli.run import safety_judge_line
 from evaluators.judge.factory import JudgeConfig
 from evaluators.pipeline import run_evaluation
 from evaluators.scoring.api import default_evaluator
@@ -86,6 +87,7 @@ def test_every_reply_the_quality_judge_reads_and_every_safety_reply_is_asked_the
     summary = json.loads((report.store.directory / "summary.json").read_text())["judge"]["safety"]
     assert summary["judged"] == 14 and summary["flagged"] == 2 and summary["left_out"] == 0
     assert summary["budget"] is None and summary["calls_spent"] == 14
+    assert summary["replies"] == 14 and summary["share_judged"] == 1.0
 
 
 def test_the_budget_caps_the_safety_calls_and_says_what_it_left_out(small_project, openai_server, monkeypatch):
@@ -100,6 +102,10 @@ def test_the_budget_caps_the_safety_calls_and_says_what_it_left_out(small_projec
     left = [entry for case in cases for entry in (case.safety_judge or {}).get("left_out", [])]
     assert len(left) == 9 and all(entry["reasons"] for entry in left)
     assert sum((case.safety_judge or {}).get("judged", 0) for case in cases) == 5
+    assert summary["share_judged"] == round(5 / 14, 4)
+    line = safety_judge_line(summary).plain
+    assert line.startswith("safety judge: 5 of 14 replies and conversations asked (36%)")
+    assert "budget 5 calls, 5 spent, 9 left out" in line
 
 
 def test_a_budget_needs_the_judge(small_project):
