@@ -4,8 +4,8 @@ It rides on the reply judge (evaluators.judge.client): the same endpoint, data b
 directory, retries, response-mode ladder and memory, repair request and text hygiene
 (`ask_task`); only its questions, answer schema and parser are its own
 (evaluators.judge.safety_answers). A failed call or an unreadable answer is kept as such:
-missing evidence, never a pass. One sample per item: yes/no answers have no median, and a
-team that wants more samples calibrates that setting with `calibrate --safety`.
+missing evidence, never a pass. One sample per item (`--judge-samples` is the quality
+judge's): yes/no answers have no median, and a majority over samples is not built yet.
 """
 
 from __future__ import annotations
