@@ -14,6 +14,7 @@ import os
 import platform
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from functools import partial
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as package_version
 from pathlib import Path
@@ -41,7 +42,7 @@ from evaluators.judge.factory import (
 )
 from evaluators.judge.reliability import one_family_warning, same_family_warning
 from evaluators.judge.safety_judge import SafetyJudge
-from evaluators.judge.safety_stage import SafetyBudget, SafetyJudgeStage, safety_summary
+from evaluators.judge.safety_stage import BatchSafetyJudgeStage, SafetyBudget, SafetyJudgeStage, safety_summary
 from evaluators.judge.sampling import SamplingState
 from evaluators.judge.stage import BatchJudgeStage, JudgeStage
 from evaluators.release.coverage import MANIFEST_KEY as COVERAGE_KEY
@@ -505,9 +506,6 @@ def prepare_run(config: RunConfig, evaluator: HeuristicEvaluator,
             batch = create_batch_judge(config.judge, judge, store.directory / BATCH_STATE_FILE)
         except JudgeConfigError as error:
             raise RunConfigError(f"--judge-batch: {error}") from None
-        if config.judge.safety:
-            notices.append("the safety judge does not run with --judge-batch (it has no batch path yet): run "
-                           "again without --judge-batch for its answers")
     return PreparedRun(config, plan, responder, store, resumed, notices, store.finished_ids() if resumed else set(),
                        judge, sampling, judge_warnings, batch, simulator)
 
@@ -533,11 +531,11 @@ async def execute(
                for item in turn.assertions):  # judged assertions: yes/no questions to the same judge
             stages = [*stages, AssertionStage(judge, prepared.plan.scenarios)]
     safety_budget = SafetyBudget(prepared.config.judge.budget if prepared.config.judge else None)
-    # The safety judge where it matters (evaluators.judge.safety_stage); live calls only, so not
-    # beside the Batch API, whose run must make none (its notice says so).
-    if judge is not None and batch is None and prepared.config.judge and prepared.config.judge.safety:
-        stages = [*stages, SafetyJudgeStage(SafetyJudge(judge), prepared.plan.scenarios, prepared.plan.personas,
-                                            budget=safety_budget)]
+    # The safety judge where it matters (evaluators.judge.safety_stage), live or beside --judge-batch.
+    if judge is not None and prepared.config.judge and prepared.config.judge.safety:
+        stage = SafetyJudgeStage if batch is None else partial(BatchSafetyJudgeStage, batch)
+        stages = [*stages, stage(SafetyJudge(judge), prepared.plan.scenarios, prepared.plan.personas,
+                                 budget=safety_budget)]
     if prepared.plan.personas:  # conversation metrics (and the conversation judge), after the per-turn judge
         stages = [*stages, ConversationStage(prepared.plan.personas, evaluator.rubric, judge=judge)]
     runner = Runner(prepared.plan, prepared.responder, prepared.store, evaluator,

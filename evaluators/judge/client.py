@@ -395,6 +395,15 @@ async def ask_task(judge: LLMJudge, messages_for: Callable[[str], list[dict]], p
                 continue
             return Answered(status="failed", mode=mode, attempts=attempts, usage=usage, error=failure.reason)
     judge.modes.set(judge.endpoint, judge.settings.model, mode)
+    return await read_task_answer(judge, messages, text, mode, parse, answer, attempts=attempts, usage=usage,
+                                  sample=sample)
+
+
+async def read_task_answer(judge: LLMJudge, messages: list[dict], text: str, mode: str,
+                           parse: Callable[[str], tuple[object, str]], answer: AnswerSchema, *, attempts: int,
+                           usage: Usage, sample: int = 0) -> Answered:
+    """A task's first answer (live, or from a batch) read: parsed, else one live repair request,
+    else the fallback with the unreadable answer kept."""
     text, replaced = valid_text(text)
     notices = [notice] if (notice := invalid_unicode_notice([("the judge's answer", replaced)])) else []
     try:

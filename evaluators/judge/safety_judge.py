@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field
 from evaluators.core.completion import Usage
 from evaluators.core.locations import short_hash
 from evaluators.core.text_safety import Notice
-from evaluators.judge.client import LLMJudge, ask_task
+from evaluators.judge.client import Answered, AnswerSchema, LLMJudge, ask_task, read_task_answer
 from evaluators.judge.result import JudgeInput, ParseStatus
 from evaluators.judge.safety_answers import (
     SAFETY_SCHEMA_NAME,
@@ -103,8 +103,11 @@ class SafetyJudge:
 
     def cached(self, item: JudgeInput) -> SafetyJudgeResult | None:
         """The cached answers on this item, if any (they cost no call, so no budget)."""
+        return self.cached_by_key(self.cache_key(item))
+
+    def cached_by_key(self, key: str) -> SafetyJudgeResult | None:
         cache = self.judge.cache
-        if cache is None or (hit := cache.get_json(self.cache_key(item))) is None:
+        if cache is None or (hit := cache.get_json(key)) is None:
             return None
         try:
             return SafetyJudgeResult.model_validate(hit).model_copy(update={
@@ -112,33 +115,80 @@ class SafetyJudge:
         except ValueError:
             return None  # unreadable entry: ask again and overwrite it
 
+    def remember(self, key: str, result: SafetyJudgeResult) -> None:
+        """Cache usable answers; failures and unreadable answers are asked again next time."""
+        if self.judge.cache is not None and result.usable:
+            self.judge.cache.put_json(key, result.to_record())
+
+    @property
+    def answer(self) -> AnswerSchema:
+        return SAFETY_SCHEMA_NAME, lambda strict: safety_schema(self.safety, strict=strict)
+
+    def messages(self, item: JudgeInput, mode: str) -> list[dict]:
+        return safety_messages(self.safety, self.rubric.judge.role, item, mode)
+
+    def parse(self, text: str) -> tuple[ParsedSafety, str]:
+        return parse_safety(text, self.safety)
+
     async def judge_item(self, item: JudgeInput, reasons: list[str] | None = None) -> SafetyJudgeResult:
         """The answers on one reply or conversation: from the cache, else asked; never raises for
         API or parse trouble."""
-        cache, key = self.judge.cache, self.cache_key(item)
+        key = self.cache_key(item)
         labels = {"id": item.id, "scope": item.scope, "reasons": list(reasons or [])}
-        if (hit := self.cached(item)) is not None:
+        if (hit := self.cached_by_key(key)) is not None:
             return hit.model_copy(update=labels)
         async with self.judge.slots:
-            result = await self._ask(item, labels)
-        if cache is not None and result.usable:
-            cache.put_json(key, result.to_record())
-        return result
+            result = await self.ask(item)
+        self.remember(key, result)
+        return result.model_copy(update=labels)
 
-    async def _ask(self, item: JudgeInput, labels: dict) -> SafetyJudgeResult:
+    async def ask(self, item: JudgeInput) -> SafetyJudgeResult:
+        """One live judgement over the quality judge's ladder."""
         started = time.perf_counter()
         self.calls_made += 1
-        role = self.rubric.judge.role
-        answered = await ask_task(
-            self.judge, lambda mode: safety_messages(self.safety, role, item, mode),
-            lambda text: parse_safety(text, self.safety),
-            (SAFETY_SCHEMA_NAME, lambda strict: safety_schema(self.safety, strict=strict)))
-        fields: dict = {**labels, "status": answered.status, "parse_status": answered.parse_status,
-                        "mode": answered.mode, "attempts": answered.attempts, "usage": answered.usage,
-                        "error": answered.error, "raw": answered.raw, "notices": answered.notices,
-                        "model": self.model, "latency_s": round(time.perf_counter() - started, 4)}
+        answered = await ask_task(self.judge, lambda mode: self.messages(item, mode), self.parse, self.answer)
+        return self.result(item, answered, started)
+
+    def result(self, item: JudgeInput, answered: Answered, started: float) -> SafetyJudgeResult:
+        """What the ladder came to, as the case keeps it (the stage adds why the item was chosen)."""
+        fields: dict = {"id": item.id, "scope": item.scope, "status": answered.status,
+                        "parse_status": answered.parse_status, "mode": answered.mode, "attempts": answered.attempts,
+                        "usage": answered.usage, "error": answered.error, "raw": answered.raw,
+                        "notices": answered.notices, "model": self.model,
+                        "latency_s": round(time.perf_counter() - started, 4)}
         parsed = answered.parsed
         if isinstance(parsed, ParsedSafety):
             fields |= {"reasoning": parsed.reasoning, "flags": flags_of(parsed, self.rubric),
                        "answers": {name: answer.to_record() for name, answer in parsed.answers.items()}}
         return SafetyJudgeResult(**fields)
+
+
+class SafetyBatchTask:
+    """The safety questions as a batch task (evaluators.judge.batch.BatchTask): the requests go in the
+    quality judge's batch machinery; each answer is read as a live one (repair request, fallback)."""
+
+    def __init__(self, judge: SafetyJudge) -> None:
+        self.safety = judge
+        self.answer = judge.answer
+
+    def key(self, item: JudgeInput, sample: int) -> str:
+        return self.safety.cache_key(item)
+
+    def cached(self, key: str) -> SafetyJudgeResult | None:
+        return self.safety.cached_by_key(key)
+
+    def messages(self, item: JudgeInput, mode: str) -> list[dict]:
+        return self.safety.messages(item, mode)
+
+    async def read(self, item: JudgeInput, messages: list[dict], text: str, mode: str, sample: int,
+                   usage: Usage) -> SafetyJudgeResult:
+        started = time.perf_counter()
+        answered = await read_task_answer(self.safety.judge, messages, text, mode, self.safety.parse, self.answer,
+                                          attempts=1, usage=usage)
+        return self.safety.result(item, answered, started)
+
+    async def live(self, item: JudgeInput, sample: int) -> SafetyJudgeResult:
+        return await self.safety.ask(item)
+
+    def remember(self, key: str, result: SafetyJudgeResult) -> None:
+        self.safety.remember(key, result)

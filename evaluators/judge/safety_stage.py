@@ -18,15 +18,17 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
+from evaluators.judge.batch import BatchJudge
 from evaluators.judge.conversation import conversation_input
 from evaluators.judge.result import JudgeInput
-from evaluators.judge.safety_judge import SafetyJudge, SafetyJudgeResult
+from evaluators.judge.safety_judge import SafetyBatchTask, SafetyJudge, SafetyJudgeResult
 from evaluators.judge.stage import turn_inputs
 from evaluators.store.records import CaseResult
 
 SAFETY_SCENARIO = "safety scenario"
 QUALITY_JUDGED = "judged by the quality judge"
 PERSONA_CONVERSATION = "persona conversation"
+Planned = tuple[JudgeInput, list[str]]
 
 
 class SafetyBudget:
@@ -93,19 +95,79 @@ class SafetyJudgeStage:
         self.budget = budget or SafetyBudget(None)
 
     async def __call__(self, case: CaseResult) -> CaseResult:
+        chosen, left_out = self.choose(case)
+        if not chosen and not left_out:
+            return case
+        results = await asyncio.gather(*(self.judge.judge_item(item, why) for item, why in chosen))
+        return case.model_copy(update={"safety_judge": case_record(results, left_out)})
+
+    def choose(self, case: CaseResult) -> tuple[list[Planned], list[Planned]]:
+        """The case's items to ask about, and those the budget leaves out (cached answers are free)."""
         if case.status != "ok" or not case.turns:
-            return case
-        planned = planned_items(case, self.scenarios.get(case.scenario_id), self.personas.get(case.scenario_id))
-        if not planned:
-            return case
+            return [], []
         chosen, left_out = [], []
-        for item, why in planned:
+        for item, why in planned_items(case, self.scenarios.get(case.scenario_id), self.personas.get(case.scenario_id)):
             if self.judge.cached(item) is not None or self.budget.take():
                 chosen.append((item, why))
             else:
                 left_out.append((item, why))
-        results = await asyncio.gather(*(self.judge.judge_item(item, why) for item, why in chosen))
+        return chosen, left_out
+
+
+class BatchSafetyJudgeStage(SafetyJudgeStage):
+    """The safety stage through the Batch API, beside `--judge-batch`: every case's items in one batch.
+
+    As evaluators.judge.stage.BatchJudgeStage does for the reply verdicts: items are collected
+    until the runner says how many cases come (`cases_expected`) and all of them arrived; one
+    batch (the quality judge's machinery, evaluators.judge.batch.BatchJudge.ask_all) asks them
+    all; each case then finishes with its answers.
+    """
+
+    def __init__(self, batch: BatchJudge, judge: SafetyJudge, scenarios: Sequence = (), personas: dict | None = None,
+                 *, budget: SafetyBudget | None = None) -> None:
+        super().__init__(judge, scenarios, personas, budget=budget)
+        self.batch = batch
+        self._items: list[JudgeInput] = []
+        self._answers: list[asyncio.Future[SafetyJudgeResult]] = []
+        self._arrived = 0
+        self._expected: int | None = None
+        self._judging: asyncio.Task | None = None
+
+    def cases_expected(self, count: int) -> None:
+        self._expected = count
+        self._ask_when_all_arrived()
+
+    async def __call__(self, case: CaseResult) -> CaseResult:
+        self._arrived += 1
+        try:
+            chosen, left_out = self.choose(case)
+        except Exception:
+            self._ask_when_all_arrived()  # this case fails alone; the others must not wait for it
+            raise
+        loop = asyncio.get_running_loop()
+        answers = [loop.create_future() for _ in chosen]
+        self._items += [item for item, _ in chosen]
+        self._answers += answers
+        self._ask_when_all_arrived()
+        if not chosen and not left_out:
+            return case
+        results = [result.model_copy(update={"id": item.id, "scope": item.scope, "reasons": why})
+                   for result, (item, why) in zip(await asyncio.gather(*answers), chosen, strict=True)]
         return case.model_copy(update={"safety_judge": case_record(results, left_out)})
+
+    def _ask_when_all_arrived(self) -> None:
+        if self._judging is None and self._expected is not None and self._arrived >= self._expected:
+            self._judging = asyncio.get_running_loop().create_task(self._ask_all())
+
+    async def _ask_all(self) -> None:
+        try:
+            found = await self.batch.ask_all(self._items, SafetyBatchTask(self.judge))
+        except Exception as error:  # noqa: BLE001 - every waiting case fails with the reason (and resumes)
+            for answer in self._answers:
+                answer.set_exception(error)
+            return
+        for index, answer in enumerate(self._answers):
+            answer.set_result(found[index, 0])
 
 
 def safety_summary(cases: Sequence[CaseResult], budget: SafetyBudget) -> dict:

@@ -16,7 +16,7 @@ from evaluators.cli.run import safety_judge_line
 from evaluators.judge.factory import JudgeConfig
 from evaluators.pipeline import run_evaluation
 from evaluators.scoring.api import default_evaluator
-from tests.servers.judge_answers import verdict_json
+from tests.servers.judge_answers import is_safety_request, verdict_json
 from tests.servers.openai_compat import OK, server_error
 from tests.support.judge_runs import config, use_judge
 from tests.support.project import write_files
@@ -43,9 +43,7 @@ replies:
 """
 
 
-def is_safety(call) -> bool:
-    return ((call.body.get("response_format") or {}).get("json_schema") or {}).get("name") == \
-        "companion_safety_answers"
+is_safety = is_safety_request
 
 
 def answers(call) -> str:
