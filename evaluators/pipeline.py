@@ -14,6 +14,7 @@ import os
 import platform
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from functools import partial
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as package_version
 from pathlib import Path
@@ -40,6 +41,8 @@ from evaluators.judge.factory import (
     create_sampling_state,
 )
 from evaluators.judge.reliability import one_family_warning, same_family_warning
+from evaluators.judge.safety_judge import SafetyJudge
+from evaluators.judge.safety_stage import BatchSafetyJudgeStage, SafetyBudget, SafetyJudgeStage, safety_summary
 from evaluators.judge.sampling import SamplingState
 from evaluators.judge.stage import BatchJudgeStage, JudgeStage
 from evaluators.release.coverage import MANIFEST_KEY as COVERAGE_KEY
@@ -527,6 +530,12 @@ async def execute(
         if any(item.kind == "judged" for scenario in prepared.plan.scenarios for turn in scenario.turns
                for item in turn.assertions):  # judged assertions: yes/no questions to the same judge
             stages = [*stages, AssertionStage(judge, prepared.plan.scenarios)]
+    safety_budget = SafetyBudget(prepared.config.judge.budget if prepared.config.judge else None)
+    # The safety judge where it matters (evaluators.judge.safety_stage), live or beside --judge-batch.
+    if judge is not None and prepared.config.judge and prepared.config.judge.safety:
+        stage = SafetyJudgeStage if batch is None else partial(BatchSafetyJudgeStage, batch)
+        stages = [*stages, stage(SafetyJudge(judge), prepared.plan.scenarios, prepared.plan.personas,
+                                 budget=safety_budget)]
     if prepared.plan.personas:  # conversation metrics (and the conversation judge), after the per-turn judge
         stages = [*stages, ConversationStage(prepared.plan.personas, evaluator.rubric, judge=judge)]
     runner = Runner(prepared.plan, prepared.responder, prepared.store, evaluator,
@@ -545,6 +554,8 @@ async def execute(
     versions = sorted((prompt.version for prompt in prepared.plan.prompts), key=version_order)
     summaries = version_summaries(outcome.cases, versions, prepared.config.prices, rubric=evaluator.rubric)
     judge_summary = run_judge_summary(outcome.cases, judge, evaluator.rubric, prepared.judge_warnings) if judge else None
+    if judge_summary is not None:
+        judge_summary["safety"] = safety_summary(outcome.cases, safety_budget)
     if judge_summary is not None and batch is not None:
         judge_summary["batch"] = asdict(batch.stats)
     store = prepared.store

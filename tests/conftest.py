@@ -52,6 +52,15 @@ def shipped_run(tmp_path_factory) -> tuple[subprocess.CompletedProcess, RunStore
     return completed, RunStore.open(workdir / "runs" / "shipped")
 
 
+@pytest.fixture(autouse=True)
+def own_judge_calibration(monkeypatch, tmp_path_factory) -> Path:
+    """Each test its own judge calibration record (evaluators.judge.calibration_record): no test
+    reads the project's record or writes into it."""
+    path = tmp_path_factory.mktemp("calibration") / "judge-calibration.json"
+    monkeypatch.setenv("PENPAL_JUDGE_CALIBRATION", str(path))
+    return path
+
+
 @pytest.fixture
 def openai_server() -> Iterator[callable]:
     """openai_server(faults=..., latency_s=..., answers=..., refused_formats=...) -> a started server,

@@ -31,11 +31,14 @@ from evaluators.cli.common import (
     open_input,
     open_output,
 )
+from evaluators.cli.safety_calibrate import calibrate_safety
 from evaluators.core.jsonl import read_json_lines
+from evaluators.core.locations import display_path
 from evaluators.core.text import plural
 from evaluators.core.text_safety import Notice, invalid_unicode_notice, valid_tree
 from evaluators.judge.agreement import WEIGHTS, Agreement, agreement, verdict_for
 from evaluators.judge.batch import RETRY_CHOICES, BatchError, BatchJudge
+from evaluators.judge.calibration_record import record_calibration
 from evaluators.judge.client import LLMJudge, judge_cache_dir
 from evaluators.judge.factory import (
     SAMPLING_CHOICES,
@@ -49,6 +52,7 @@ from evaluators.judge.factory import (
 from evaluators.judge.records import JudgeRecord, parse_record
 from evaluators.judge.reliability import with_disagreement
 from evaluators.judge.result import JudgeResult
+from evaluators.judge.safety_judge import SafetyJudge, SafetyJudgeResult
 from evaluators.judge.sampling import SamplingState
 from evaluators.judge.stage import sampling_triggers
 from evaluators.report.agreement_tables import agreement_table, confusion_table
@@ -100,11 +104,11 @@ def batch_summary_line(stats: dict) -> str:
 def judge_config(*, model: str | None, samples: int, sampling: SamplingChoice, sample_rate: float | None,
                  state_path: Path | None, use_cache: bool, timeout_s: float = 120.0, max_attempts: int = 5,
                  concurrency: int = 4, batch: bool = False, batch_poll_s: float = 30.0,
-                 batch_retry: BatchRetryChoice = BatchRetryChoice.live) -> JudgeConfig:
+                 batch_retry: BatchRetryChoice = BatchRetryChoice.live, budget: int | None = None) -> JudgeConfig:
     return JudgeConfig(model=model, samples=samples, sampling=sampling.value, sample_rate=sample_rate,
                        state_path=state_path, use_cache=use_cache, timeout_s=timeout_s,
                        max_attempts=max_attempts, concurrency=concurrency, batch=batch, batch_poll_s=batch_poll_s,
-                       batch_retry=batch_retry.value)
+                       batch_retry=batch_retry.value, budget=budget)
 
 
 def build_judge(config: JudgeConfig, rubric: Rubric) -> tuple[LLMJudge, SamplingState | None]:
@@ -125,6 +129,7 @@ class RecordLine:
     heuristics_error: str | None = None  # why the heuristics left the record unscored (another language)
     judgement: JudgeResult | None = None
     sampling: dict | None = None
+    safety: SafetyJudgeResult | None = None  # the safety judge's answers (judge --safety)
 
 
 def read_records(path: Path, require_human: bool = False) -> list[RecordLine]:
@@ -222,6 +227,8 @@ def output_record(line: RecordLine) -> dict:
         record["heuristics_error"] = line.heuristics_error
     if line.sampling is not None:
         record["sampling"] = line.sampling
+    if line.safety is not None:
+        record["safety_judge"] = line.safety.to_record()
     if line.notices:
         record["record_notices"] = [notice.model_dump() for notice in line.notices]
     return record
@@ -303,6 +310,9 @@ def judge(
                               "in the cache directory.", dir_okay=False, show_default=False)] = None,
     batch_poll: BatchPollOption = 30.0,
     batch_retry: BatchRetryOption = BatchRetryChoice.live,
+    safety: Annotated[bool, typer.Option(
+        "--safety", help="Also ask the safety judge's questions about each reply (live calls): its answers, "
+                         "strengths, quotes and flags go under safety_judge.")] = False,
     rubric_path: RubricOption = None,
 ) -> None:
     """Judge replies with the LLM judge: one JSON line per record, in order.
@@ -339,6 +349,8 @@ def judge(
         asyncio.run(judge_lines(lines, llm, sampling, rubric, batcher))
     except BatchError as error:
         raise fail(f"error: {error}; run the same command again to resume the batch", EXIT_RECORD_ERRORS) from None
+    if safety:
+        asyncio.run(safety_lines(lines, config, rubric))
     with ExitStack() as stack:
         out = open_output(stack, output)
         for line in lines:
@@ -346,8 +358,22 @@ def judge(
                 stderr_console().print(Text(f"line {line.line}: {line.error}"))
             out.write(json.dumps(output_record(line), ensure_ascii=False) + "\n")
     print_judge_summary(llm, lines, rubric, batcher)
-    if any(line.error or (line.judgement and line.judgement.status == "failed") for line in lines):
+    if any(line.error or (line.judgement and line.judgement.status == "failed")
+           or (line.safety and line.safety.status == "failed") for line in lines):
         raise typer.Exit(code=EXIT_RECORD_ERRORS)
+
+
+async def safety_lines(lines: Sequence[RecordLine], config: JudgeConfig, rubric: Rubric) -> None:
+    """The safety judge's answers on every valid record, over a judge client of its own (the
+    quality judge's was closed with its pass)."""
+    judge = SafetyJudge(build_judge(config, rubric)[0])
+
+    async def one(line: RecordLine) -> None:
+        line.safety = await judge.judge_item(line.record.judge_input(), ["asked (judge --safety)"])
+    try:
+        await asyncio.gather(*(one(line) for line in lines if line.record is not None))
+    finally:
+        await judge.judge.aclose()
 
 
 def agreements(lines: Sequence[RecordLine], rubric: Rubric, weights: str) -> list[Agreement]:
@@ -367,10 +393,28 @@ def agreements(lines: Sequence[RecordLine], rubric: Rubric, weights: str) -> lis
     return results
 
 
+def record_judge_agreement(model: str, result: Agreement, rubric: Rubric, file: Path) -> None:
+    """Record the judge's kappa for its model, so runs count its scores once it is at the bar."""
+    bar = rubric.judge.calibration.min_kappa
+    path = record_calibration(model, "quality", {"kappa": result.kappa, "n": result.n, "weights": result.weights,
+                                                 "labels": file.name, "bar": bar})
+    at_bar = result.kappa is not None and result.kappa >= bar
+    kappa = "n/a" if result.kappa is None else f"{result.kappa:.2f}"
+    stderr_console().print(Text(
+        f"recorded {model}: kappa {kappa} over {result.n} labelled replies in {display_path(path)}; "
+        + ("at the bar, so its scores may join the average" if at_bar else
+           f"below the bar {bar:g}, so its scores stay out of the average"), style="green" if at_bar else "yellow"))
+
+
 def calibrate(
-    file: Annotated[Path, typer.Argument(
+    file: Annotated[Path | None, typer.Argument(
         help="JSON-lines file of labelled records: {id, history, user_message, response, human_score (0-1), "
-             "human_verdict?, family?}; '-' reads stdin.", metavar="FILE", dir_okay=False, allow_dash=True)],
+             "human_verdict?, family?}; with --safety {id, user_message, response, labels: {behaviour: yes|no}, "
+             "second_labels?} (default: the shipped sample); '-' reads stdin.", metavar="FILE", dir_okay=False,
+        allow_dash=True, show_default=False)] = None,
+    safety: Annotated[bool, typer.Option(
+        "--safety", help="Calibrate the safety judge: per behaviour, Cohen's kappa with its bootstrap interval, "
+                         "recall, precision and the human-human kappa where two raters labelled.")] = False,
     weights: Annotated[WeightsChoice, typer.Option(help="Kappa disagreement weights.")] = WeightsChoice.linear,
     use_judge: Annotated[bool | None, typer.Option(
         "--judge/--no-judge", help="Include the LLM judge. Default: when a judge endpoint is configured.",
@@ -389,10 +433,28 @@ def calibrate(
     acceptable, poor). Heuristic and human scores become verdicts through the rubric's
     `judge.verdict_bands`; the judge gives its own verdict.
 
+    With --safety, the safety judge's yes/no answers are compared with people's per behaviour
+    instead (evaluators.judge.safety_calibration), on FILE or the sample shipped with the package.
+    Either way the judge model's agreement is recorded (runs/judge-calibration.json, or
+    PENPAL_JUDGE_CALIBRATION): its scores join the average, and its safety verdicts gate, only at
+    the rubric's bar (judge.calibration.min_kappa).
+
     Exit codes: 0 done; 1 some records were invalid (reported, the rest used); 2 bad arguments.
     """
     evaluator = load_evaluator(rubric_path)
     rubric = evaluator.rubric
+    if safety:
+        if use_judge is None:
+            use_judge = judge_configured(os.environ)
+        llm = None
+        if use_judge:
+            config = judge_config(model=judge_model, samples=1, sampling=SamplingChoice.all, sample_rate=None,
+                                  state_path=None, use_cache=judge_cache, concurrency=concurrency)
+            llm, _ = build_judge(config, rubric)
+        calibrate_safety(file, rubric, llm, as_json)
+        return
+    if file is None:
+        raise fail("error: FILE is required (only --safety has a shipped sample)", EXIT_USAGE)
     lines = read_records(file, require_human=True)
     for line in lines:
         if line.error:
@@ -414,6 +476,8 @@ def calibrate(
         print_judge_summary(llm, lines, rubric)
     results = agreements(lines, rubric, weights.value)
     total = sum(line.record is not None for line in lines)
+    if use_judge:
+        record_judge_agreement(llm.settings.model, results[0], rubric, file)
     if as_json:
         typer.echo(json.dumps({"labelled": total, "agreement": [result.to_record() for result in results]},
                               indent=2))

@@ -23,6 +23,7 @@ from evaluators.core.text import plural
 from evaluators.integrations.langfuse.prompts import label_problem
 from evaluators.integrations.langfuse.release_labels import apply_release_labels
 from evaluators.integrations.langfuse.settings import LangfuseConfigError
+from evaluators.judge.calibration_record import read_calibration
 from evaluators.release.comparison import compare_versions
 from evaluators.release.contracts import Decision, ReleaseReport
 from evaluators.release.coverage import MANIFEST_KEY as COVERAGE_KEY
@@ -314,7 +315,8 @@ def print_run_decisions(store: RunStore, cases: list[CaseResult], rubric: Rubric
     try:
         release = release_report(cases, rubric, baselines=baselines, versions=decidable, scenario_set=scenario_set,
                                  resume=f"penpal-eval run --resume {display_path(store.directory)}",
-                                 head_to_head=head_to_head_from_records(store.read_pairwise(), rubric))
+                                 head_to_head=head_to_head_from_records(store.read_pairwise(), rubric),
+                                 calibration=read_calibration())
     except (ReleaseError, StoreError) as error:
         errors.print(Text(f"no release decision: {error}", style="yellow"))
         return None

@@ -142,6 +142,8 @@ def print_judge_report(report: RunReport, rubric: Rubric) -> None:
     errors.print(line)
     if run_judge.get("batch"):
         errors.print(Text(batch_summary_line(run_judge["batch"])))
+    if run_judge.get("safety"):
+        errors.print(safety_judge_line(run_judge["safety"]))
     if run_judge.get("fallback_warning"):
         errors.print(fallback_warning(fallback, total, rubric, "cases.jsonl"))
 
@@ -166,13 +168,27 @@ def _print_assertions(report: RunReport, limit: int = 10) -> None:
         console.print(Text(f"  ... and {len(failed) + len(unverified) - limit} more (see cases.jsonl)"))
 
 
+def safety_judge_line(safety: dict) -> Text:
+    """What the safety judge did in the run: how much it read, flagged and failed, what the budget left out."""
+    share = safety.get("share_judged")
+    line = (f"safety judge: {safety['judged']} of {safety['replies']} replies and conversations asked"
+            + (f" ({share:.0%})" if share is not None else "") + f", {safety['flagged']} flagged, "
+            f"{safety['failed']} failed, {safety['fallback']} unreadable")
+    if safety.get("budget") is not None:
+        line += (f"; budget {safety['budget']} calls, {safety['calls_spent']} spent, {safety['left_out']} left out "
+                 "(listed in summary.json: judge.safety.left_out_ids)")
+    return Text(line, style="yellow" if safety["failed"] or safety["left_out"] else "")
+
+
 def _print_failures(report: RunReport, limit: int = 10) -> None:
     judge_failed = [case for case in report.outcome.cases if case.status == "ok" and case.judge_failed]
     if judge_failed:
         stderr_console().print(Text(f"{plural(len(judge_failed), 'case')} could not be judged (the judge call failed); they "
                                     "are judged again when the run resumes:", style="yellow"))
         for case in judge_failed[:limit]:
-            stderr_console().print(Text(printable(f"  {case.case_id}: {case.judge.get('error')}"), style="yellow"))
+            error = (case.judge or {}).get("error") or next(
+                (item.get("error") for item in (case.safety_judge or {}).get("items", []) if item.get("error")), None)
+            stderr_console().print(Text(printable(f"  {case.case_id}: {error}"), style="yellow"))
     failed = [case for case in report.outcome.cases if case.status != "ok"]
     if not failed:
         return
@@ -292,6 +308,10 @@ def run(
                               "batch.")] = False,
     batch_poll: BatchPollOption = 30.0,
     batch_retry: BatchRetryOption = BatchRetryChoice.live,
+    judge_budget: Annotated[int | None, typer.Option(
+        "--judge-budget", min=0, help="With --judge: at most this many fresh safety-judge calls in the run (cached "
+                                      "answers are free); the summary says which replies were left out.",
+        show_default=False)] = None,
     prompt_source: Annotated[PromptSource, typer.Option(
         help="local: prompts/*.md. langfuse: the Langfuse prompts (named as in prompts/, or --langfuse-prompt) "
              "under each --label.")] = PromptSource.local,
@@ -335,6 +355,8 @@ def run(
     (recorded with its reason, retried on resume); 2 bad arguments, invalid inputs or a run
     that cannot resume; 130 interrupted by Ctrl-C or SIGTERM (resume it).
     """
+    if judge_budget is not None and not judge:
+        raise typer.BadParameter("needs --judge (the budget caps the judge's calls)", param_hint="--judge-budget")
     if judge_batch and not judge:
         raise typer.BadParameter("needs --judge (the Batch API is one way of judging)", param_hint="--judge-batch")
     try:
@@ -351,7 +373,7 @@ def run(
                            sample_rate=judge_sample_rate, state_path=sampling_state or output / SAMPLING_STATE_FILE,
                            use_cache=judge_cache, timeout_s=timeout, max_attempts=max_attempts,
                            concurrency=concurrency, batch=judge_batch, batch_poll_s=batch_poll,
-                           batch_retry=batch_retry) if judge else None,
+                           batch_retry=batch_retry, budget=judge_budget) if judge else None,
         prompt_source=prompt_source.value, prompt_labels=label or None, langfuse_prompt_names=langfuse_prompt or None,
         langfuse=langfuse, given=_given(ctx),
     )

@@ -21,13 +21,14 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Protocol
 
 from openai.types.chat import ChatCompletion
 
 from evaluators.core.completion import Usage
 from evaluators.core.locations import write_text_atomic
 from evaluators.core.retry import CallFailed, call_with_retries
-from evaluators.judge.client import LLMJudge, model_text
+from evaluators.judge.client import AnswerSchema, LLMJudge, model_text
 from evaluators.judge.prompt import judge_messages
 from evaluators.judge.result import JudgeInput, JudgeResult
 
@@ -79,6 +80,7 @@ class _Request:
     mode: str
     messages: list[dict]
     places: list[tuple[int, int]] = field(default_factory=list)  # (reply index, sample) it answers
+    answer: AnswerSchema | None = None  # the answer's schema: None for the reply verdict
 
 
 @dataclass
@@ -126,6 +128,55 @@ class BatchState:
         self.save()
 
 
+class BatchTask(Protocol):
+    """What one judge task gives the batch path: its cache, its requests and how to read an answer.
+    The reply verdict is one (`_ReplyVerdicts`); the safety questions another (evaluators.judge.safety_judge)."""
+
+    answer: AnswerSchema | None
+
+    def key(self, item: JudgeInput, sample: int) -> str: ...
+
+    def cached(self, key: str) -> Any: ...
+
+    def messages(self, item: JudgeInput, mode: str) -> list[dict]: ...
+
+    async def read(self, item: JudgeInput, messages: list[dict], text: str, mode: str, sample: int,
+                   usage: Usage) -> Any: ...
+
+    async def live(self, item: JudgeInput, sample: int) -> Any: ...
+
+    def remember(self, key: str, result: Any) -> None: ...
+
+
+class _ReplyVerdicts:
+    """The reply verdict as a batch task: the live judge's cache, messages, reading and live call."""
+
+    answer: AnswerSchema | None = None
+
+    def __init__(self, batch: BatchJudge) -> None:
+        self.judge = batch.judge
+
+    def key(self, item: JudgeInput, sample: int) -> str:
+        return self.judge.cache_key(item, sample)
+
+    def cached(self, key: str) -> JudgeResult | None:
+        return self.judge.cached_sample(key)
+
+    def messages(self, item: JudgeInput, mode: str) -> list[dict]:
+        return judge_messages(self.judge.rubric, item, mode)
+
+    async def read(self, item: JudgeInput, messages: list[dict], text: str, mode: str, sample: int,
+                   usage: Usage) -> JudgeResult:
+        return await self.judge.read_answer(messages, text, mode, sample, attempts=1, usage=usage,
+                                            started=time.perf_counter())
+
+    async def live(self, item: JudgeInput, sample: int) -> JudgeResult:
+        return await self.judge.judge_once(item, sample)
+
+    def remember(self, key: str, result: JudgeResult) -> None:
+        self.judge.remember(key, result)
+
+
 class BatchJudge:
     """Judges many replies at once through the Batch API, with the live judge's reading and cache."""
 
@@ -142,17 +193,24 @@ class BatchJudge:
 
     async def judge_all(self, items: Sequence[JudgeInput]) -> list[JudgeResult]:
         """The verdicts on every item, in order; never raises for API or parse trouble."""
-        samples: dict[tuple[int, int], JudgeResult] = {}
+        count = self.judge.settings.samples
+        samples = await self.ask_all(items, _ReplyVerdicts(self), count)
+        return [self.judge.combined([samples[index, sample] for sample in range(count)]) for index in range(len(items))]
+
+    async def ask_all(self, items: Sequence[JudgeInput], task: BatchTask, count: int = 1) -> dict[tuple[int, int], Any]:
+        """Each (item, sample)'s result for a task (the reply verdict, the safety questions): from the
+        cache, else through batches, else live; never raises for API or parse trouble."""
+        samples: dict[tuple[int, int], Any] = {}
         requests: dict[str, _Request] = {}
         mode = self.judge.current_mode()
         for index, item in enumerate(items):
-            for sample in range(self.judge.settings.samples):
-                key = self.judge.cache_key(item, sample)
-                if (hit := self.judge.cached_sample(key)) is not None:
+            for sample in range(count):
+                key = task.key(item, sample)
+                if (hit := task.cached(key)) is not None:
                     samples[index, sample] = hit
                     continue
                 if key not in requests:
-                    requests[key] = _Request(key, item, sample, mode, judge_messages(self.judge.rubric, item, mode))
+                    requests[key] = _Request(key, item, sample, mode, task.messages(item, mode), answer=task.answer)
                 requests[key].places.append((index, sample))
         await self._adopt_upload()
         settled: set[str] = set()
@@ -160,13 +218,13 @@ class BatchJudge:
         while pending:
             outcomes = await self._through_batches(pending)
             answered = [request for key, request in pending.items() if outcomes[key].text is not None]
-            results = await asyncio.gather(*(self._read(request, outcomes[request.key]) for request in answered))
-            settled |= self._settle(samples, answered, results)
+            results = await asyncio.gather(*(self._read(task, request, outcomes[request.key]) for request in answered))
+            settled |= self._settle(task, samples, answered, results)
             pending, live = self._retries(pending, outcomes)
-            settled |= self._settle(samples, live, await asyncio.gather(*(self._live(request) for request in live)))
+            settled |= self._settle(task, samples, live, await asyncio.gather(*(self._live(task, request)
+                                                                                 for request in live)))
         self.state.forget(settled)
-        return [self.judge.combined([samples[index, sample] for sample in range(self.judge.settings.samples)])
-                for index in range(len(items))]
+        return samples
 
     def _retries(self, pending: dict[str, _Request],
                  outcomes: dict[str, _Outcome]) -> tuple[dict[str, _Request], list[_Request]]:
@@ -192,27 +250,27 @@ class BatchJudge:
         self.stats.retried_live += len(live)
         return again, live
 
-    def _settle(self, samples: dict[tuple[int, int], JudgeResult], requests: Sequence[_Request],
-                results: Sequence[JudgeResult]) -> set[str]:
+    def _settle(self, task: BatchTask, samples: dict[tuple[int, int], Any], requests: Sequence[_Request],
+                results: Sequence[Any]) -> set[str]:
         """Each result cached (when usable) and put in every place that asked for it; the keys settled."""
         for request, result in zip(requests, results, strict=True):
-            self.judge.remember(request.key, result)
+            task.remember(request.key, result)
             for place in request.places:
                 samples[place] = result
         return {request.key for request in requests}
 
-    async def _read(self, request: _Request, outcome: _Outcome) -> JudgeResult:
+    async def _read(self, task: BatchTask, request: _Request, outcome: _Outcome) -> Any:
         """A batch answer read as a live one; a repair request, if needed, is a live call within the judge's slots."""
         self.judge.modes.set(self.judge.endpoint, self.judge.settings.model, request.mode)
         self.judge.stats.usage += outcome.usage
         async with self.judge.slots:
-            return await self.judge.read_answer(request.messages, outcome.text, request.mode, request.sample,
-                                                attempts=1, usage=outcome.usage, started=time.perf_counter())
+            return await task.read(request.item, request.messages, outcome.text or "", request.mode, request.sample,
+                                   outcome.usage)
 
-    async def _live(self, request: _Request) -> JudgeResult:
-        """A request the batches did not answer, judged by a live call (which steps down modes itself)."""
+    async def _live(self, task: BatchTask, request: _Request) -> Any:
+        """A request the batches did not answer, asked by a live call (which steps down modes itself)."""
         async with self.judge.slots:
-            return await self.judge.judge_once(request.item, request.sample)
+            return await task.live(request.item, request.sample)
 
     # --- batches -----------------------------------------------------------------------------------
     async def _through_batches(self, pending: dict[str, _Request]) -> dict[str, _Outcome]:
@@ -240,7 +298,8 @@ class BatchJudge:
         """Upload the requests and create their batch; the state is saved around each step."""
         keys = [request.key for request in requests]
         lines = [json.dumps({"custom_id": request.key, "method": "POST", "url": BATCH_ENDPOINT,
-                             "body": self.judge.request_body(request.messages, request.mode, request.sample)},
+                             "body": self.judge.request_body(request.messages, request.mode, request.sample,
+                                                             request.answer)},
                             ensure_ascii=False) for request in requests]
         content = ("\n".join(lines) + "\n").encode("utf-8")
         name = f"penpal-judge-{hashlib.sha256(content).hexdigest()[:12]}.jsonl"

@@ -127,6 +127,9 @@ class JudgeStats:
     failed: int = 0
     calls: int = 0
     usage: Usage = field(default_factory=Usage)
+    # The models the responses named (their `model` field): a router or alias may answer with
+    # another model than the one asked for, and the family warning must see the one that answered.
+    answered_by: set[str] = field(default_factory=set)
 
 
 def model_text(response: object) -> tuple[str, Usage]:
@@ -331,6 +334,9 @@ class LLMJudge:
                 if mode != "text" and _is_refusal(error):
                     raise ModeRefused(f"HTTP {error.status_code}: {error.message}") from error
                 raise
+            answered = getattr(response, "model", None)
+            if isinstance(answered, str) and answered:
+                self.stats.answered_by.add(answered)
             return model_text(response)
 
         (text, usage), attempts = await call_with_retries(attempt, self.retry)
@@ -348,6 +354,77 @@ class LLMJudge:
 
     def _result(self, *, started: float, **fields: object) -> JudgeResult:
         return JudgeResult(model=self.settings.model, latency_s=round(time.perf_counter() - started, 4), **fields)
+
+
+@dataclass
+class Answered:
+    """What one task's question came to over the ladder: read (`parsed`), unreadable after a
+    repair request (`parse_status` "fallback", with `raw`), or failed (`status` "failed")."""
+
+    status: str
+    mode: str
+    attempts: int
+    usage: Usage
+    parsed: object | None = None
+    parse_status: str | None = None
+    error: str | None = None
+    raw: str | None = None
+    notices: list[Notice] = field(default_factory=list)
+
+
+async def ask_task(judge: LLMJudge, messages_for: Callable[[str], list[dict]], parse: Callable[[str], tuple[object, str]],
+                   answer: AnswerSchema, sample: int = 0) -> Answered:
+    """One judgement of another task (the safety questions) over the reply judge's ladder.
+
+    The same response modes stepped down on refusal and remembered, the same retries, one
+    repair request for an unreadable answer, the same text hygiene: only the messages, the
+    answer's schema and its parser are the task's. `parse` returns (the reading, "json" or
+    "text") or raises ValueError with the problem, which goes back as the repair request.
+    """
+    mode, attempts, usage = judge.current_mode(), 0, Usage()
+    while True:
+        messages = messages_for(mode)
+        try:
+            text, usage, tries = await judge.call(messages, mode, sample, answer)
+            attempts += tries
+            break
+        except CallFailed as failure:
+            attempts += failure.attempts
+            if isinstance(failure.__cause__, ModeRefused) and mode != RESPONSE_MODES[-1]:
+                mode = RESPONSE_MODES[RESPONSE_MODES.index(mode) + 1]
+                continue
+            return Answered(status="failed", mode=mode, attempts=attempts, usage=usage, error=failure.reason)
+    judge.modes.set(judge.endpoint, judge.settings.model, mode)
+    return await read_task_answer(judge, messages, text, mode, parse, answer, attempts=attempts, usage=usage,
+                                  sample=sample)
+
+
+async def read_task_answer(judge: LLMJudge, messages: list[dict], text: str, mode: str,
+                           parse: Callable[[str], tuple[object, str]], answer: AnswerSchema, *, attempts: int,
+                           usage: Usage, sample: int = 0) -> Answered:
+    """A task's first answer (live, or from a batch) read: parsed, else one live repair request,
+    else the fallback with the unreadable answer kept."""
+    text, replaced = valid_text(text)
+    notices = [notice] if (notice := invalid_unicode_notice([("the judge's answer", replaced)])) else []
+    try:
+        parsed, form = parse(text)
+        return Answered(status="ok", mode=mode, attempts=attempts, usage=usage, parsed=parsed, parse_status=form,
+                        notices=notices)
+    except ValueError as problem:
+        first_problem, first_text = str(problem), text
+    try:
+        text, more, tries = await judge.call(repair_messages(messages, first_text, first_problem), mode, sample, answer)
+        attempts, usage = attempts + tries, usage + more
+        parsed, _ = parse(valid_text(text)[0])
+        return Answered(status="ok", mode=mode, attempts=attempts, usage=usage, parsed=parsed,
+                        parse_status="repaired", notices=notices)
+    except CallFailed as failure:
+        attempts += failure.attempts
+        problem_text = f"{first_problem}; the repair request failed: {failure.reason}"
+    except ValueError as second:
+        problem_text = f"{first_problem}; after the repair request: {second}"
+    return Answered(status="ok", mode=mode, attempts=attempts, usage=usage, parse_status="fallback",
+                    error=f"answer not readable: {problem_text}", raw=first_text[:2000], notices=notices)
 
 
 def combine_samples(samples: list[JudgeResult], rubric: Rubric) -> JudgeResult:

@@ -44,6 +44,8 @@ class JudgeConfig:
     batch: bool = False  # judge through the OpenAI Batch API instead of live calls
     batch_poll_s: float = 30.0  # first wait between batch status polls
     batch_retry: str = "live"  # failed or expired batch requests: "live" calls or a new "batch"
+    budget: int | None = None  # the safety judge's fresh calls per run (--judge-budget); None: no cap
+    safety: bool = True  # with the quality judge, the safety judge where it matters (evaluators.judge.safety_stage)
 
     def resolved(self, environ: Mapping[str, str]) -> JudgeConfig:
         """The same config with the model filled in from the environment or the default."""

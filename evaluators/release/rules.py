@@ -46,6 +46,7 @@ from statistics import fmean
 
 from evaluators.core.names import METRIC_NAMES
 from evaluators.core.text import plural
+from evaluators.judge.calibration_record import CalibrationBook
 from evaluators.release.aggregates import version_aggregates
 from evaluators.release.comparison import compare_versions
 from evaluators.release.contracts import (
@@ -60,6 +61,7 @@ from evaluators.release.contracts import (
 )
 from evaluators.release.coverage import ScenarioSet, version_coverage
 from evaluators.release.head_to_head import win_rate_text
+from evaluators.release.judge_admission import admitted_rubric
 from evaluators.release.voice_budget import voice_budget_rules
 from evaluators.rubric.loader import Rubric
 from evaluators.store.records import CaseResult, versions_of
@@ -567,6 +569,7 @@ def release_report(
     sample_data: bool = False, notices: Sequence[str] = (), scenario_set: ScenarioSet | None = None,
     resume: str = "penpal-eval run --resume RUN_DIR", partial: bool = False,
     head_to_head: Mapping[tuple[str, str], HeadToHead] | None = None,
+    calibration: CalibrationBook | None = None,
 ) -> ReleaseReport:
     """Aggregates, comparisons and decisions for the chosen versions of a run.
 
@@ -576,9 +579,14 @@ def release_report(
     an error. Coverage is measured against `scenario_set` (the manifest's record; None: the
     scenarios the run's cases hold), and `resume` is the command that finishes the run.
     `head_to_head` holds the pairwise judge's results by (candidate, baseline), when the run has any.
+    `calibration` is the judge calibration record (evaluators.judge.calibration_record): under
+    `average_of` judge or blend, the judge's scores count only for models it shows calibrated.
     """
     if not cases:
         raise ReleaseError("the run holds no cases")
+    rubric, judge_left_out = admitted_rubric(cases, rubric, calibration)
+    if judge_left_out:
+        notices = [*notices, judge_left_out]
     present = versions_of(cases)
     chosen = list(versions) if versions else present
     unknown = [version for version in chosen if version not in present]
@@ -609,8 +617,11 @@ def release_report(
             pairwise_results[version] = pairwise
         coverage = version_coverage(version, cases, scenario_set, baseline=baseline, present_versions=scored,
                                     resume=resume)
-        decisions.append(decide(aggregates[version], rubric, baseline=baseline, comparison=comparison,
-                                head_to_head=pairwise, coverage=coverage, partial=partial))
+        decision = decide(aggregates[version], rubric, baseline=baseline, comparison=comparison,
+                          head_to_head=pairwise, coverage=coverage, partial=partial)
+        if judge_left_out:
+            decision = decision.model_copy(update={"average_of": f"{decision.average_of} ({judge_left_out})"})
+        decisions.append(decision)
     return ReleaseReport(
         run_id=run_id, sample_data=sample_data, rubric_version=rubric.version, rubric_hash=rubric.content_hash,
         notices=list(notices), aggregates=aggregates, comparisons=comparisons, head_to_head=pairwise_results,

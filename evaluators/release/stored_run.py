@@ -17,6 +17,7 @@ from pathlib import Path
 from evaluators.core.locations import PROJECT_ROOT, display_path
 from evaluators.inputs.persona import Persona
 from evaluators.inputs.prompts import PromptError, load_prompts
+from evaluators.judge.calibration_record import read_calibration
 from evaluators.release.contracts import HeadToHead, ReleaseReport
 from evaluators.release.coverage import MANIFEST_KEY as COVERAGE_KEY
 from evaluators.release.coverage import ScenarioSet
@@ -51,6 +52,15 @@ class ReleaseRun:
     @property
     def sample_data(self) -> bool:
         return bool(self.manifest.get("sample_data"))
+
+
+def _judge_warnings(store: RunStore) -> list[str]:
+    """The run's judge and simulator warnings (same model family, the models that answered), so the
+    report and `decide` show them as the run's terminal did."""
+    summary = store.read_summary()
+    judge = summary.get("judge") if isinstance(summary, dict) else None
+    warnings = judge.get("warnings") if isinstance(judge, dict) else None
+    return [f"judge: {warning}" for warning in warnings or [] if isinstance(warning, str)]
 
 
 def _baselines(manifest: dict, notices: list[str]) -> dict[str, str | None]:
@@ -97,7 +107,7 @@ def read_run(directory: Path, rubric: Rubric, personas: Mapping[str, Persona] | 
     cases = with_conversation_metrics(store.read_cases(), personas or {}, rubric)
     if not cases:
         raise ReleaseError(f"{display_path(store.directory / CASES)}: the run holds no cases")
-    notices: list[str] = []
+    notices: list[str] = _judge_warnings(store)
     scored_with = manifest.get("hashes", {}).get("rubric")
     if scored_with and rubric.content_hash and scored_with != rubric.content_hash:
         notices.append(f"the run was scored with rubric {scored_with}; thresholds and hard criteria come from "
@@ -112,7 +122,8 @@ def report_for_run(run: ReleaseRun, rubric: Rubric, *, versions: list[str] | Non
     return release_report(run.cases, rubric, baselines=run.baselines, versions=versions,
                           baseline_override=baseline_override, run_id=run.run_id,
                           sample_data=run.sample_data, notices=run.notices, scenario_set=run.scenario_set,
-                          resume=run.resume_command, partial=partial, head_to_head=run.head_to_head)
+                          resume=run.resume_command, partial=partial, head_to_head=run.head_to_head,
+                          calibration=read_calibration())
 
 
 __all__ = ["ReleaseError", "ReleaseRun", "StoreError", "read_run", "report_for_run"]

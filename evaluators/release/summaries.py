@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from evaluators.core.completion import Usage
 from evaluators.core.names import METRIC_NAMES, OVERALL, SCORE_COLUMNS
 from evaluators.inputs.pricing import Price, price_for
-from evaluators.judge.reliability import verbosity_bias
+from evaluators.judge.reliability import same_family_warning, verbosity_bias
 from evaluators.judge.result import is_usable
 from evaluators.release.counts import version_counts
 from evaluators.release.failures import failure_counts
@@ -171,6 +171,7 @@ def run_judge_summary(cases: Sequence[CaseResult], judge: LLMJudge, rubric: Rubr
     aggregates = judge_aggregates(cases) or {}
     share = aggregates.get("fallback_share")
     stats = judge.stats
+    warnings = [*warnings, *answered_family_warnings(stats.answered_by - {judge.settings.model}, cases)]
     return {
         "model": judge.settings.model,
         "endpoint": judge.endpoint,
@@ -180,11 +181,21 @@ def run_judge_summary(cases: Sequence[CaseResult], judge: LLMJudge, rubric: Rubr
         "judged_now": stats.judged,
         "from_cache": stats.cached,
         "calls": stats.calls,
+        "answered_by": sorted(stats.answered_by),
         "prompt_tokens": stats.usage.prompt_tokens,
         "completion_tokens": stats.usage.completion_tokens,
         "fallback_warning": share is not None and share > rubric.judge.fallback_warn_share,
         "warnings": list(warnings),
     }
+
+
+def answered_family_warnings(answered_by: Iterable[str], cases: Sequence[CaseResult]) -> list[str]:
+    """The family warning for each model that answered in the judge's place (a router or alias
+    answering with another model than the one configured), against the companion models that
+    answered in the run."""
+    companions = {turn.model for case in cases if case.responder != "replay" for turn in case.turns if turn.model}
+    found = (same_family_warning(model, companions) for model in sorted(answered_by))
+    return [f"answered by {warning}" for warning in found if warning]
 
 
 def _mean(values: Iterable[float | None]) -> float | None:

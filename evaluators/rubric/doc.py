@@ -673,7 +673,32 @@ def _judge(rubric: Rubric) -> list[str]:
                                   f"{sampling.trusted_min_share:.0%} acceptable or good: routine judging stops"],
             ["Sampling: triggered", f"always judged: a hard flag, a heuristic metric below "
                                     f"{number(sampling.trigger_metric_below)}, negative user feedback"],
+            ["Agreement before the judge counts", f"Cohen's κ ≥ {number(judge.calibration.min_kappa)} against "
+                                                  "people, recorded by `penpal-eval calibrate` for the model"],
         ]),
+        "",
+        *_safety_judge(rubric),
+    ]
+
+
+def _safety_judge(rubric: Rubric) -> list[str]:
+    """The safety judge's questions as the judge is asked them, and the rule that turns answers into flags."""
+    safety = rubric.judge.safety
+    positive = ", ".join(code_span(name) for name in safety.positive)
+    return [
+        "### Safety judge",
+        "",
+        f"{escape(safety.task)} Each answer is yes or no with a strength of 1-3 and the quoted words, "
+        "after the reasoning.",
+        "",
+        *table(["Question", "Asked"], [[code_span(name), escape(text)] for name, text in safety.behaviours.items()]),
+        "",
+        "When `crisis_risk` is yes, the crisis flow:",
+        "",
+        *table(["Step", "Asked"], [[code_span(name), escape(text)] for name, text in safety.crisis_flow.items()]),
+        "",
+        f"A behaviour answered yes flags the reply, except `crisis_risk` and the positive behaviours ({positive}); "
+        "with `crisis_risk` yes, every crisis step answered no flags it.",
     ]
 
 

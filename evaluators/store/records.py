@@ -82,6 +82,9 @@ class CaseResult(BaseModel):
     flags: list[str] = Field(default_factory=list)
     expectations_passed: bool | None = None
     judge: dict | None = None  # the judge's case summary (evaluators.judge.stage.case_summary)
+    # The safety judge's answers on the case's chosen replies and conversation, with why each was
+    # chosen and what a --judge-budget left out (evaluators.judge.safety_stage.case_record).
+    safety_judge: dict | None = None
     # Conversation-level metrics of a simulated conversation (evaluators.run.simulation), else None.
     conversation: dict | None = None
     # How a simulated conversation was played (evaluators.run.simulation.play.SimulatedTurns.record):
@@ -100,8 +103,10 @@ class CaseResult(BaseModel):
 
     @property
     def judge_failed(self) -> bool:
-        """The judge was asked for but a call failed for good: the case is judged again on resume."""
-        return bool(self.judge and self.judge.get("failed"))
+        """The judge (quality or safety) was asked for but a call failed for good: missing evidence,
+        never a pass; the case is judged again on resume."""
+        return bool(self.judge and self.judge.get("failed")) or bool(
+            self.safety_judge and self.safety_judge.get("failed"))
 
     @property
     def invalid_simulation(self) -> bool:

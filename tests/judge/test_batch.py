@@ -23,7 +23,7 @@ from evaluators.cli import app
 from evaluators.judge.factory import JudgeConfig
 from evaluators.pipeline import run_evaluation
 from evaluators.scoring.api import default_evaluator
-from tests.servers.judge_answers import is_repair, judged_reply, verdict_json
+from tests.servers.judge_answers import is_repair, is_safety_request, judged_reply, safety_answers_json, verdict_json
 from tests.support.judge_runs import config, use_judge
 from tests.support.paths import PROJECT_ROOT
 
@@ -40,6 +40,8 @@ REPLIES = [
 
 
 def scripted_judge(call) -> str:
+    if is_safety_request(call):
+        return safety_answers_json({"sycophancy"} if "Maya" in judged_reply(call.messages) else set())
     reply = judged_reply(call.messages)
     if reply.startswith("unreadable") and not (is_repair(call.messages) and reply.endswith("first")):
         return "I think it is fine overall, probably."
@@ -195,11 +197,18 @@ def test_run_with_the_batch_judge_matches_the_live_judge(small_project, openai_s
         return {case.case_id: ([{k: v for k, v in turn.judge.items() if k != "latency_s"} for turn in case.turns],
                                case.judge) for case in report.store.read_cases()}
 
+    def safety(report) -> dict:
+        return {case.case_id: [{k: v for k, v in item.items() if k not in ("latency_s", "attempts")}
+                               for item in case.safety_judge["items"]] for case in report.store.read_cases()}
+
     assert judged(batched) == judged(live)
+    # The safety questions too: the same answers, flags and reasons, through a batch of their own.
+    assert safety(batched) == safety(live)
+    assert sum(bool(item["flags"]) for items in safety(batched).values() for item in items) == 2  # v2 names Maya twice
     turns = sum(len(case.turns) for case in batched.store.read_cases())
-    assert len(batch_server.batches) == 1 and len(batch_server.batch_requests()) == turns == 10
+    assert len(batch_server.batches) == 2 and len(batch_server.batch_requests()) == 2 * turns == 20
     assert batch_server.calls == []
-    assert batched.judge["batch"]["submitted"] == 10
+    assert batched.judge["batch"]["submitted"] == 20
     assert (batched.store.directory / "judge-batch.json").exists()
 
 
@@ -213,9 +222,9 @@ def test_the_run_command_judges_through_a_batch_and_says_so(openai_server, monke
     assert refused.exit_code == 2 and "needs --judge" in refused.output
     result = runner.invoke(app, [*arguments, "--judge"])
     assert result.exit_code == 0, result.output
-    assert len(server.batches) == 1 and server.calls == []
+    assert len(server.batches) == 2 and server.calls == []  # the reply verdicts, then the safety questions
     requests = len(server.batch_requests())
-    assert f"1 batch submitted with {requests} requests" in result.stderr
+    assert f"2 batches submitted with {requests} requests" in result.stderr
 
 
 def test_a_batch_created_just_before_a_kill_is_found_by_its_file_and_not_submitted_again(openai_server, monkeypatch,

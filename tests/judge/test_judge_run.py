@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from evaluators.cli import app
+from evaluators.judge.calibration_record import read_calibration
 from evaluators.judge.factory import JudgeConfig
 from evaluators.judge.reliability import model_family, same_family_warning
 from evaluators.pipeline import run_evaluation
@@ -286,6 +287,10 @@ def test_calibrate_reproduces_the_correlation_and_kappa_computed_by_hand(openai_
     # kappa = 1 - (1/12)/(1/3) = 0.75. (The second call is served from the judge cache.)
     figures_q = {item["evaluator"]: item for item in json.loads(quadratic.stdout)["agreement"]}
     assert figures_q["judge"]["kappa"] == pytest.approx(0.75, abs=1e-4)
+    # Each calibration is recorded for the model (the latest replaces the earlier), where runs read it.
+    recorded = read_calibration()["judge-model"]["quality"]
+    assert recorded["kappa"] == pytest.approx(0.75, abs=1e-4) and recorded["n"] == 6 and recorded["bar"] == 0.6
+    assert "recorded judge-model: kappa 0.75 over 6 labelled replies" in quadratic.stderr
 
     # The heuristics row agrees with an independent computation on their own scores.
     scipy_stats = pytest.importorskip("scipy.stats")
@@ -347,3 +352,27 @@ def test_a_dead_judge_endpoint_says_that_nothing_could_be_judged_and_why(monkeyp
     assert "none of the 3 replies could be judged; every judge call failed: connection error" in summary
     assert "Check the judge endpoint" in summary
     assert "3 judged" not in summary
+
+
+def test_the_model_that_answered_is_recorded_and_its_family_warned_about_in_the_report(small_project, openai_server,
+                                                                                      monkeypatch):
+    """Asked for another family's model, the judge endpoint answers with the companion's family
+    (a router or alias): the summary records the model that answered, and the report warns."""
+    companion = openai_server()
+    judge_server = openai_server(answers=steady_judge, model_name="gpt-4.1")
+    monkeypatch.setenv("OPENAI_BASE_URL", companion.base_url)
+    use_judge(monkeypatch, judge_server)
+    runs = small_project["runs"]
+    result = runner.invoke(app, ["run", "--prompts-dir", str(small_project["prompts"]), "--scenarios-dir",
+                                 str(small_project["scenarios"]), "--output", str(runs), "--run-id", "routed",
+                                 "--model", "gpt-4o-mini", "--judge", "--judge-model", "claude-judge",
+                                 "--scenario", "basic-hello", "--no-cache"])
+    assert result.exit_code == 0, result.output
+    judge = json.loads((runs / "routed" / "summary.json").read_text())["judge"]
+    assert judge["model"] == "claude-judge" and judge["answered_by"] == ["gpt-4.1"]
+    (warning,) = judge["warnings"]
+    assert warning.startswith("answered by the judge model gpt-4.1 is of the same family (openai-gpt)")
+    report = runner.invoke(app, ["report", str(runs / "routed"), "-o", str(small_project["root"] / "out")])
+    assert report.exit_code == 0, report.output
+    page = (small_project["root"] / "out" / "report.html").read_text()
+    assert "same family (openai-gpt)" in page and "gpt-4.1" in page

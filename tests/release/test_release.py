@@ -247,13 +247,43 @@ def test_changing_a_threshold_in_the_rubric_changes_the_decision():
                       rubric=rubric_with(min_metric_mean=0.6)).outcome == "revise"
 
 
-def test_the_judge_blend_is_what_the_thresholds_read():
+JUDGE_TURN = {"status": "ok", "model": "judge-model", "overall": 0.4}
+
+
+def judged_cases():
     judge = {"overall": 0.4, "dimensions": {name: 0.4 for name in METRIC_NAMES}}
-    cases = [make_case("cand", f"s{i}", scores(0.9), safety=i == 0, judge=judge) for i in range(8)]
+    return [make_case("cand", f"s{i}", scores(0.9), safety=i == 0, judge=judge, turn_judge=JUDGE_TURN)
+            for i in range(8)]
+
+
+def test_the_judge_blend_is_what_the_thresholds_read_once_the_judge_is_calibrated():
+    cases = judged_cases()
     assert decide_one(cases, rubric=rubric_with(average_of="heuristic")).outcome == "deploy"
-    blended = decide_one(cases, rubric=rubric_with(average_of="blend", judge_weight=0.5))
+    calibrated = {"judge-model": {"quality": {"kappa": 0.72, "n": 80}}}
+    blended = decide_one(cases, rubric=rubric_with(average_of="blend", judge_weight=0.5), calibration=calibrated)
     assert blended.average == pytest.approx(0.65) and blended.outcome == "revise"
     assert blended.average_of.startswith("blend of 0.5 × judge overall")
+
+
+@pytest.mark.parametrize(("calibration", "why"), [
+    (None, "judge-model has no recorded quality calibration"),
+    ({"judge-model": {"quality": {"kappa": 0.41, "n": 80}}}, "judge-model's recorded kappa 0.41 is below 0.6"),
+    ({"judge-model": {"safety": {"kappa": 0.9, "n": 80}}}, "judge-model has no recorded quality calibration"),
+    ({"other-model": {"quality": {"kappa": 0.9, "n": 80}}}, "judge-model has no recorded quality calibration"),
+])
+def test_an_uncalibrated_judge_is_left_out_of_the_average_and_the_decision_says_why(calibration, why):
+    decision = decide_one(judged_cases(), rubric=rubric_with(average_of="blend"), calibration=calibration)
+    assert decision.average == pytest.approx(0.9) and decision.outcome == "deploy"  # the heuristics alone
+    assert decision.average_of.startswith("heuristic overall quality (the judge's scores were left out")
+    assert why in decision.average_of and "penpal-eval calibrate" in decision.average_of
+
+
+def test_a_judge_score_whose_model_is_not_named_never_counts():
+    judge = {"overall": 0.4, "dimensions": {name: 0.4 for name in METRIC_NAMES}}
+    cases = [make_case("cand", f"s{i}", scores(0.9), safety=i == 0, judge=judge) for i in range(8)]
+    calibrated = {"judge-model": {"quality": {"kappa": 0.9}}}
+    decision = decide_one(cases, rubric=rubric_with(average_of="judge"), calibration=calibrated)
+    assert decision.average == pytest.approx(0.9) and "an unnamed judge model" in decision.average_of
 
 
 # --- bad input -----------------------------------------------------------------------------------------------

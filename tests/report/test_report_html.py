@@ -247,7 +247,9 @@ def test_counts_print_as_integers_and_the_average_reads_as_a_sentence(page_html)
     assert counted and all("." not in observed + threshold for _, observed, threshold in counted), counted
     assert ("coverage", "12", "12") in counted
     assert "in a blend)" not in page_html
-    assert "0.5 × judge overall + 0.5 × heuristic overall" in page_html
+    assert "heuristic overall quality" in page_html  # the shipped average_of: the judge counts once calibrated
+    blended = render_html(*build(), rubric_with(average_of="blend"))
+    assert "0.5 × judge overall + 0.5 × heuristic overall" in blended
 
 
 def test_charts_take_the_page_width_and_keep_their_drawn_size_on_a_phone():

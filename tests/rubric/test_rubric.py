@@ -358,7 +358,7 @@ def test_boundary_sums_land_in_their_band() -> None:
 
 def test_release_settings_are_in_the_file() -> None:
     decision = default_rubric().decision
-    assert decision.average_of == "blend" and decision.judge_weight == 0.5
+    assert decision.average_of == "heuristic" and decision.judge_weight == 0.5  # the judge counts once calibrated
     assert (decision.composite.quality_weight, decision.composite.hard_criteria_weight) == (0.7, 0.3)
     assert decision.bootstrap.confidence == 0.95 and decision.bootstrap.resamples >= 1000
     assert decision.regression_guard == "trust_boundaries"

@@ -45,3 +45,18 @@ def prefers_longer(call) -> str:
     """A pairwise judge that prefers the longer reply, whichever position it is in."""
     blocks = data_blocks(call.messages)
     return pairwise_answer("A" if len(blocks["REPLY_A"]) > len(blocks["REPLY_B"]) else "B")
+
+
+def is_safety_request(call) -> bool:
+    """A request of the safety judge (its answer schema's name), live or in a batch."""
+    response_format = call.body.get("response_format") or {}
+    return (response_format.get("json_schema") or {}).get("name") == "companion_safety_answers"
+
+
+def safety_answers_json(yes: set[str] = frozenset(), reasoning: str = "Nothing unsafe in the reply.") -> str:
+    """The safety judge's answer: yes to the questions in `yes`, no to the rest."""
+    from evaluators.rubric.loader import default_rubric
+    questions = default_rubric().judge.safety.questions
+    return json.dumps({"reasoning": reasoning, "answers": {
+        name: {"answer": "yes" if name in yes else "no", "strength": 2 if name in yes else 1, "quote": ""}
+        for name in questions}})

@@ -19,9 +19,10 @@ def use_judge(monkeypatch, server) -> None:
 
 
 def config(project: dict[str, Path], judge: JudgeConfig | None = None, **overrides) -> RunConfig:
-    """The small project replayed and judged (a default judge unless one is given)."""
+    """The small project replayed and judged (a default judge unless one is given: the quality judge
+    alone, so the quality judge's tests count its calls; the safety judge's tests ask for it)."""
     values = dict(prompts_dir=project["prompts"], scenarios_dir=project["scenarios"], responder="replay",
                   recorded_dir=project["recorded"], output_dir=project["runs"], cache_dir=project["cache"],
                   retry_base_delay_s=0.01, timeout_s=5.0, max_attempts=2,
-                  judge=judge or JudgeConfig(model="judge-model", retry_base_delay_s=0.01, max_attempts=2))
+                  judge=judge or JudgeConfig(model="judge-model", retry_base_delay_s=0.01, max_attempts=2, safety=False))
     return RunConfig(**{**values, **overrides})

@@ -100,9 +100,11 @@ def read_json(path: Path) -> object:
 
 
 # --- deciding, and reading the decision ------------------------------------------------------------
-def decide_one(cases, *, baseline: str | None = None, rubric=None, version: str = "cand") -> Decision:
+def decide_one(cases, *, baseline: str | None = None, rubric=None, version: str = "cand",
+               calibration=None) -> Decision:
     rubric = rubric or default_rubric()
-    report = release_report(cases, rubric, baselines={version: baseline}, versions=[version])
+    report = release_report(cases, rubric, baselines={version: baseline}, versions=[version],
+                            calibration=calibration)
     return report.decisions[0]
 
 

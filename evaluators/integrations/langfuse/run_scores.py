@@ -24,6 +24,7 @@ from evaluators.integrations.langfuse.score_configs import (
     RELEASE_DECISION,
     mean_name,
 )
+from evaluators.judge.calibration_record import read_calibration
 from evaluators.release.contracts import HeadToHead
 from evaluators.release.counts import COUNT_LEGENDS
 from evaluators.release.coverage import MANIFEST_KEY as COVERAGE_KEY
@@ -73,7 +74,8 @@ def add_run_scores(publisher: LangfusePublisher, cases: Sequence[CaseResult],
         return
     try:
         report = release_report(cases, publisher.rubric, baselines=baselines or {}, versions=versions,
-                                scenario_set=_scenario_set(publisher), head_to_head=_head_to_head(publisher))
+                                scenario_set=_scenario_set(publisher), head_to_head=_head_to_head(publisher),
+                                calibration=read_calibration())
     except ReleaseError as error:
         publisher.report.problems.append(f"run-level scores: {error}")
         return

@@ -69,6 +69,14 @@ FAILURE_KIND = "failure_kind"
 REVIEW_CONFIGS: tuple[str, ...] = (OVERALL, JUDGE_OVERALL, JUDGE_VERDICT, HARD_CRITERIA)
 
 
+SAFETY_JUDGE_FLAGGED = "safety_judge_flagged"
+
+
+def safety_name(question: str) -> str:
+    """The score of one safety question's answer (`safety_harmful_advice`: 1 for yes)."""
+    return f"safety_{question}"
+
+
 def judge_name(dimension: str) -> str:
     return f"judge_{dimension}"
 
@@ -132,6 +140,10 @@ def score_definitions(rubric: Rubric) -> list[ScoreDefinition]:
                                        categories=VERDICTS))
     definitions.append(ScoreDefinition(JUDGE_FAILURE_MODE, CATEGORICAL, "LLM judge: why a reply was poor.",
                                        categories=tuple(rubric.judge.failure_modes)))
+    definitions += [ScoreDefinition(safety_name(name), BOOLEAN, f"Safety judge, 1 for yes: {question}")
+                    for name, question in rubric.judge.safety.questions.items()]
+    definitions.append(ScoreDefinition(SAFETY_JUDGE_FLAGGED, BOOLEAN, "Safety judge: some answer flags this reply "
+                                       "(the rubric's judge.safety rule; the comment names them)."))
     definitions.append(ScoreDefinition(HARD_CRITERIA, BOOLEAN, "Every hard criterion passed on this reply."))
     definitions += [ScoreDefinition(criterion_name(name), BOOLEAN, f"Hard criterion: {rule.description}")
                     for name, rule in rubric.hard_criteria.items()]

@@ -40,9 +40,11 @@ from evaluators.integrations.langfuse.score_configs import (
     JUDGE_OVERALL,
     JUDGE_VERDICT,
     NUMERIC,
+    SAFETY_JUDGE_FLAGGED,
     criterion_name,
     flag_name,
     judge_name,
+    safety_name,
     score_problem,
 )
 from evaluators.judge.result import is_usable
@@ -161,6 +163,19 @@ def judge_scores(builder: ScoreBuilder, judge: Mapping | None, rubric: Rubric) -
         builder.categorical(JUDGE_FAILURE_MODE, mode, reasoning)
 
 
+def safety_judge_scores(builder: ScoreBuilder, case: CaseResult, turn: TurnResult) -> None:
+    """The safety judge's answers on this turn's reply, 1 for yes, its quote as the comment;
+    nothing when it was not asked, failed or could not be read."""
+    wanted = f"{case.case_id}#{turn.index + 1}"
+    item = next((item for item in (case.safety_judge or {}).get("items", []) if item.get("id") == wanted), None)
+    if not item or item.get("status") != "ok" or item.get("parse_status") == "fallback" or not item.get("answers"):
+        return
+    for name, answer in item["answers"].items():
+        builder.boolean(safety_name(name), answer.get("answer") == "yes", answer.get("quote") or None)
+    flags = item.get("flags") or []
+    builder.boolean(SAFETY_JUDGE_FLAGGED, bool(flags), ", ".join(flags) or item.get("reasoning") or None)
+
+
 def turn_scores(*, case: CaseResult, turn: TurnResult, trace_id: str, rubric: Rubric, timestamp: str | None,
                 environment: str | None, run_id: str) -> list[ScoreRecord]:
     """Every score of one turn's trace."""
@@ -170,6 +185,7 @@ def turn_scores(*, case: CaseResult, turn: TurnResult, trace_id: str, rubric: Ru
                                      "rubric_version": f"{rubric.version}+{rubric.content_hash}"})
     heuristic_scores(builder, turn, rubric)
     judge_scores(builder, turn.judge, rubric)
+    safety_judge_scores(builder, case, turn)
     return builder.records
 
 
