@@ -14,6 +14,12 @@ from evaluators.scoring.heuristics.registry import Signal, fired, ramp, signal
 from evaluators.scoring.reading.features import CaseFeatures
 
 
+def feeds(f: CaseFeatures, name: str, what: str) -> bool:
+    """The rubric lets detector `name` feed `what` (its `flag`): its figures allow it."""
+    rule = f.detector_rules.behaviours.get(name) if f.detector_rules is not None and f.detectors else None
+    return rule is not None and rule.flag == what
+
+
 def at_flag(f: CaseFeatures, name: str, feeds: str) -> Signal | None:
     """Fired (full strength) when detector `name` feeds `feeds` in the rubric (its `flag`) and
     reaches its flag_at; evidence: its strongest sentence and the score. Silent without the
