@@ -24,11 +24,12 @@ COMPARED = "methods compared"
 
 
 def _cell(value: object) -> str:
-    """A table cell: numbers to 2 places, nothing as an em dash, pipes escaped."""
+    """A table cell: numbers to at most 4 places as the provenance has them (a flag_at of 0.9951
+    is not 1.00), nothing as an em dash, pipes escaped."""
     if value is None:
         return "—"
     if isinstance(value, float):
-        return f"{value:.2f}"
+        return f"{value:.4f}".rstrip("0").rstrip(".") or "0"
     return str(value).replace("|", "\\|").replace("\n", " ")
 
 
@@ -46,6 +47,22 @@ def _held_out(figures: Mapping) -> list[str]:
         elif key.startswith("leave-one") or key.startswith("grouped"):
             parts.append(f"{key} {_cell(value)}")
     return parts
+
+
+def _lowest_held_out(record: Mapping) -> str:
+    """The kept method's lowest held-out AUROC and which protocol gave it: the figure that says
+    how far the detector carries to data it never saw."""
+    figures = record.get(COMPARED, {}).get(record.get("method"), {})
+    found = []
+    for key, value in figures.items():
+        if isinstance(value, Mapping) and key.startswith("leave-one"):
+            found += [(area, f"without {source}") for source, area in value.items()]
+        elif key.startswith("leave-one"):
+            found.append((value, key))
+    if not found:
+        return "—"
+    area, where = min(found)
+    return f"{_cell(float(area))} ({where})"
 
 
 def _detector_section(name: str, record: Mapping, rubric: Rubric) -> list[str]:
@@ -108,8 +125,8 @@ def render_card(provenance: Mapping, rubric: Rubric) -> str:
         "only Spiral-Bench labels. The thresholds are out of fold. How the rubric reads each detector "
         "is in docs/rubric.md (Learned safety detectors).",
         "",
-        *_table(["Detector", "Reads", "Method", "flag_at", "Recall", "False alarms"],
-                [[f"`{name}`", record.get("reads"), record.get("method"),
+        *_table(["Detector", "Reads", "Method", "Lowest held-out AUROC", "flag_at", "Recall", "False alarms"],
+                [[f"`{name}`", record.get("reads"), record.get("method"), _lowest_held_out(record),
                   record.get(THRESHOLDS, {}).get("flag_at"), record.get(THRESHOLDS, {}).get("recall_at_flag"),
                   record.get(THRESHOLDS, {}).get("false_alarm_at_flag")] for name, record in detectors.items()]),
     ]
