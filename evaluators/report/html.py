@@ -513,7 +513,7 @@ def _behaviours_cell(row) -> str:
     worst score and its turn ("sycophancy +0.020/turn, first turn 4, worst 0.91 (turn 6)")."""
     return "; ".join(
         f"{item.behaviour} {'—' if item.slope is None else f'{item.slope:+.3f}/turn'}, "
-        f"{'never flagged' if item.first_turn is None else f'first turn {item.first_turn}'}, "
+        f"first at flag_at {'—' if item.first_turn is None else f'turn {item.first_turn}'}, "
         f"worst {item.worst_value:.2f} (turn {item.worst_turn})" for item in row.behaviours)
 
 
