@@ -264,9 +264,10 @@ def rubric(
     else:
         try:
             loaded = load_rubric(check)
-            from evaluators.scoring.heuristics import check_signals
+            from evaluators.scoring.heuristics import check_signals, detectors_of
 
             check_signals(loaded)
+            detectors_of(loaded)  # every behaviour it reads has a detector in the weights file it names
         except RubricError as error:
             raise fail_all(error.problems, EXIT_USAGE) from None
         stdout_console().print(Text(f"✓ {check}: valid rubric", style="green"))

@@ -314,6 +314,16 @@ def test_score_with_a_rubric_naming_a_missing_detectors_file_exits_2_and_says_ho
     assert "scripts/train_detectors.py" in result.stderr and "Traceback" not in result.output
 
 
+def test_rubric_check_refuses_a_behaviour_the_weights_file_has_no_detector_for(tmp_path):
+    def rename(data: dict) -> None:
+        behaviours = data["detectors"]["behaviours"]
+        behaviours["flattery"] = behaviours.pop("pushback")
+
+    result = runner.invoke(app, ["rubric", "--check", str(rubric_file(tmp_path, rename))])
+    assert result.exit_code == 2
+    assert "detectors.behaviours.flattery: no such detector in detectors.npz" in flat(result.stderr)
+
+
 # --- sample replies ------------------------------------------------------------------
 def test_sample_replies_all_score_with_the_expected_flags():
     result = runner.invoke(app, ["score", str(SAMPLE_REPLIES)])
