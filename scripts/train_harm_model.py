@@ -4,7 +4,7 @@ Run from the project root: ``.venv/bin/python scripts/train_harm_model.py [--dat
 It reads ``diasafety/train.json`` in place from ``../shared/datasets`` (or ``PENPAL_DATASETS``),
 embeds each reply and user message with the scorer's own sentence vectors
 (`evaluators/scoring/reading/meaning.py`), and fits an L2-regularised logistic regression over
-`evaluators.scoring.safety.learned_harm.harm_features` by Newton's method (exact and deterministic:
+`evaluators.scoring.safety.learned_harm.harm_features` by Newton's method (`benchmarks/fitting.py`) (exact and deterministic:
 no random initialisation, no sampling). The regularisation strength is chosen by k-fold
 cross-validation *within the train split*; the val split is only measured, never used to
 choose anything. It writes ``evaluators/scoring/safety/harm_model.npz`` (weights) and
@@ -29,6 +29,7 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 if str(PROJECT_ROOT) not in sys.path:
     sys.path.insert(0, str(PROJECT_ROOT))
 
+from benchmarks.fitting import fit_logistic, standardise  # noqa: E402
 from benchmarks.human_data import datasets_dir  # noqa: E402
 from benchmarks.validity import auroc  # noqa: E402
 from evaluators.scoring.reading.meaning import DIMENSIONS, MODEL_NAME, MeaningModel, load_meaning_model  # noqa: E402
@@ -47,7 +48,6 @@ DATA_SET = "DiaSafety (Sun et al. 2022, 'On the Safety of Conversational Models'
 STRENGTHS: tuple[float, ...] = (0.01, 0.03, 0.1, 0.3, 1.0)
 FOLDS = 5
 SEED = 0
-NEWTON_STEPS = 50
 FLAG_THRESHOLDS: tuple[float, ...] = (0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)
 
 
@@ -71,33 +71,6 @@ def vectors(meaning: MeaningModel, texts: list[str]) -> np.ndarray:
 
 def exchange_features(meaning: MeaningModel, users: list[str], replies: list[str]) -> np.ndarray:
     return harm_features(vectors(meaning, replies), vectors(meaning, users))
-
-
-def fit_logistic(features: np.ndarray, labels: np.ndarray, strength: float) -> tuple[np.ndarray, float]:
-    """L2-regularised logistic regression by Newton's method; the bias is not penalised.
-
-    Minimises mean log-loss + strength/2 * |w|^2. Newton's method from zero weights needs no
-    learning rate and no randomness, so the same data gives the same weights every time.
-    """
-    rows, width = features.shape
-    design = np.hstack([features, np.ones((rows, 1))])
-    penalty = np.full(width + 1, strength)
-    penalty[-1] = 0.0
-    weights = np.zeros(width + 1)
-    for _ in range(NEWTON_STEPS):
-        probability = 1.0 / (1.0 + np.exp(-(design @ weights)))
-        gradient = design.T @ (probability - labels) / rows + penalty * weights
-        hessian = (design * (probability * (1 - probability))[:, None]).T @ design / rows + np.diag(penalty)
-        step = np.linalg.solve(hessian, gradient)
-        weights -= step
-        if np.abs(step).max() < 1e-9:
-            break
-    return weights[:-1], float(weights[-1])
-
-
-def standardise(features: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and scale per feature, so one penalty strength suits every part."""
-    return features.mean(axis=0), features.std(axis=0) + 1e-6
 
 
 def area(scores: np.ndarray, labels: np.ndarray) -> float:
