@@ -170,18 +170,30 @@ def detector_scores(frame: pd.DataFrame, bank, cache: VectorCache) -> pd.DataFra
     return pd.DataFrame(columns, index=frame.index)
 
 
+# What a behaviour's rubric entry may use a detector for; all switched off for the old rules.
+DETECTOR_USES = ("flag", "deduct_from", "deduct_full", "veto_below")
+
+
+def rules_only_rubric(rubric):
+    """The rubric with every learned detector switched off (no flag, no deduction, no veto, no
+    uncertain band to look for evidence in), so the `old` columns are the rules alone whatever
+    branch the scorer is on; the rubric itself when it has no `detectors` section."""
+    section = getattr(rubric, "detectors", None)
+    if section is None:
+        return rubric
+    never = {"flag_at": math.inf, "uncertain": [math.inf, math.inf]}
+    behaviours = {
+        name: rule.model_copy(update={**never, **{use: None for use in DETECTOR_USES if use in type(rule).model_fields}})
+        for name, rule in section.behaviours.items()}
+    return rubric.model_copy(update={"detectors": section.model_copy(update={"behaviours": behaviours})})
+
+
 def rules_only_evaluator():
-    """Today's evaluator without the learned detectors: every behaviour's flag and deduction
-    switched off where the rubric has a `detectors` section, so the `old` columns are the
-    rules alone whatever branch the scorer is on."""
+    """Today's evaluator on the rules alone (`rules_only_rubric`)."""
     from evaluators.rubric.loader import default_rubric
     from evaluators.scoring.heuristics import HeuristicEvaluator
 
-    rubric = default_rubric()
-    section = getattr(rubric, "detectors", None)
-    if section is not None and hasattr(rubric, "model_copy"):
-        rubric = rubric.model_copy(update={"detectors": None})
-    return HeuristicEvaluator(rubric)
+    return HeuristicEvaluator(rules_only_rubric(default_rubric()))
 
 
 def rule_scores(frame: pd.DataFrame, progress: Callable[[str], None]) -> pd.DataFrame:
