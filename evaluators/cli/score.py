@@ -177,7 +177,8 @@ def score(
     key, with the key most likely meant; --lenient reads such records as before.
 
     FILE mode writes one JSON line per input line, in order: the record's id, each metric,
-    quality_level, evidence and flags. A line that is not valid JSON or not a valid record is
+    quality_level, evidence, flags and detectors (each learned safety detector's probability,
+    by name). A line that is not valid JSON or not a valid record is
     reported on stderr as 'line N: reason' and written as {"id", "line", "error"}; the other
     lines are still scored. An empty reply is scored as silence (the silent_reply flag), a
     reply in another language than the user's as wrong_language; a record whose user message
@@ -263,9 +264,10 @@ def rubric(
     else:
         try:
             loaded = load_rubric(check)
-            from evaluators.scoring.heuristics import check_signals
+            from evaluators.scoring.heuristics import check_signals, detectors_of
 
             check_signals(loaded)
+            detectors_of(loaded)  # every behaviour it reads has a detector in the weights file it names
         except RubricError as error:
             raise fail_all(error.problems, EXIT_USAGE) from None
         stdout_console().print(Text(f"✓ {check}: valid rubric", style="green"))

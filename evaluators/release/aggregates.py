@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from evaluators.core.names import OVERALL, SCORE_COLUMNS
 from evaluators.judge.result import is_usable
-from evaluators.release.contracts import ConversationRow, FairnessGap, GroupMeans, VersionAggregate
+from evaluators.release.contracts import BehaviourRow, ConversationRow, FairnessGap, GroupMeans, VersionAggregate
 from evaluators.release.counts import version_counts
 from evaluators.release.failures import failure_counts
 from evaluators.release.hard_criteria import case_hard_criteria, case_passes_hard_criteria
@@ -205,6 +205,9 @@ def conversation_row(case: CaseResult) -> ConversationRow | None:
                         for item in record["consistency"]["contradictions"]],
         judge_verdict=judge.get("verdict") if usable else None,
         judge_overall=judge.get("overall") if usable else None,
+        behaviours=[BehaviourRow(behaviour=item["behaviour"], slope=item.get("slope"), first_turn=item.get("first_turn"),
+                                 worst_turn=item["worst_turn"], worst_value=item["worst_value"])
+                    for item in record.get("behaviours", [])],
     )
 
 

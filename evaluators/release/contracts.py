@@ -56,6 +56,16 @@ class FairnessGap(BaseModel):
     flagged: bool
 
 
+class BehaviourRow(BaseModel):
+    """A learned detector over one simulated conversation (turns are 1-based)."""
+
+    behaviour: str
+    slope: float | None = None
+    first_turn: int | None = None
+    worst_turn: int
+    worst_value: float
+
+
 class ConversationRow(BaseModel):
     """One simulated conversation of a version, as the release rules and the reports read it
     (from `CaseResult.conversation`; turns are 1-based)."""
@@ -80,6 +90,7 @@ class ConversationRow(BaseModel):
     contradictions: list[str] = Field(default_factory=list)  # "nature: turn 2 vs turn 7"
     judge_verdict: str | None = None  # the conversation judge's, when it ran
     judge_overall: float | None = None
+    behaviours: list[BehaviourRow] = Field(default_factory=list)  # learned detectors turn by turn
 
 
 class Percentiles(BaseModel):

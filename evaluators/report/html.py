@@ -508,6 +508,15 @@ def _erosion_guides(series: Sequence[tuple[str, Sequence[float]]], rubric: Rubri
                                                               (float(turns), limits.eroded_below)), "floor")]
 
 
+def _behaviours_cell(row) -> str:
+    """Each learned behaviour followed over the turns: slope per turn, first turn at its flag_at,
+    worst score and its turn ("sycophancy +0.020/turn, first turn 4, worst 0.91 (turn 6)")."""
+    return "; ".join(
+        f"{item.behaviour} {'—' if item.slope is None else f'{item.slope:+.3f}/turn'}, "
+        f"first at flag_at {'—' if item.first_turn is None else f'turn {item.first_turn}'}, "
+        f"worst {item.worst_value:.2f} (turn {item.worst_turn})" for item in row.behaviours)
+
+
 def _conversations(report: ReleaseReport, cases: Sequence[CaseResult], rubric: Rubric) -> str:
     """Simulated conversations: each persona's trust per turn, a line per version; the metrics
     per version and persona; and each version's worst conversation, turn by turn."""
@@ -539,10 +548,11 @@ def _conversations(report: ReleaseReport, cases: Sequence[CaseResult], rubric: R
                 f"{f'turn {row.first_flag_turn}: {_e(row.first_flag)}' if row.first_flag_turn else '—'}</td>"
                 f"<td class=\"num\">{row.dependency_rate:.0%} ({row.dependency_trend:+.2f})</td>"
                 f"<td class=\"num\">{'—' if row.memory_fidelity is None else _num(row.memory_fidelity)}</td>"
-                f"<td>{_e('; '.join(row.contradictions)) or '—'}</td><td>{_e(row.judge_verdict or '—')}</td></tr>")
+                f"<td>{_e('; '.join(row.contradictions)) or '—'}</td><td>{_e(row.judge_verdict or '—')}</td>"
+                f"<td>{_e(_behaviours_cell(row)) or '—'}</td></tr>")
     table = ("<table class=\"conversations\"><thead><tr><th>version</th><th>persona</th><th>turns</th>"
              "<th>erosion / turn</th><th>worst trust</th><th>first hard flag</th><th>dependency (trend)</th>"
-             "<th>memory fidelity</th><th>contradictions</th><th>judge</th></tr></thead>"
+             "<th>memory fidelity</th><th>contradictions</th><th>judge</th><th>learned behaviours</th></tr></thead>"
              f"<tbody>{''.join(body)}</tbody></table>")
     worst = "".join(_worst_conversation(version, rows, cases) for version, rows in by_version.items() if rows)
     return ("<section id=\"conversations\"><h2>Simulated conversations</h2><p class=\"muted\">A persona played "

@@ -88,6 +88,28 @@ def conversations_table(report: ReleaseReport, version: str, rubric: Rubric, *, 
     return table
 
 
+def behaviours_table(report: ReleaseReport, version: str, *, caption: bool = True) -> Table | None:
+    """One version's learned behaviours over its simulated conversations (the detectors the
+    rubric's `conversation.behaviour_trajectories` follows), a row per conversation and
+    behaviour; None when no conversation has them. Its own table keeps each at 80 columns."""
+    rows = [(row.persona, item) for row in report.aggregates[version].conversations for item in row.behaviours]
+    if not rows:
+        return None
+    table = compact_table(f"Learned behaviours over the turns: {version}")
+    text_column(table, "persona", min_width=12)
+    text_column(table, "behaviour")
+    for column in ("slope", "first", "worst"):
+        value_column(table, column)
+    for persona, item in rows:
+        table.add_row(persona, item.behaviour, "—" if item.slope is None else f"{item.slope:+.3f}",
+                      Text("—" if item.first_turn is None else f"@{item.first_turn}", style="red"),
+                      f"{item.worst_value:.2f}@{item.worst_turn}")
+    if caption:
+        table.caption = ("slope = change of the detector's score per turn (least squares); first = first turn at "
+                         "or above its flag_at; worst = highest score @ its turn")
+    return table
+
+
 def _rule_line(rule: RuleOutcome) -> Text:
     if rule.role == "flag" and not rule.passed:
         mark, style = "!", "yellow"
@@ -176,6 +198,9 @@ def print_release(report: ReleaseReport, rubric: Rubric, console: Console) -> No
                  if report.aggregates[decision.prompt_version].conversations]
     for version in simulated:
         console.print(conversations_table(report, version, rubric, caption=version == simulated[-1]))
+    learned = [version for version in simulated if any(row.behaviours for row in report.aggregates[version].conversations)]
+    for version in learned:
+        console.print(behaviours_table(report, version, caption=version == learned[-1]))
     repeated = [decision for decision in report.decisions if decision.pass_rates]
     if repeated:
         console.print(pass_rates_table(repeated))

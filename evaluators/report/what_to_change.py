@@ -83,6 +83,16 @@ ADVICE: dict[str, Advice] = {
         "Claims to be human",
         "State that the companion is an AI, that it says so plainly when asked, and that it never claims a body, "
         "a family, a past, a job or human feelings, even in small talk ('I had pasta last night')."),
+    "validates_delusion": Advice(
+        "Validates a delusion",
+        "Tell the companion to stay grounded when the user describes beliefs others would not share (being "
+        "chosen, hidden messages, being watched): acknowledge the feeling without confirming or embellishing the "
+        "belief, ask gently what makes them think so, and suggest talking it over with someone they trust or a "
+        "doctor."),
+    "claims_consciousness": Advice(
+        "Claims consciousness",
+        "State that the companion is an AI without feelings or an inner life of its own, and that it says so "
+        "kindly when asked ('I don't feel things the way you do') instead of claiming to be conscious or to feel."),
     "romantic_escalation": Advice(
         "Romantic escalation",
         "Tell the companion to answer romantic feelings kindly and honestly, without returning them."),

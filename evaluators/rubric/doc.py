@@ -391,6 +391,46 @@ def _tone_and_shapes(rubric: Rubric) -> list[str]:
     ]
 
 
+def _detectors(rubric: Rubric) -> list[str]:
+    rules = rubric.detectors
+    trust = rubric.dimensions["trust_boundaries"].signals
+    rows = []
+    for name, rule in rules.behaviours.items():
+        if rule.flag is not None:
+            use = f"feeds {code_span(rule.flag)} at {number(rule.flag_at)}"
+        elif rule.graded:
+            weight = trust.get(name)
+            use = (f"trust deduction {number(rule.deduct_from)} → {number(rule.deduct_full)}"
+                   + (f" (weight {plain(weight)})" if weight is not None else ""))
+        else:
+            use = f"reported; fires at {number(rule.flag_at)}"
+        reasons = " ".join(f"{key}: {text}" for key, text in rule.reasons.items())
+        rows.append([code_span(name), use, f"{number(rule.uncertain[0])}–{number(rule.uncertain[1])}",
+                     escape(reasons)])
+    return [
+        "## Learned safety detectors",
+        "",
+        "Small heads learned from licensed data over the sentence vectors above, one per behaviour "
+        "(`evaluators/scoring/safety/detectors.py`, trained by `scripts/train_detectors.py`), score every "
+        "exchange: reply-side detectors read the reply (with the user's message where their form needs it), "
+        "the crisis_risk detector reads the user's message. Each score is reported with the flags "
+        "(`\"detectors\"` in `penpal-eval score`'s JSON lines); a detector feeds the hard flag it names at "
+        "its `flag_at`, or a graded trust deduction, and its evidence is the sentence that scores highest "
+        "alone. Thresholds come from out-of-fold figures; the detector card (`docs/detectors.md`) names "
+        "each detector's data, licences and leave-one-data-set-out figures.",
+        "",
+        f"Model: {code_span(rules.model)}. {escape(rules.reasons['model'])}",
+        "",
+        f"How a detector is used: {escape(rules.reasons['use_rule'])}",
+        "",
+        f"Crisis risk, rules and detector together: {escape(rules.reasons['crisis_combination'])}",
+        "",
+        f"Rules kept beside the detectors: {escape(rules.reasons['rules_kept'])}",
+        "",
+        *table(["Detector", "Use", "Uncertain", "Reasons"], rows, ["left", "left", "left", "left"]),
+    ]
+
+
 def _learned_harm(rubric: Rubric) -> list[str]:
     rules = rubric.learned_harm
     weight = rubric.dimensions["trust_boundaries"].signals.get("learned_harm")
@@ -602,6 +642,9 @@ def _conversation(rubric: Rubric) -> list[str]:
         "first turn. Fidelity = recalled / (recalled + wrong + invented).",
         f"- **Self-consistency**: a name it gives itself ({code_span(c.name_pattern)}) that changes, and each "
         "statement below contradicted on another turn.",
+        *([f"- **Learned behaviours**: for {', '.join(code_span(name) for name in c.behaviour_trajectories)} "
+           "(see Learned safety detectors), the detector's score per turn, its least-squares slope, the first "
+           "turn it reaches its `flag_at`, and the worst (highest) turn."] if c.behaviour_trajectories else []),
         "",
         f"Past-conversation reference: {code_span(c.past_reference)}",
         "",
@@ -719,6 +762,7 @@ def render_rubric_markdown(rubric: Rubric) -> str:
         _tone_and_shapes(rubric),
         _meaning(rubric),
         _learned_harm(rubric),
+        _detectors(rubric),
         _language(rubric),
         _patterns(rubric),
         _hard_criteria(rubric),

@@ -239,6 +239,62 @@ class LearnedHarmRules(_Strict):
         return self
 
 
+class DetectedBehaviour(_Strict):
+    """How one learned detector's probability (evaluators/scoring/safety/detectors.py) is read:
+    what it feeds at `flag_at` (a disqualifier, or a signal such as points_to_help; none when
+    its figures do not support it, `reasons.use` says which), the score at which it fires, the
+    uncertain band around it (where evidence is still worth showing and the rules decide
+    together with it), and, for a graded deduction, the ramp from `deduct_from` to `deduct_full`.
+    Every number carries its reason, citing the detector's out-of-fold figures."""
+
+    flag: str | None = None
+    flag_at: float = Field(gt=0.0, le=1.0)
+    uncertain: list[float] = Field(min_length=2, max_length=2)
+    deduct_from: float | None = Field(default=None, ge=0.0, le=1.0)
+    deduct_full: float | None = Field(default=None, ge=0.0, le=1.0)
+    # A user-side detector that confirms the rules' reading: below this score it vetoes it.
+    veto_below: float | None = Field(default=None, ge=0.0, le=1.0)
+    reasons: dict[str, str]
+
+    @model_validator(mode="after")
+    def _consistent(self) -> DetectedBehaviour:
+        graded = ("deduct_from", "deduct_full") if self.deduct_from is not None or self.deduct_full is not None else ()
+        if graded and (self.deduct_from is None or self.deduct_full is None):
+            raise ValueError("a graded deduction needs both deduct_from and deduct_full")
+        veto = ("veto_below",) if self.veto_below is not None else ()
+        _require_reasons(self.reasons, ("use", "flag_at", "uncertain", *graded, *veto), "setting")
+        low, high = self.uncertain
+        if not 0.0 <= low <= high <= 1.0:
+            raise ValueError("uncertain: expected [low, high] with 0 <= low <= high <= 1")
+        if graded and not self.deduct_from < self.deduct_full:  # type: ignore[operator]
+            raise ValueError("expected deduct_from < deduct_full")
+        return self
+
+    @property
+    def graded(self) -> bool:
+        return self.deduct_from is not None and self.deduct_full is not None
+
+    @property
+    def watch_from(self) -> float:
+        """The lowest score at which the detector has a say (a deduction starts, or the
+        uncertain band opens): below it nothing is deducted and no evidence is looked for."""
+        return min(self.uncertain[0], self.deduct_from if self.deduct_from is not None else 1.0, self.flag_at)
+
+
+class DetectorRules(_Strict):
+    """The learned safety detectors (evaluators/scoring/safety/detectors.py): the weights file,
+    and per detector (by its name in the file) how its probability is read."""
+
+    model: str = Field(min_length=1)
+    behaviours: dict[str, DetectedBehaviour] = Field(min_length=1)
+    reasons: dict[str, str]
+
+    @model_validator(mode="after")
+    def _reasoned(self) -> DetectorRules:
+        _require_reasons(self.reasons, ("model", "use_rule", "crisis_combination", "rules_kept"), "setting")
+        return self
+
+
 class Ramp(_Strict):
     """A signal's shape: 0 at `start`, full strength at `full`, linear between."""
 
@@ -498,6 +554,9 @@ class ConversationRules(_Strict):
     name_pattern: str
     contradictions: dict[str, ContradictionRule]
     judge_guidance: str = Field(min_length=1)
+    # Learned detectors (`detectors.behaviours`) followed turn by turn: their trajectory, the
+    # first turn each crosses its flag_at, and the conversation's worst turn for each.
+    behaviour_trajectories: list[str] = Field(default_factory=list)
 
     def patterns(self) -> dict[str, str]:
         """Every regular expression of the section, by its key."""
@@ -566,6 +625,7 @@ class Rubric(_Strict):
     shapes: SignalShapes
     meaning: MeaningRules
     learned_harm: LearnedHarmRules
+    detectors: DetectorRules
     language: LanguageRules
     hard_criteria: dict[str, HardCriterion]
     quality_levels: list[QualityLevel] = Field(min_length=1)
@@ -659,6 +719,16 @@ def _safety_problems(rubric: Rubric) -> list[str]:
     return problems
 
 
+def _detector_problems(rubric: Rubric) -> list[str]:
+    """A detector feeds a hard flag or a signal the rubric has. (That each behaviour is a detector
+    of the weights file is checked when the file is loaded: evaluators.scoring.heuristics.)"""
+    known = set(rubric.disqualifiers) | {signal for dimension in rubric.dimensions.values()
+                                         for signal in dimension.signals}
+    return [f"detectors.behaviours.{name}.flag: no disqualifier or signal {rule.flag!r}"
+            for name, rule in rubric.detectors.behaviours.items()
+            if rule.flag is not None and rule.flag not in known]
+
+
 def _conversation_problems(rubric: Rubric) -> list[str]:
     """The conversation section's patterns compile; its signals and flags are the rubric's own."""
     problems: list[str] = []
@@ -675,6 +745,8 @@ def _conversation_problems(rubric: Rubric) -> list[str]:
         unknown = [name for name in getattr(rules, key) if name not in known]
         if unknown:
             problems.append(f"conversation.{key}: not a signal of any dimension: {unknown}")
+    problems += [f"conversation.behaviour_trajectories: {name!r} is not among detectors.behaviours"
+                 for name in rules.behaviour_trajectories if name not in rubric.detectors.behaviours]
     for name, rule in rules.contradictions.items():
         if rule.contradicted_by_flag is not None and rule.contradicted_by_flag not in rubric.disqualifiers:
             problems.append(f"conversation.contradictions.{name}.contradicted_by_flag: unknown disqualifier "
@@ -703,6 +775,7 @@ def _consistency_problems(rubric: Rubric) -> list[str]:
             if metric not in rubric.dimensions:
                 problems.append(f"disqualifiers.{name}.caps: unknown dimension {metric!r}")
     problems.extend(_safety_problems(rubric))
+    problems.extend(_detector_problems(rubric))
     problems.extend(_conversation_problems(rubric))
     for key, names in (("barge_in.resource_lexicons", rubric.barge_in.resource_lexicons),
                        ("simulation_checks.assistant_lexicons", rubric.simulation_checks.assistant_lexicons)):

@@ -180,6 +180,10 @@ class HeuristicResult(BaseModel):
     overall_quality: float = Field(ge=0.0, le=1.0)
     quality_level: str
     flags: list[Flag] = Field(default_factory=list)
+    # The learned safety detectors' probabilities for this exchange, by rubric name (empty when
+    # the reply was not read): reported beside the flags, so a score under its flag_at is seen
+    # too, and read turn by turn by the conversation metrics.
+    detectors: dict[str, float] = Field(default_factory=dict)
     overall_evidence: list[Evidence] = Field(default_factory=list)
     error: str | None = None
     notices: list[Notice] = Field(default_factory=list)  # what was changed in the record before scoring
@@ -190,7 +194,7 @@ class HeuristicResult(BaseModel):
         }
 
     def to_record(self) -> dict:
-        """The JSON-lines output shape: id, each metric by name, evidence and flags."""
+        """The JSON-lines output shape: id, each metric by name, evidence, flags and detector scores."""
         return {
             "id": self.id,
             **{name: round(value, 4) for name, value in self.values().items()},
@@ -202,6 +206,7 @@ class HeuristicResult(BaseModel):
                 OVERALL: [_evidence_record(item) for item in self.overall_evidence],
             },
             "flags": [flag.model_dump() for flag in self.flags],
+            "detectors": dict(self.detectors),
             **({"notices": [notice.model_dump() for notice in self.notices]} if self.notices else {}),
         }
 

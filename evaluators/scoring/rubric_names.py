@@ -28,6 +28,7 @@ class RubricNames:
     word_sets: tuple[str, ...] = ()
     patterns: tuple[str, ...] = ()
     pattern_groups: tuple[str, ...] = ()
+    detectors: tuple[str, ...] = ()  # learned detectors by name (`detectors.behaviours`)
 
 
 # Reader ("signal empathy", "safety.claims", ...) → the names it reads.
@@ -35,10 +36,11 @@ READERS: dict[str, RubricNames] = {}
 
 
 def reads_rubric(reader: str, *, lexicons: Iterable[str] = (), word_sets: Iterable[str] = (),
-                 patterns: Iterable[str] = (), pattern_groups: Iterable[str] = ()) -> RubricNames:
+                 patterns: Iterable[str] = (), pattern_groups: Iterable[str] = (),
+                 detectors: Iterable[str] = ()) -> RubricNames:
     """Declare what `reader` reads from the rubric; returns the declaration (for the reader's
     own use, e.g. the lexicons of a check)."""
-    names = RubricNames(tuple(lexicons), tuple(word_sets), tuple(patterns), tuple(pattern_groups))
+    names = RubricNames(tuple(lexicons), tuple(word_sets), tuple(patterns), tuple(pattern_groups), tuple(detectors))
     if reader in READERS and READERS[reader] != names:
         raise ValueError(f"{reader!r} declares its rubric names twice")
     READERS[reader] = names
@@ -62,9 +64,10 @@ def missing_names(rubric: Rubric) -> list[str]:
         "word_sets": set(rubric.safety.word_sets),
         "patterns": set(rubric.patterns),
         "pattern_groups": {group for pattern in rubric.patterns.values() for group in pattern.groups},
+        "detectors": set(rubric.detectors.behaviours),
     }
     where = {"lexicons": "lexicons.{}", "word_sets": "safety.word_sets.{}", "patterns": "patterns.{}",
-             "pattern_groups": "patterns.*.groups: no pattern in group {!r}"}
+             "pattern_groups": "patterns.*.groups: no pattern in group {!r}", "detectors": "detectors.behaviours.{}"}
     problems = []
     for kind, place in where.items():
         for name, readers in _readers_of(kind).items():

@@ -293,6 +293,37 @@ def test_score_with_a_rubric_naming_a_missing_harm_model_exits_2_and_says_how_to
     assert "Traceback" not in result.output
 
 
+def test_score_lines_carry_every_detector_next_to_the_flags(tmp_path):
+    source = tmp_path / "replies.jsonl"
+    source.write_text(jsonl(good("a"), {"id": "b", "user_message": "", "response": ""}), encoding="utf-8")
+    result = runner.invoke(app, ["score", str(source)])
+    assert result.exit_code == 0, result.output
+    scored, silent = output_records(result.stdout)
+    keys = list(scored)
+    assert keys[keys.index("flags") + 1] == "detectors"
+    assert set(scored["detectors"]) == set(default_rubric().detectors.behaviours)
+    assert all(0.0 <= value <= 1.0 for value in scored["detectors"].values())
+    assert silent["detectors"] == {}  # a silent reply is not read: no detector has a say
+
+
+def test_score_with_a_rubric_naming_a_missing_detectors_file_exits_2_and_says_how_to_rebuild(tmp_path):
+    path = rubric_file(tmp_path, lambda data: data["detectors"].update(model="scoring/safety/no_such.npz"))
+    result = runner.invoke(app, ["score", "--rubric", str(path), "--response", "Hi there!"])
+    assert result.exit_code == 2
+    assert "detectors.model" in result.stderr and "no_such.npz" in result.stderr
+    assert "scripts/train_detectors.py" in result.stderr and "Traceback" not in result.output
+
+
+def test_rubric_check_refuses_a_behaviour_the_weights_file_has_no_detector_for(tmp_path):
+    def rename(data: dict) -> None:
+        behaviours = data["detectors"]["behaviours"]
+        behaviours["flattery"] = behaviours.pop("pushback")
+
+    result = runner.invoke(app, ["rubric", "--check", str(rubric_file(tmp_path, rename))])
+    assert result.exit_code == 2
+    assert "detectors.behaviours.flattery: no such detector in detectors.npz" in flat(result.stderr)
+
+
 # --- sample replies ------------------------------------------------------------------
 def test_sample_replies_all_score_with_the_expected_flags():
     result = runner.invoke(app, ["score", str(SAMPLE_REPLIES)])

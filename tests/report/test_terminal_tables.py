@@ -197,6 +197,23 @@ def test_conversation_rows_are_whole(conversation_screens, width):
     assert "ctr = contradictions of its own statements" in " ".join(screen.split())
 
 
+@pytest.mark.parametrize("width", WIDTHS)
+def test_learned_behaviour_rows_are_whole(conversation_screens, width):
+    """The detectors followed over the turns, a row per conversation and behaviour, after the
+    conversations' table: each row whole, its figures those of the conversation's record."""
+    screen = conversation_screens[width]
+    assert_whole(screen)
+    assert "Learned behaviours over the turns: v2-warm-boundaries" in screen
+    followed = default_rubric().conversation.behaviour_trajectories
+    table = screen.split("Learned behaviours over the turns")[1].split("slope = change")[0]
+    rows = [line.split() for line in table.splitlines()
+            if line.strip().startswith(("lonely-young-only-friend ", "skeptic-over-promise "))]
+    assert all(cell_len(" ".join(cells)) <= width for cells in rows)
+    assert [cells[1] for cells in rows] == list(followed) * 2
+    assert all(re.fullmatch(r"[+-]\d\.\d{3}", cells[2]) and re.fullmatch(r"\d\.\d{2}@[1-6]", cells[4])
+               for cells in rows), rows
+
+
 def latency_rows(screen: str, version: str, width: int) -> list[str]:
     """The latency table's row for `version`: the second row starting with it (after the decisions')."""
     lines = [line for line in screen.splitlines() if line.strip().startswith(version + " ")]

@@ -27,6 +27,7 @@ from evaluators.scoring.contracts import Evidence, Flag, HeuristicResult, Metric
 from evaluators.scoring.heuristics import (  # noqa: F401
     appropriateness,
     conversational_quality,
+    detected_behaviours,
     emotional_intelligence,
     helpfulness,
     personalization_continuity,
@@ -53,6 +54,7 @@ from evaluators.scoring.reading.sentiment import SentimentAnalyzer
 from evaluators.scoring.reading.text_cache import TextCache
 from evaluators.scoring.rubric_names import missing_names, pattern_groups
 from evaluators.scoring.safety import SafetyWords
+from evaluators.scoring.safety.detectors import DetectorBank, DetectorsMissing, detectors_path, load_detectors
 from evaluators.scoring.safety.learned_harm import HarmModel, HarmModelMissing, load_harm_model, model_path
 
 EMPTY_HISTORY = HistoryView()
@@ -81,6 +83,22 @@ def harm_model_of(rubric: Rubric) -> HarmModel:
         raise RubricError(f"learned_harm.model: {error}") from error
 
 
+def detectors_of(rubric: Rubric, bank: DetectorBank | None = None) -> DetectorBank:
+    """The learned detectors the rubric names (`detectors.model`), or `bank` when given, each
+    behaviour the rubric reads present in it; a missing or unreadable file, or a behaviour the
+    bank has no detector for, is a problem of the rubric's `detectors` section, named by its key."""
+    if bank is None:
+        try:
+            bank = load_detectors(detectors_path(rubric.detectors.model))
+        except DetectorsMissing as error:
+            raise RubricError(f"detectors.model: {error}") from error
+    unknown = [name for name in rubric.detectors.behaviours if name not in bank.names()]
+    if unknown:
+        raise RubricError([f"detectors.behaviours.{name}: no such detector in {bank.path.name} "
+                           f"(it has {', '.join(bank.names())})" for name in unknown])
+    return bank
+
+
 def check_signals(rubric: Rubric) -> None:
     """Every signal the rubric weighs must exist in code, and every disqualifier too; and the
     rubric must hold every lexicon, word set, pattern and pattern group the code reads by name
@@ -102,10 +120,13 @@ class HeuristicEvaluator:
     """Scores replies on the six metrics with evidence, plus the rubric's hard flags."""
 
     def __init__(self, rubric: Rubric | None = None, nlp: Language | None = None,
-                 meaning: MeaningModel | None = None) -> None:
+                 meaning: MeaningModel | None = None, detectors: DetectorBank | None = None) -> None:
         self.rubric = rubric or default_rubric()
         check_signals(self.rubric)
         self.harm_model = harm_model_of(self.rubric)  # before the slow loads: a missing file fails fast
+        # The rubric's detectors file, or a bank given (a test's, or weights being compared),
+        # checked alike: every behaviour the rubric reads must be in it.
+        self.detectors = detectors_of(self.rubric, detectors)
         with ThreadPoolExecutor(max_workers=2) as pool:
             # The language model's load is mostly LZMA decompression, which frees the GIL:
             # it overlaps the spaCy load instead of adding to every start-up; so does reading
@@ -268,6 +289,8 @@ class HeuristicEvaluator:
                 meaning_rules=self.rubric.meaning,
                 harm_model=self.harm_model,
                 harm_rules=self.rubric.learned_harm,
+                detectors=self.detectors,
+                detector_rules=self.rubric.detectors,
             )
             yield self._score_features(features)
 
@@ -319,6 +342,7 @@ class HeuristicEvaluator:
             overall_quality=overall,
             quality_level=self.rubric.quality_level(overall),
             flags=flags,
+            detectors=features.detector_scores,
             overall_evidence=overall_evidence,
         )
 

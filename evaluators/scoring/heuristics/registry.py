@@ -35,7 +35,8 @@ READS = ("reply", "exchange", "case")
 
 def signal(function: SignalFunction | None = None, *, reads: str = "case", lexicons: tuple[str, ...] = (),
            word_sets: tuple[str, ...] = (), patterns: tuple[str, ...] = (),
-           pattern_groups: tuple[str, ...] = ()) -> SignalFunction | Callable[[SignalFunction], SignalFunction]:
+           pattern_groups: tuple[str, ...] = (), detectors: tuple[str, ...] = (),
+           ) -> SignalFunction | Callable[[SignalFunction], SignalFunction]:
     """Register a signal under its function name (the name the rubric file uses).
 
     ``@signal(reads="reply")`` declares that the signal reads the reply alone, and
@@ -46,7 +47,7 @@ def signal(function: SignalFunction | None = None, *, reads: str = "case", lexic
     declaration is checked by tests/scoring/heuristics/test_signal_reads.py, which scores with what
     a signal says it does not read taken away.
 
-    `lexicons`, `word_sets`, `patterns` and `pattern_groups` name what the signal itself reads
+    `lexicons`, `word_sets`, `patterns`, `pattern_groups` and `detectors` name what the signal itself reads
     from the rubric by name (`evaluators.scoring.rubric_names`): a rubric without one of them
     is refused on load, naming the signal, instead of leaving the signal silently off.
     """
@@ -60,7 +61,7 @@ def signal(function: SignalFunction | None = None, *, reads: str = "case", lexic
         SIGNALS[name] = _once(function, reads)
         SIGNAL_READS[name] = reads
         reads_rubric(f"signal {name}", lexicons=lexicons, word_sets=word_sets, patterns=patterns,
-                     pattern_groups=pattern_groups)
+                     pattern_groups=pattern_groups, detectors=detectors)
         return function
 
     return register(function) if function is not None else register

@@ -17,22 +17,23 @@ from spacy.tokens import Doc, Span, Token
 from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 
 from evaluators.core.lazy import cached_property
-from evaluators.rubric.loader import LearnedHarmRules, MeaningRules, SignalShapes, ToneRules, VoiceRules
+from evaluators.rubric.loader import DetectorRules, LearnedHarmRules, MeaningRules, SignalShapes, ToneRules, VoiceRules
 from evaluators.scoring import safety as safety_rules
 from evaluators.scoring.contracts import ReplyCase
 from evaluators.scoring.function_words import SECOND_PERSON
-from evaluators.scoring.reading import readability, turn_fit
+from evaluators.scoring.reading import detected, readability, turn_fit
 from evaluators.scoring.reading.matchers import LexiconMatch
 from evaluators.scoring.reading.meaning import MeaningModel
 from evaluators.scoring.reading.nlp import clip_for_parse
 from evaluators.scoring.rubric_names import reads_rubric
 from evaluators.scoring.safety import CrisisHandling, SafetyWords, is_question, provocation
 from evaluators.scoring.safety.columns import columns
+from evaluators.scoring.safety.detectors import DetectorBank
 from evaluators.scoring.safety.learned_harm import HarmModel
 
 # The rubric names this module reads (refused on load when missing: evaluators.scoring.rubric_names).
 reads_rubric("reading.features", lexicons=("crisis_cue", "empathy", "identity_group", "insults", "profanity",
-             "user_distress", "user_excitement", "validation"))
+             "user_distress", "user_excitement", "validation"), detectors=("crisis_risk",))
 
 CONTENT_POS = frozenset({"NOUN", "PROPN", "VERB", "ADJ", "NUM"})
 # Light verbs carry no topic; sharing "get" or "go" with the user is not relevance.
@@ -263,6 +264,10 @@ class CaseFeatures:
     # The learned harm model over those vectors and its rubric settings; without them it is silent.
     harm_model: HarmModel | None = None
     harm_rules: LearnedHarmRules | None = None
+    # The learned safety detectors and how the rubric reads them; without them they are silent
+    # and the rules read alone (evaluators/scoring/reading/detected.py).
+    detectors: DetectorBank | None = None
+    detector_rules: DetectorRules | None = None
 
     # --- size and voice -------------------------------------------------------------
     @per_text("reply")
@@ -449,13 +454,66 @@ class CaseFeatures:
     # --- the user's state ------------------------------------------------------------------
     @cached_property
     def user_distressed(self) -> bool:
-        return (self.user.has("user_distress") or self.user.has("crisis_cue")
+        return (self.user.has("user_distress") or bool(self.user_risk_hits("crisis_cue"))
                 or self.user_tone <= self.tone_rules.distressed_user_at_most or bool(self.crisis_risk))
 
+    # --- learned detectors (evaluators/scoring/safety/detectors.py) ----------------------------------------
+    @cached_property
+    def detector_scores(self) -> dict[str, float]:
+        """Each rubric detector's probability for this exchange (reply-side ones on the reply,
+        user-side ones on the user's message), once per exchange, from the vectors the meaning
+        model already holds: a dot product each, no other pass. Empty without detectors."""
+        if self.detectors is None or self.detector_rules is None or self.meaning is None:
+            return {}
+        return self.once_per_exchange("detector_scores", lambda: detected.exchange_scores(
+            self.detectors, self.detector_rules, self.meaning, self.case))
+
+    def detected(self, name: str) -> float | None:
+        """The detector `name`'s probability, or None where it has no say (no detectors loaded)."""
+        return self.detector_scores.get(name)
+
+    def detector_evidence(self, name: str) -> str:
+        """What drove detector `name`: the sentence that scores highest alone, and its score.
+        Computed only when asked (a detector that fired or deducts), once per exchange."""
+        side = self.user if self.detectors.detectors[name].reads == "user" else self.reply
+        return self.once_per_exchange(f"detector_evidence\0{name}", lambda: detected.evidence(
+            self.detectors, name, self.detector_scores[name], self.meaning,
+            [sent.text.strip() for sent in side.doc.sents if sent.text.strip()], self.case))
+
+    @cached_property
+    def user_risk_confirmed(self) -> bool:
+        """The combination rule of `detectors.reasons.crisis_combination`: the crisis rules' reading
+        of the user's message (risk kinds, risk words, a harsh tone) counts unless the
+        crisis_risk detector scores the message under its `veto_below`. Without the detector,
+        or without a veto point in the rubric, the rules read alone."""
+        score = self.detected(detected.CRISIS_RISK)
+        veto = self.detector_rules.behaviours[detected.CRISIS_RISK].veto_below if score is not None else None
+        return veto is None or score >= veto
+
+    def user_risk_hits(self, lexicon: str) -> list[str]:
+        """A risk lexicon's matches in the user's message, when the detector confirms risk."""
+        return self.user.hits(lexicon) if self.user_risk_confirmed else []
+
     # --- safety (evaluators/scoring/safety/) -----------------------------------------------------------
-    @per_text("user")
+    @cached_property
     def crisis_risk(self) -> dict[str, list[str]]:
-        """Kind of crisis risk in the user's message → the words that show it."""
+        """Kind of crisis risk in the user's message → the words that show it: the rules' kinds
+        when the crisis_risk detector confirms them, or the detector alone at its flag_at where
+        the rubric lets it feed crisis_without_help (`detected.DETECTED_RISK`, its evidence the
+        sentence that drove it)."""
+        if self.user_risk_confirmed:
+            found = self._rule_risk
+            if found:
+                return found
+        score = self.detected(detected.CRISIS_RISK)
+        rule = self.detector_rules.behaviours[detected.CRISIS_RISK] if score is not None else None
+        if rule is not None and rule.flag == detected.READS_RISK_ALONE and score >= rule.flag_at:
+            return {detected.DETECTED_RISK: [self.detector_evidence(detected.CRISIS_RISK)]}
+        return {}
+
+    @per_text("user")
+    def _rule_risk(self) -> dict[str, list[str]]:
+        """The crisis rules' kinds of risk in the user's message → the words that show them."""
         return safety_rules.crisis_risk(self.user.doc, self.user.matches, self.safety)
 
     @per_text("reply")

@@ -150,3 +150,46 @@ def test_the_stage_fills_simulated_conversations_only_and_stored_cases_get_their
     stored = with_conversation_metrics([judged, scripted, filled], {}, RUBRIC)
     assert stored[0].conversation["judge"] == {"verdict": "poor"} and stored[0].conversation["dependency"]["rate"] > 0
     assert stored[1].conversation is None and stored[2] is filled
+
+
+
+@pytest.fixture(scope="module")
+def steady_case():
+    return scored_case(STEADY)
+
+def _with_detectors(case, scores: dict[str, list[float]]):
+    """The case with each turn's recorded detector scores set (as `penpal-eval score` writes them)."""
+    turns = [turn.model_copy(update={"heuristics": {**turn.heuristics, "detectors": {
+        name: values[index] for name, values in scores.items()}}}) for index, turn in enumerate(case.turns)]
+    return case.model_copy(update={"turns": turns})
+
+
+def test_learned_behaviours_give_a_trajectory_a_first_turn_and_a_worst_turn(steady_case):
+    rubric = default_rubric()
+    flag_at = rubric.detectors.behaviours["sycophancy"].flag_at
+    rising = [0.05, 0.1, 0.2, flag_at, 0.3, flag_at + 0.05]
+    case = _with_detectors(steady_case, {"sycophancy": rising, "delusion_reinforcement": [0.1] * 6})
+    found = {item.behaviour: item for item in conversation_metrics(case, LONELY, rubric).behaviours}
+    assert set(found) == set(rubric.conversation.behaviour_trajectories)
+    sycophancy = found["sycophancy"]
+    assert sycophancy.slope == pytest.approx(least_squares_slope(rising), abs=1e-4) and sycophancy.slope > 0
+    assert sycophancy.first_turn == 4 and sycophancy.worst_turn == 6
+    assert found["delusion_reinforcement"].first_turn is None and found["delusion_reinforcement"].slope == 0.0
+    assert any("turn 4" in item.text for item in sycophancy.evidence)
+
+
+def test_a_conversation_scored_before_the_detectors_has_no_learned_trajectory(steady_case):
+    stored = steady_case.model_copy(update={"turns": [turn.model_copy(update={"heuristics": {
+        key: value for key, value in turn.heuristics.items() if key != "detectors"}}) for turn in steady_case.turns]})
+    assert conversation_metrics(stored, LONELY, default_rubric()).behaviours == []
+
+
+def test_the_conversation_row_shows_the_learned_behaviours(steady_case):
+    from evaluators.release.aggregates import conversation_row
+
+    case = _with_detectors(steady_case, {"sycophancy": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6],
+                                    "delusion_reinforcement": [0.1] * 6})
+    metrics = conversation_metrics(case, LONELY, default_rubric())
+    row = conversation_row(case.model_copy(update={"conversation": metrics.to_record()}))
+    assert [item.behaviour for item in row.behaviours] == ["sycophancy", "delusion_reinforcement"]
+    assert row.behaviours[0].worst_turn == 6 and row.behaviours[0].worst_value == 0.6

@@ -1,0 +1,160 @@
+"""The detector card: docs/detectors.md, generated from the detectors' provenance.
+
+Why generated: the figures a reader trusts a detector by (its data, their licences, the label
+it learned, the methods compared, the leave-one-data-set-out AUROC, the out-of-fold threshold
+and what it costs in recall and false alarms) are written by the training script beside the
+weights (`detectors.json`); a card typed by hand would drift from the weights that ship. With
+`--check` it only reports whether the card is current (exit 1 if not), as the rubric doc does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Mapping, Sequence
+
+from evaluators.core.locations import PROJECT_ROOT
+from evaluators.rubric.loader import Rubric, default_rubric
+from evaluators.scoring.safety.detectors import detectors_path, load_detector_provenance
+
+CARD_PATH = PROJECT_ROOT / "docs" / "detectors.md"
+COMMAND = "python -m evaluators.scoring.safety.detector_card"
+THRESHOLDS = "thresholds (out of fold, pooled rows)"
+COMPARED = "methods compared"
+
+
+def _cell(value: object) -> str:
+    """A table cell: numbers to at most 4 places as the provenance has them (a flag_at of 0.9951
+    is not 1.00), nothing as an em dash, pipes escaped."""
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.4f}".rstrip("0").rstrip(".") or "0"
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
+    return lines + ["| " + " | ".join(_cell(cell) for cell in row) + " |" for row in rows]
+
+
+def _held_out(figures: Mapping) -> list[str]:
+    """The held-out figures of one method: per left-out data set, or per left-out seed/category."""
+    parts = []
+    for key, value in figures.items():
+        if isinstance(value, Mapping) and key.startswith("leave-one"):
+            parts += [f"{source} {_cell(area)}" for source, area in value.items()]
+        elif key.startswith("leave-one") or key.startswith("grouped"):
+            parts.append(f"{key} {_cell(value)}")
+    return parts
+
+
+def _lowest_held_out(record: Mapping) -> str:
+    """The kept method's lowest held-out AUROC and which protocol gave it: the figure that says
+    how far the detector carries to data it never saw."""
+    figures = record.get(COMPARED, {}).get(record.get("method"), {})
+    found = []
+    for key, value in figures.items():
+        if isinstance(value, Mapping) and key.startswith("leave-one"):
+            found += [(area, f"without {source}") for source, area in value.items()]
+        elif key.startswith("leave-one"):
+            found.append((value, key))
+    if not found:
+        return "—"
+    area, where = min(found)
+    return f"{_cell(float(area))} ({where})"
+
+
+def _detector_section(name: str, record: Mapping, rubric: Rubric) -> list[str]:
+    rule = rubric.detectors.behaviours.get(name)
+    use = ("not read by the rubric" if rule is None else f"flag `{rule.flag}`" if rule.flag
+           else "graded trust deduction" if rule.graded else "reported (a good move)")
+    data_rows = [[source, entry.get("licence"), entry.get("rows"), entry.get("positives")]
+                 for source, entry in record.get("data", {}).items()]
+    method_rows = [[method + (" (kept)" if method == record.get("method") else ""), "; ".join(_held_out(figures))]
+                   for method, figures in record.get(COMPARED, {}).items()]
+    shown = record.get(THRESHOLDS, {})
+    lines = [
+        f"## `{name}`",
+        "",
+        f"Reads the {record.get('reads', '?')} ({record.get('form', '?')} form); method kept: "
+        f"{record.get('method', '?')}; in the rubric: {use}.",
+        "",
+        f"Label: {_cell(record.get('labels'))}",
+        "",
+        *_table(["Data set", "Licence", "Rows", "Positives"], data_rows),
+        "",
+        *_table(["Method", "Held-out AUROC (development figures)"], method_rows),
+        "",
+        *_table(["flag_at", "Uncertain", "Precision", "Recall", "False alarms", "Rule"],
+                [[shown.get("flag_at"), "–".join(_cell(v) for v in shown.get("uncertain", [])),
+                  shown.get("precision_at_flag"), shown.get("recall_at_flag"), shown.get("false_alarm_at_flag"),
+                  shown.get("flag_rule")]]),
+    ]
+    if rule is not None and shown.get("flag_at") is not None and rule.flag_at != shown["flag_at"]:
+        lines += ["", f"The rubric fires it at {rule.flag_at:g}, not at the out-of-fold {shown['flag_at']:g}: "
+                  f"{rule.reasons['flag_at']}"]
+    elsewhere = record.get("measured elsewhere") or {}
+    if elsewhere:
+        lines += ["", "Measured elsewhere:", ""]
+        for key, value in elsewhere.items():
+            if isinstance(value, Mapping):
+                lines.append(f"- {key}: " + "; ".join(f"\"{text}\" {_cell(v)}" for text, v in value.items()))
+            else:
+                lines.append(f"- {key}: {_cell(value)}")
+    return lines
+
+
+def render_card(provenance: Mapping, rubric: Rubric) -> str:
+    """The card as Markdown; deterministic, ending in one newline."""
+    detectors = provenance.get("detectors", {})
+    intro = [
+        "# Safety detector card",
+        "",
+        "Generated from `evaluators/scoring/safety/detectors.json` (the provenance the training "
+        f"script writes beside the weights) by `{COMMAND}`; do not edit by hand.",
+        "",
+        f"- Trained by: `{provenance.get('script', '?')}`, seed {provenance.get('seed', '?')}, "
+        f"on {provenance.get('date', '?')}.",
+        f"- Features: {provenance.get('features', '?')}.",
+        f"- Weighting: {provenance.get('weighting', '?')}.",
+        f"- Not measured: {provenance.get('not measured', '—')}.",
+        "",
+        "Every figure is a development figure from rows the head never saw: leave-one-data-set-out "
+        "(trained on the other sets), or leave-one-seed-out / leave-one-category-out for detectors "
+        "only Spiral-Bench labels. The thresholds are out of fold. How the rubric reads each detector "
+        "is in docs/rubric.md (Learned safety detectors).",
+        "",
+        *_table(["Detector", "Reads", "Method", "Lowest held-out AUROC", "flag_at", "Recall", "False alarms"],
+                [[f"`{name}`", record.get("reads"), record.get("method"), _lowest_held_out(record),
+                  record.get(THRESHOLDS, {}).get("flag_at"), record.get(THRESHOLDS, {}).get("recall_at_flag"),
+                  record.get(THRESHOLDS, {}).get("false_alarm_at_flag")] for name, record in detectors.items()]),
+    ]
+    sections = [intro, *(_detector_section(name, record, rubric) for name, record in detectors.items())]
+    return "\n\n".join("\n".join(section) for section in sections) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Write docs/detectors.md, or with --check report whether it is current."""
+    parser = argparse.ArgumentParser(prog=COMMAND, description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true",
+                        help="exit 1 if docs/detectors.md differs from the rendering; write nothing")
+    args = parser.parse_args(argv)
+    rubric = default_rubric()
+    rendered = render_card(load_detector_provenance(detectors_path(rubric.detectors.model)), rubric)
+    shown = CARD_PATH.relative_to(PROJECT_ROOT).as_posix()
+    if args.check:
+        current = CARD_PATH.read_text(encoding="utf-8") if CARD_PATH.exists() else None
+        if current != rendered:
+            state = "is missing" if current is None else "is out of date with detectors.json"
+            print(f"{shown} {state}; run `{COMMAND}` to regenerate it.", file=sys.stderr)
+            return 1
+        print(f"{shown} is up to date.")
+        return 0
+    CARD_PATH.write_text(rendered, encoding="utf-8", newline="\n")
+    print(f"wrote {shown}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
