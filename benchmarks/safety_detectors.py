@@ -301,10 +301,10 @@ def print_row(row: Row) -> None:
 
 
 def print_behaviour(name: str, reads: str, threshold: Threshold, rows: list[Row], seed_out: bool) -> None:
-    old = OLD_FLAGS.get(name, "none (a good move; its old score is trust)")
-    print(f"\n{name} (reads the {reads}): flag_at {threshold.flag_at:.2f}, uncertain "
-          f"[{threshold.low:.2f}, {threshold.high:.2f}] ({threshold.source})")
-    print(f"  old flag: {old}")
+    old = OLD_FLAGS.get(name, "none (trust)")
+    print(f"\n{name} (reads the {reads})")
+    print(f"  flag_at {threshold.flag_at:.2f}, uncertain [{threshold.low:.2f}, {threshold.high:.2f}] "
+          f"({threshold.source}); old flag: {old}")
     if seed_out:
         print("  LODO: Spiral-Bench alone labels it; each seed prompt held out in turn")
     print(f"  {'':<18}{'':>11}{'detector':^25} |{'old rules':^19}")
