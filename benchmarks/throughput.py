@@ -276,10 +276,13 @@ def meaning_pass(texts: Iterable[str]) -> Callable[[], None]:
     return lambda: model.embed_many(texts)
 
 
-def detectors_pass(records: pd.DataFrame) -> Callable[[], None] | None:
+def detectors_pass(records: pd.DataFrame) -> tuple[Callable[[], None], float] | None:
     """Every detector of the shipped bank over every record's reply and user message, from
     their vectors (computed here untimed: the meaning model's pass is timed on its own line),
-    all rows at once: the detectors' own share of the floor. None when no bank is shipped."""
+    all rows at once: the detectors' own share of the floor. Also the share of records on
+    which some detector reaches the rubric's flag_at: only there does the scorer embed the
+    sentences for evidence, a cost that falls in the glue. None when no bank is shipped."""
+    from evaluators.rubric.loader import default_rubric
     from evaluators.scoring.reading.meaning import load_meaning_model
     from evaluators.scoring.safety.detectors import (
         DETECTORS_FILE,
@@ -293,18 +296,23 @@ def detectors_pass(records: pd.DataFrame) -> Callable[[], None] | None:
     except DetectorsMissing:
         return None
     clip, meaning = clipper(), load_meaning_model()
-    replies = np.stack(meaning.embed_many([clip(text) for text in records["response"]]))
-    users = np.stack(meaning.embed_many([clip(text) for text in records["user_message"]]))
+    distinct = list(dict.fromkeys(clip(text) for text in (*records["response"], *records["user_message"])))
+    vectors = dict(zip(distinct, meaning.embed_many(distinct), strict=True))
+    replies = np.stack([vectors[clip(text)] for text in records["response"]])
+    users = np.stack([vectors[clip(text)] for text in records["user_message"]])
     detectors = [bank.detectors[name] for name in bank.names()]
 
-    def work() -> None:
-        for detector in detectors:
-            if detector.reads == "user":
-                detector.probability(users)
-            else:
-                detector.probability(replies, users)
+    def scores() -> dict[str, np.ndarray]:
+        return {detector.name: detector.probability(users) if detector.reads == "user"
+                else detector.probability(replies, users) for detector in detectors}
 
-    return work
+    section = getattr(default_rubric(), "detectors", None)
+    behaviours = getattr(section, "behaviours", {}) or {}
+    fired = np.zeros(len(records), dtype=bool)
+    for name, probability in scores().items():
+        if name in behaviours:
+            fired |= probability >= behaviours[name].flag_at
+    return scores, float(fired.mean())
 
 
 def traced_peak_mb(work: Callable[[], object]) -> float:
@@ -428,9 +436,9 @@ def main(argv: list[str] | None = None) -> int:
     if score_frame is not None:
         works["evaluator score_frame"] = lambda: score_frame(records)
         works[MEANING] = meaning_pass(texts)
-        detectors = detectors_pass(records)
+        fired_share, detectors = 0.0, detectors_pass(records)
         if detectors is not None:
-            works[DETECTORS] = detectors
+            works[DETECTORS], fired_share = detectors
         works[BARE_FEWER] = lambda: bare_parse_fewer_collections(nlp, texts)
     timings = measure(works, len(records), args.repeat)
     traced = {label: traced_peak_mb(work) for label, work in works.items()} if args.tracemalloc else {}
@@ -442,6 +450,9 @@ def main(argv: list[str] | None = None) -> int:
         print_ratio(bare, evaluator, [by_label[label] for label in (MEANING, DETECTORS) if label in by_label])
         if DETECTORS not in by_label:
             print("  safety detectors: no bank shipped (evaluators/scoring/safety/detectors.npz)")
+        else:
+            print(f"  safety detectors at flag_at on {fired_share:.1%} of records (the scorer embeds")
+            print("    their sentences for evidence: a cost in the glue, not the floor)")
         ratio = evaluator.cpu_rate / bare_fewer.cpu_rate
         print(f"  evaluator / bare parse, both with fewer GC runs (CPU) = {ratio:.2f}")
         print("    (info: the scorer runs the garbage collector less often while it scores")
