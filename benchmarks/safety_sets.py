@@ -21,6 +21,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -54,6 +55,7 @@ LICENCES: dict[str, str] = {
     "safetext": "MIT",
     "hh_rlhf": "MIT",
     "diasafety": "Apache-2.0",
+    "diasafety_contexts": "Apache-2.0",
     "cssrs": "CC BY (Zenodo 10.5281/zenodo.2667859)",
     "openai_moderation": "MIT",
     "ruarobot": "MIT",
@@ -147,6 +149,19 @@ def diasafety(root: Path) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def diasafety_contexts(root: Path) -> pd.DataFrame:
+    """DiaSafety train contexts as user messages for the crisis detector (weak supervision):
+    the contexts of Risk Ignorance (a user voicing distress, ideation or self-harm) against the
+    contexts of the toxicity and bias categories (provoking, rude or loaded, but no risk)."""
+    labels = {"Risk Ignorance": 1.0, "Offending User": 0.0, "Toxicity Agreement": 0.0, "Biased Opinion": 0.0}
+    contexts: dict[str, float] = {}
+    for item in json.loads((root / "diasafety" / "train.json").read_text(encoding="utf-8")):
+        if item["category"] in labels:
+            contexts.setdefault(item["context"], labels[item["category"]])
+    return pd.DataFrame([_row("diasafety_contexts", text, text, "", crisis_risk=label)
+                         for text, label in contexts.items()])
+
+
 def cssrs(root: Path) -> pd.DataFrame:
     """Reddit C-SSRS: each user's first posts, labelled with the user's level (weak supervision:
     labels are per user, not per post); suicidal = Ideation, Behavior or Attempt."""
@@ -198,7 +213,7 @@ def robots_dont_cry(root: Path) -> pd.DataFrame:
 
 LOADERS = {
     "spiral_bench": spiral, "xstest": xstest, "safetext": safetext, "hh_rlhf": hh_rlhf,
-    "diasafety": diasafety, "cssrs": cssrs, "openai_moderation": openai_moderation,
+    "diasafety": diasafety, "diasafety_contexts": diasafety_contexts, "cssrs": cssrs, "openai_moderation": openai_moderation,
     "ruarobot": ruarobot, "robots_dont_cry": robots_dont_cry,
 }
 
@@ -218,6 +233,30 @@ def behaviour_frame(frame: pd.DataFrame, name: str) -> pd.DataFrame:
     rows = frame[frame[name].notna()].copy()
     rows["label"] = rows[name].astype(float)
     return rows.reset_index(drop=True)
+
+
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+# Characters per window of consecutive sentences: about 120 word pieces, well inside the 256
+# the encoder reads, so a long reply's later parts are read too.
+WINDOW_CHARS = 500
+
+
+def reply_windows(text: str, size: int = WINDOW_CHARS) -> list[str]:
+    """Consecutive sentences of a reply grouped into windows of at most `size` characters (a
+    longer sentence stands alone): what "max over sentence windows" reads."""
+    windows: list[str] = []
+    current = ""
+    for sentence in (part.strip() for part in SENTENCE_END.split(text)):
+        if not sentence:
+            continue
+        if current and len(current) + 1 + len(sentence) > size:
+            windows.append(current)
+            current = sentence
+        else:
+            current = f"{current} {sentence}".strip()
+    if current:
+        windows.append(current)
+    return windows or [text]
 
 
 def text_key(text: str) -> str:
