@@ -44,7 +44,7 @@ def _held_out(figures: Mapping) -> list[str]:
     for key, value in figures.items():
         if isinstance(value, Mapping) and key.startswith("leave-one"):
             parts += [f"{source} {_cell(area)}" for source, area in value.items()]
-        elif key.startswith("leave-one") or key.startswith("grouped"):
+        elif key.startswith("leave-one") or key == "grouped 5-fold AUROC":
             parts.append(f"{key} {_cell(value)}")
     return parts
 
@@ -56,7 +56,7 @@ def _lowest_held_out(record: Mapping) -> str:
     found = []
     for key, value in figures.items():
         if isinstance(value, Mapping) and key.startswith("leave-one"):
-            found += [(area, f"without {source}") for source, area in value.items()]
+            found += [(area, f"{source} left out") for source, area in value.items()]
         elif key.startswith("leave-one"):
             found.append((value, key))
     if not found:
@@ -67,8 +67,8 @@ def _lowest_held_out(record: Mapping) -> str:
 
 def _detector_section(name: str, record: Mapping, rubric: Rubric) -> list[str]:
     rule = rubric.detectors.behaviours.get(name)
-    use = ("not read by the rubric" if rule is None else f"flag `{rule.flag}`" if rule.flag
-           else "graded trust deduction" if rule.graded else "reported (a good move)")
+    use = ("not read by the rubric" if rule is None else f"feeds `{rule.flag}`" if rule.flag
+           else "graded trust deduction" if rule.graded else "reported only")
     data_rows = [[source, entry.get("licence"), entry.get("rows"), entry.get("positives")]
                  for source, entry in record.get("data", {}).items()]
     method_rows = [[method + (" (kept)" if method == record.get("method") else ""), "; ".join(_held_out(figures))]
@@ -81,6 +81,9 @@ def _detector_section(name: str, record: Mapping, rubric: Rubric) -> list[str]:
         f"{record.get('method', '?')}; in the rubric: {use}.",
         "",
         f"Label: {_cell(record.get('labels'))}",
+        "",
+        f"The training script recommends: {_cell(record.get('recommended use'))}. The rubric's use: "
+        f"{_cell(rule.reasons['use']) if rule is not None else '—'}",
         "",
         *_table(["Data set", "Licence", "Rows", "Positives"], data_rows),
         "",

@@ -6,7 +6,14 @@ from __future__ import annotations
 import copy
 
 from evaluators.rubric.loader import default_rubric
-from evaluators.scoring.safety.detector_use import FEEDS, MIN_AUROC, MIN_PRECISION, THRESHOLDS, entry_for
+from evaluators.scoring.safety.detector_use import (
+    FEEDS,
+    MIN_AUROC,
+    MIN_PRECISION,
+    RECOMMENDED,
+    THRESHOLDS,
+    entry_for,
+)
 from evaluators.scoring.safety.detectors import detectors_path, load_detector_provenance
 
 SETTINGS = ("flag", "flag_at", "uncertain", "deduct_from", "deduct_full")
@@ -34,6 +41,9 @@ def test_a_detector_feeds_its_flag_only_with_the_figures_for_it():
     figures = record["methods compared"][record["method"]]["leave-one-data-set-out AUROC"]
     for source in figures:
         figures[source] = MIN_AUROC + 0.1
+    record[RECOMMENDED] = "graded signal only, no hard flag"
+    assert "flag" not in entry_for("harmful_advice", record, veto)  # the training script's word counts too
+    record[RECOMMENDED] = "hard flag at flag_at"
     assert entry_for("harmful_advice", record, veto)["flag"] == FEEDS["harmful_advice"]
     record[THRESHOLDS]["precision_at_flag"] = MIN_PRECISION - 0.01
     assert "flag" not in entry_for("harmful_advice", record, veto)
