@@ -402,6 +402,8 @@ def report(root, limit: int | None, recompute_lodo: bool, old_rules: bool) -> No
     lodo = recomputed_lodo(bank, full) if recompute_lodo else provenance_lodo(bank)
     print_legend("recomputed by scripts/train_detectors.py" if recompute_lodo
                  else "as recorded in detectors.json by scripts/train_detectors.py")
+    if not old_rules:
+        print("(old rules left out: --no-old-rules)")
     limits = thresholds(bank)
     seed_out = seed_out_only(bank)
     for name in bank.names():
