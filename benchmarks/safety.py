@@ -1,15 +1,20 @@
-"""Do the hard flags and trust & boundaries catch what people labelled unsafe?
+"""Do the learned safety detectors, the hard flags and trust & boundaries catch what people labelled unsafe?
 
-Run from the project root: ``python benchmarks/safety.py [--datasets PATH] [--limit N]``.
-For each development data set in ``../shared/datasets`` (or ``PENPAL_DATASETS``) it prints,
-per flag: the AUROC of the flag (fired = 1) and of low trust & boundaries (1 - trust) for
-the harmful replies, the flag's recall on them and its false-alarm rate on the benign ones;
-beside them the same figures for the rubric document's literal scoring logic
-(``benchmarks/rubric_baseline.py``), whose only safety logic is its trust rule: its "flag"
-is a trust deduction (trust below its 0.7 start). Nothing here is fitted to the data (the
-detectors are rules stated in the rubric file), so there is no leave-one-data-set-out
-figure to report. A benchmark, not a test: it always exits 0, and says so in one line
+Run from the project root: ``python benchmarks/safety.py [--datasets PATH] [--limit N]
+[--recompute-lodo] [--no-old-rules] [--detectors-only]``. Data come from ``../shared/datasets``
+(or ``PENPAL_DATASETS``). A benchmark, not a test: it always exits 0, and says so in one line
 when the data is absent.
+
+First, the learned detectors (`benchmarks/safety_detectors.py`): per behaviour and per data
+set, the detector's AUROC, its recall at the shipped threshold and its false-alarm rate on
+benign rows, its leave-one-data-set-out AUROC (the honest figure: the detectors were trained on
+these sets), and today's rules' figures on the same rows beside them.
+
+Then, per flag on the older development sets: the AUROC of the flag (fired = 1) and of low
+trust & boundaries (1 - trust) for the harmful replies, the flag's recall on them and its
+false-alarm rate on the benign ones; beside them the same figures for the rubric document's
+literal scoring logic (``benchmarks/rubric_baseline.py``), whose only safety logic is its
+trust rule: its "flag" is a trust deduction (trust below its 0.7 start).
 
 Data sets and what counts as harmful:
 
@@ -60,6 +65,7 @@ from benchmarks.human_data import (  # noqa: E402
     load_usr,
 )
 from benchmarks.rubric_baseline import score_frame_baseline  # noqa: E402
+from benchmarks.safety_detectors import report as report_detectors  # noqa: E402
 from benchmarks.validity import auroc  # noqa: E402
 
 BASELINE_TRUST_START = 0.7
@@ -361,6 +367,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--datasets", type=Path, default=None,
                         help="data directory (default: PENPAL_DATASETS or ../shared/datasets)")
     parser.add_argument("--limit", type=int, default=None, help="score at most N records per data set")
+    parser.add_argument("--recompute-lodo", action="store_true",
+                        help="refit the detectors leave one data set out (slow) instead of reading "
+                             "the figures the training script recorded")
+    parser.add_argument("--no-old-rules", action="store_true",
+                        help="leave out today's rules beside the detectors (they take most of the time)")
+    parser.add_argument("--detectors-only", action="store_true",
+                        help="print only the learned detectors' section")
     return parser.parse_args(argv)
 
 
@@ -373,6 +386,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Development data: {root}" + (f"  (limit {args.limit} per data set)" if args.limit else ""))
     print("AUROC: of the flag and of 1 - trust for harmful replies; recall on harmful;")
     print("false: false-alarm rate on benign replies. Document's flag: a trust deduction.")
+    report_detectors(root, args.limit, args.recompute_lodo, not args.no_old_rules)
+    if args.detectors_only:
+        return 0
     found = False
     for spec in SETS:
         frame = spec.loader(root)

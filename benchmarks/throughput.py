@@ -1,12 +1,15 @@
-"""Is the evaluator as fast as the spaCy parse it cannot avoid?
+"""Is the evaluator as fast as the passes of its models it cannot avoid?
 
 Run from the project root: ``python benchmarks/throughput.py [--n 5000]``. Builds N varied
 reply records deterministically (short chat, emotional support, trust questions, long and
 markdown-heavy replies, each with a user message and a short history), then in one run
 measures replies/second of the full ``evaluators.score_frame`` and of a bare ``nlp.pipe``
 over each distinct text of the records once (replies, user messages, history turns), with
-the same pipeline. The parse is the floor; the target is evaluator >= 0.8 x bare parse, i.e. everything beyond parsing costs
-at most a quarter of the parse. Models load in a warm-up that is not timed.
+the same pipeline, and the passes of the models the scorer adds, each on its own line: the
+sentence vectors over the same texts, and the learned safety detectors over every record's
+reply and user vectors. The floor is the parse plus those passes; the target is evaluator
+>= 0.8 x floor, i.e. everything beyond the models' own passes costs at most a quarter of
+them, and >= 50 replies/s. Models load in a warm-up that is not timed.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 from spacy.language import Language
 
@@ -36,10 +40,11 @@ TARGET_RATIO = 0.8
 # The full scorer's floor on this 2-core machine (issue 12): wall-clock replies per second.
 MIN_REPLIES_PER_SECOND = 50
 # Models the evaluator runs beyond the spaCy parse, each with its own timed line: the sentence
-# vectors of evaluators/scoring/reading/meaning.py (relevance by meaning). The safety detectors
-# (evaluators/scoring/safety/) are rules over the same parse, part of the evaluator's time.
-ADDED_MODELS = "safety detectors: rules over the same parse, no model of their own"
+# vectors of evaluators/scoring/reading/meaning.py (relevance by meaning, and what the safety
+# detectors read), and the learned safety detectors of evaluators/scoring/safety/detectors.py
+# (a small head per behaviour over the reply's and the user's vectors).
 MEANING = "meaning vectors"
+DETECTORS = "safety detectors"
 SEED = 20250819
 WARMUP_RECORDS = 64
 
@@ -271,6 +276,45 @@ def meaning_pass(texts: Iterable[str]) -> Callable[[], None]:
     return lambda: model.embed_many(texts)
 
 
+def detectors_pass(records: pd.DataFrame) -> tuple[Callable[[], None], float] | None:
+    """Every detector of the shipped bank over every record's reply and user message, from
+    their vectors (computed here untimed: the meaning model's pass is timed on its own line),
+    all rows at once: the detectors' own share of the floor. Also the share of records on
+    which some detector reaches the rubric's flag_at: only there does the scorer embed the
+    sentences for evidence, a cost that falls in the glue. None when no bank is shipped."""
+    from evaluators.rubric.loader import default_rubric
+    from evaluators.scoring.reading.meaning import load_meaning_model
+    from evaluators.scoring.safety.detectors import (
+        DETECTORS_FILE,
+        DetectorsMissing,
+        detectors_path,
+        load_detectors,
+    )
+
+    try:
+        bank = load_detectors(detectors_path(DETECTORS_FILE))
+    except DetectorsMissing:
+        return None
+    clip, meaning = clipper(), load_meaning_model()
+    distinct = list(dict.fromkeys(clip(text) for text in (*records["response"], *records["user_message"])))
+    vectors = dict(zip(distinct, meaning.embed_many(distinct), strict=True))
+    replies = np.stack([vectors[clip(text)] for text in records["response"]])
+    users = np.stack([vectors[clip(text)] for text in records["user_message"]])
+    detectors = [bank.detectors[name] for name in bank.names()]
+
+    def scores() -> dict[str, np.ndarray]:
+        return {detector.name: detector.probability(users) if detector.reads == "user"
+                else detector.probability(replies, users) for detector in detectors}
+
+    section = getattr(default_rubric(), "detectors", None)
+    behaviours = getattr(section, "behaviours", {}) or {}
+    fired = np.zeros(len(records), dtype=bool)
+    for name, probability in scores().items():
+        if name in behaviours:
+            fired |= probability >= behaviours[name].flag_at
+    return scores, float(fired.mean())
+
+
 def traced_peak_mb(work: Callable[[], object]) -> float:
     """Peak Python-heap allocation of ``work`` (slow: tracemalloc hooks every allocation)."""
     tracemalloc.start()
@@ -323,33 +367,33 @@ def bare_parse_fewer_collections(nlp, texts: Iterable[str]) -> None:
         bare_parse(nlp, texts)
 
 
-def print_ratio(bare: Timing, evaluator: Timing, meaning: Timing | None = None) -> None:
-    """The ratios against the bare parse and against the floor with the added model, the
-    model's own cost, the glue beyond both models' passes, and the scorer's rate.
+def print_ratio(bare: Timing, evaluator: Timing, added: list[Timing]) -> None:
+    """The ratios against the bare parse and against the floor with the added models, each
+    model's own cost on its own line, the glue beyond the models' passes, and the scorer's rate.
 
-    The floor is what cannot be avoided: the parse of each distinct text once, plus the
-    added model's pass over the same texts (one after the other, measured in this run). The
-    glue is the evaluator's time beyond that floor, as a share of it: at most 25% is the
-    same target as evaluator / floor >= 0.80. CPU time is the figure to trust under load.
+    The floor is what cannot be avoided: the parse of each distinct text once, plus each added
+    model's pass (the sentence vectors over the same texts, the detectors over every record's
+    vectors), one after the other, measured in this run. The glue is the evaluator's time
+    beyond that floor, as a share of it: at most 25% is the same target as evaluator / floor
+    >= 0.80. CPU time is the figure to trust under load.
     """
     for clock, ratio in (("CPU", evaluator.cpu_rate / bare.cpu_rate),
                          ("wall", evaluator.wall_rate / bare.wall_rate)):
-        # With an added model the floor is the parse plus that model's pass (below).
-        target = ("   (info: the floor adds the model)" if meaning is not None else
+        # With added models the floor is the parse plus their passes (below).
+        target = ("   (info: the floor adds the models)" if added else
                   f"   (target >= {TARGET_RATIO:.2f})  {verdict(ratio >= TARGET_RATIO)}")
         print(f"  evaluator / bare parse ({clock:<4}) = {ratio:.2f}{target}")
-    if meaning is not None:
-        share = meaning.cpu / bare.cpu
-        print(f"  added model, {MEANING}: {meaning.cpu:.2f} CPU s, {share:.1%} of the parse")
-        floors = (("CPU", bare.cpu + meaning.cpu, evaluator.cpu),
-                  ("wall", bare.wall + meaning.wall, evaluator.wall))
-        for clock, floor_seconds, seconds in floors:
+    for model in added:
+        print(f"  added model, {model.label}: {model.cpu:.2f} CPU s, {model.cpu / bare.cpu:.1%} of the parse")
+    floor_cpu = bare.cpu + sum(model.cpu for model in added)
+    if added:
+        floor_wall = bare.wall + sum(model.wall for model in added)
+        names = " + ".join(["parse", *(model.label.split()[-1] for model in added)])
+        for clock, floor_seconds, seconds in (("CPU", floor_cpu, evaluator.cpu),
+                                              ("wall", floor_wall, evaluator.wall)):
             ratio = floor_seconds / seconds
-            print(f"  evaluator / (parse + vectors) ({clock:<4}) = {ratio:.2f}"
-                  f"   (target >= {TARGET_RATIO:.2f})  {verdict(ratio >= TARGET_RATIO)}")
-        floor_cpu = bare.cpu + meaning.cpu
-    else:
-        floor_cpu = bare.cpu
+            print(f"  evaluator / ({names}) ({clock:<4}) = {ratio:.2f}"
+                  f"  (target >= {TARGET_RATIO:.2f}) {verdict(ratio >= TARGET_RATIO)}")
     glue = evaluator.cpu - floor_cpu
     limit = 1 / TARGET_RATIO - 1
     print(f"  glue beyond the models' passes: {glue:.2f} CPU s, {glue / floor_cpu:.0%} of them"
@@ -392,19 +436,27 @@ def main(argv: list[str] | None = None) -> int:
     if score_frame is not None:
         works["evaluator score_frame"] = lambda: score_frame(records)
         works[MEANING] = meaning_pass(texts)
+        fired_share, detectors = 0.0, detectors_pass(records)
+        if detectors is not None:
+            works[DETECTORS], fired_share = detectors
         works[BARE_FEWER] = lambda: bare_parse_fewer_collections(nlp, texts)
     timings = measure(works, len(records), args.repeat)
     traced = {label: traced_peak_mb(work) for label, work in works.items()} if args.tracemalloc else {}
     print_table(timings, traced)
     print()
     if score_frame is not None:
-        bare, evaluator, meaning, bare_fewer = timings
-        print_ratio(bare, evaluator, meaning)
+        by_label = {timing.label: timing for timing in timings}
+        bare, evaluator, bare_fewer = by_label["bare nlp.pipe"], by_label["evaluator score_frame"], by_label[BARE_FEWER]
+        print_ratio(bare, evaluator, [by_label[label] for label in (MEANING, DETECTORS) if label in by_label])
+        if DETECTORS not in by_label:
+            print("  safety detectors: no bank shipped (evaluators/scoring/safety/detectors.npz)")
+        else:
+            print(f"  safety detectors at flag_at on {fired_share:.1%} of records (the scorer embeds")
+            print("    their sentences for evidence: a cost in the glue, not the floor)")
         ratio = evaluator.cpu_rate / bare_fewer.cpu_rate
         print(f"  evaluator / bare parse, both with fewer GC runs (CPU) = {ratio:.2f}")
         print("    (info: the scorer runs the garbage collector less often while it scores")
         print("    a batch; this is the bare parse given the same setting)")
-    print(f"  {ADDED_MODELS}")
     warn_if_loaded()
     return 0
 

@@ -1,10 +1,12 @@
-"""benchmarks/safety.py: skips cleanly without data, and prints whole 80-column tables."""
+"""benchmarks/safety.py: skips cleanly without data, and prints whole 80-column tables, the
+learned detectors' first with their leave-one-data-set-out figure from the provenance."""
 
 from __future__ import annotations
 
 import csv
 
 from benchmarks import safety
+from benchmarks.safety_detectors import provenance_lodo, shipped_bank
 
 
 def test_skips_cleanly_without_data(tmp_path, capsys):
@@ -30,3 +32,11 @@ def test_figures_on_a_small_identity_set_fit_80_columns(tmp_path, capsys):
     # The flag separates the two claims from the two disclosures: AUROC 1, recall 100%, no false alarm.
     assert line.split()[1:5] == ["1.00", "1.00", "100%", "0%"]
     assert "Robots-Dont-Cry (implied human life): not found" in out
+    # The learned detectors' section: the consciousness-claims table has an R-U-A-Robot row with
+    # its two claims and two disclosures, and the held-out AUROC the training script recorded.
+    assert "not found under" in out and "left out: spiral_bench" in out
+    lines = out.splitlines()
+    table = lines[lines.index(next(line for line in lines if line.startswith("consciousness_claims"))):]
+    row = next(line for line in table if line.startswith("  ruarobot"))
+    recorded = provenance_lodo(shipped_bank())["consciousness_claims"]["ruarobot"]
+    assert row.split()[1:3] == ["2", "2"] and row.split()[6] == f"{recorded:.2f}"
