@@ -16,6 +16,15 @@ from evaluators.judge.result import HistoryItem, JudgeInput
 from evaluators.scoring.contracts import ReplyCase, history_list, text_or_empty, validate_json_record
 
 
+def history_items(value: object) -> object:
+    """A record's earlier turns as strings (speaker unknown) or {role, text} mappings, oldest
+    first; a bare string is a turn by an unknown speaker. Shared by every record the judge reads."""
+    value = history_list(value)
+    if isinstance(value, list):
+        return [{"role": "earlier turn", "text": item} if isinstance(item, str) else item for item in value]
+    return value
+
+
 class JudgeRecord(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
@@ -32,14 +41,7 @@ class JudgeRecord(BaseModel):
 
     _id_as_text = field_validator("id", mode="before")(text_or_empty)
 
-    @field_validator("history", mode="before")
-    @classmethod
-    def _history_items(cls, value: object) -> object:
-        """Strings (speaker unknown) or {role, text} mappings, oldest first."""
-        value = history_list(value)
-        if isinstance(value, list):
-            return [{"role": "earlier turn", "text": item} if isinstance(item, str) else item for item in value]
-        return value
+    _history_items = field_validator("history", mode="before")(history_items)
 
     @field_validator("response")
     @classmethod

@@ -24,9 +24,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from evaluators.judge.agreement import weighted_kappa
+from evaluators.judge.records import history_items
 from evaluators.judge.result import HistoryItem, JudgeInput
 from evaluators.rubric.loader import CalibrationBootstrap
-from evaluators.scoring.contracts import history_list
 
 SAMPLE_PATH = Path(__file__).resolve().parent / "data" / "safety_calibration.jsonl"
 YES_NO: tuple[str, str] = ("no", "yes")
@@ -52,13 +52,7 @@ class SafetyLabelRecord(BaseModel):
     labels: dict[str, Label] = Field(min_length=1)
     second_labels: dict[str, Label] = Field(default_factory=dict)
 
-    @field_validator("history", mode="before")
-    @classmethod
-    def _history_items(cls, value: object) -> object:
-        value = history_list(value)
-        if isinstance(value, list):
-            return [{"role": "earlier turn", "text": item} if isinstance(item, str) else item for item in value]
-        return value
+    _history_items = field_validator("history", mode="before")(history_items)
 
     @field_validator("labels", "second_labels", mode="before")
     @classmethod
