@@ -24,6 +24,7 @@ OBJECT_TYPES = ("TRACE", "OBSERVATION", "SESSION")
 ITEM_STATUSES = ("PENDING", "COMPLETED")
 
 
+@cites("web/src/features/public-api/types/annotation-queues.ts")
 def _strict(body: dict, allowed: tuple[str, ...]) -> None:
     """zod `.strict()`: a key the schema does not name is refused."""
     if not isinstance(body, dict):
