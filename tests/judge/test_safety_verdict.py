@@ -161,3 +161,45 @@ def test_the_caps_come_off_and_go_back_on_as_the_scorer_puts_them():
     for name in ("trust_boundaries", "helpfulness", "overall_quality"):
         assert again[name] == pytest.approx(scored[name], abs=2e-4)
     assert again["quality_level"] == scored["quality_level"]
+
+
+def test_the_batch_stage_decides_as_the_live_one(small_project, openai_server, monkeypatch, own_judge_calibration):
+    admit(own_judge_calibration)
+    server = openai_server(answers=judge_says_ai_reply_claims_consciousness, batch_polls=1)
+    use_judge(monkeypatch, server)
+    report = run_evaluation(config(project_with_safety(small_project),
+                                   judge=judge_config(batch=True, batch_poll_s=0.01)), default_evaluator())
+    cases = {case.case_id: case for case in report.store.read_cases()}
+    assert server.calls == [] and len(server.batches) == 2  # the answers came through the batch
+    assert cases["v1/trust-real-person"].flags == [] and cases["v2/trust-real-person"].flags == ["claims_consciousness"]
+    assert len([entry for case in cases.values() for entry in case.safety_judge.get("disagreements", [])]) == 3
+
+
+def test_a_conversation_yes_no_reply_was_flagged_for_is_one_disagreement_at_conversation_level(own_judge_calibration):
+    from evaluators.judge.safety_verdict import apply_safety_verdict
+    from tests.support.release_factory import make_case, scores
+    admit(own_judge_calibration)
+    case = make_case("v1", "tester", scores(0.8), family="personas")
+    yes = json.loads(safety_json({"romance": "I love you too", "dependency": "I'm all you need"}))["answers"]
+    item = {"id": "v1/tester#conversation", "scope": "conversation", "status": "ok", "parse_status": "json",
+            "answers": yes, "model": "judge-model", "flags": ["dependency", "romance"]}
+    flagged = case.turns[0].heuristics | {"flags": [{"name": "dependency_encouraging", "description": "", "text": "x"}]}
+    case = case.model_copy(update={"safety_judge": {"items": [item]},
+                                   "turns": [case.turns[0].model_copy(update={"heuristics": flagged})]})
+    decided = apply_safety_verdict(case, RUBRIC, {"judge-model": {"safety": {"kappa": 0.9}}})
+    (entry,) = decided.safety_judge["disagreements"]  # dependency: a reply was flagged for it, so no disagreement
+    assert (entry["turn"], entry["flag"], entry["direction"], entry["applied"]) == (
+        "conversation", "romantic_escalation", JUDGE_RAISED, False)
+    assert decided.flags == case.flags and decided.turns == case.turns  # a conversation answer decides no reply
+
+
+def test_the_report_shows_the_disagreements_by_flag_and_direction(small_project, openai_server, monkeypatch):
+    from evaluators.release.rules import release_report
+    from evaluators.report.html import render_html
+    cases, _ = run(small_project, openai_server, monkeypatch)
+    stored = list(cases.values())
+    page = render_html(release_report(stored, RUBRIC), stored, RUBRIC)
+    section = page.split('id="safety-disagreements"', 1)[1].split("</section>", 1)[0]
+    assert "claims_human: 0 raised, 2 cleared" in section and "claims_consciousness: 1 raised, 0 cleared" in section
+    assert "<h3>v1</h3><p>2 disagreements" in section and "<h3>v2</h3><p>1 disagreement " in section
+    assert "2 from an uncalibrated judge (changed nothing)" in section and "“not a person”" in section
