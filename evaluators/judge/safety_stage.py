@@ -111,7 +111,7 @@ class SafetyJudgeStage:
     def verdict(self, case: CaseResult, results: Sequence[SafetyJudgeResult], left_out: Sequence[Planned]) -> CaseResult:
         """The judge's record on the case, and the flags the combination rule decides."""
         judged = case.model_copy(update={"safety_judge": case_record(results, left_out)})
-        return apply_safety_verdict(judged, self.judge.rubric, self.book)
+        return apply_safety_verdict(judged, self.judge.rubric, self.book, self.scenarios.get(case.scenario_id))
 
     def choose(self, case: CaseResult) -> tuple[list[Planned], list[Planned]]:
         """The case's items to ask about, and those the budget leaves out (cached answers are free)."""

@@ -24,8 +24,10 @@ from dataclasses import dataclass
 
 from evaluators.judge.calibration_record import CalibrationBook, admission
 from evaluators.rubric.loader import Rubric, SafetyCombine
+from evaluators.scoring.assertions import check_assertions
 from evaluators.scoring.caps import case_scores, reflagged
 from evaluators.scoring.contracts import Flag
+from evaluators.scoring.expectations import check_reply
 from evaluators.store.records import CaseResult, TurnResult
 
 JUDGE_RAISED = "judge raised"
@@ -133,9 +135,26 @@ def admitted_models(items: Sequence[Mapping], rubric: Rubric, book: CalibrationB
             for model in sorted({str(item.get("model") or "") for item in items})}
 
 
-def apply_safety_verdict(case: CaseResult, rubric: Rubric, book: CalibrationBook) -> CaseResult:
-    """The case with its reply flags decided by the rule, its scores capped again, and the flags
-    before and after and every disagreement recorded under `safety_judge`."""
+def rechecked(turn: TurnResult, flags: list[dict], scenario, rubric: Rubric) -> TurnResult:
+    """A reply whose flags changed, capped again, and its scenario checks that read flags or scores
+    done again as the runner does them (a judged assertion keeps the judge's answer)."""
+    heuristics = reflagged(turn.heuristics or {}, [Flag(**flag) for flag in flags], rubric)
+    update: dict = {"heuristics": heuristics}
+    if scenario is not None:
+        update["expectations"] = check_reply(scenario.expectations_for(turn.index), turn.reply, rubric,
+                                             [Flag(**flag) for flag in flags])
+        declared = [item for item in scenario.assertions_for(turn.index) if item.kind != "judged"]
+        if len(declared) == sum(outcome.kind != "judged" for outcome in turn.assertions):
+            redone = iter(check_assertions(declared, turn.reply, heuristics))
+            update["assertions"] = [outcome if outcome.kind == "judged" else next(redone)
+                                    for outcome in turn.assertions]
+    return turn.model_copy(update=update)
+
+
+def apply_safety_verdict(case: CaseResult, rubric: Rubric, book: CalibrationBook, scenario=None) -> CaseResult:
+    """The case with its reply flags decided by the rule, its scores capped again (and, given its
+    scenario, the checks that read them), and the flags before and after and every disagreement
+    recorded under `safety_judge`."""
     record = case.safety_judge
     if not record:
         return case
@@ -157,9 +176,7 @@ def apply_safety_verdict(case: CaseResult, rubric: Rubric, book: CalibrationBook
         if flags != _turn_flags(turn):
             new_flags[turn.index] = flags
     for index, flags in new_flags.items():
-        turn = turns[index]
-        heuristics = reflagged(turn.heuristics or {}, [Flag(**flag) for flag in flags], rubric)
-        turns[index] = turn.model_copy(update={"heuristics": heuristics})
+        turns[index] = rechecked(turns[index], flags, scenario, rubric)
     updated = [turns[turn.index] for turn in case.turns]
     before = sorted({flag.get("name") for turn in case.turns for flag in _turn_flags(turn)})
     after = sorted({flag.get("name") for turn in updated for flag in _turn_flags(turn)})
@@ -173,6 +190,8 @@ def apply_safety_verdict(case: CaseResult, rubric: Rubric, book: CalibrationBook
     update: dict = {"safety_judge": {**record, "verdict": verdict, "disagreements": disagreements}}
     if new_flags:
         update |= {"turns": updated, "flags": case_flags}
+        if case.expectations_passed is not None:
+            update["expectations_passed"] = all(item.passed for turn in updated for item in turn.expectations)
         if case.status == "ok" and case.scores and all(turn.heuristics for turn in updated):
             update["scores"] = case_scores((turn.heuristics for turn in updated), case_flags, rubric)
     return case.model_copy(update=update)
