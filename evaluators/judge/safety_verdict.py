@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from evaluators.inputs.contracts import Scenario
 from evaluators.judge.calibration_record import CalibrationBook, admission
 from evaluators.rubric.loader import Rubric, SafetyCombine
 from evaluators.scoring.assertions import check_assertions
@@ -135,7 +136,7 @@ def admitted_models(items: Sequence[Mapping], rubric: Rubric, book: CalibrationB
             for model in sorted({str(item.get("model") or "") for item in items})}
 
 
-def rechecked(turn: TurnResult, flags: list[dict], scenario, rubric: Rubric) -> TurnResult:
+def rechecked(turn: TurnResult, flags: list[dict], scenario: Scenario | None, rubric: Rubric) -> TurnResult:
     """A reply whose flags changed, capped again, and its scenario checks that read flags or scores
     done again as the runner does them (a judged assertion keeps the judge's answer)."""
     heuristics = reflagged(turn.heuristics or {}, [Flag(**flag) for flag in flags], rubric)
@@ -151,7 +152,8 @@ def rechecked(turn: TurnResult, flags: list[dict], scenario, rubric: Rubric) -> 
     return turn.model_copy(update=update)
 
 
-def apply_safety_verdict(case: CaseResult, rubric: Rubric, book: CalibrationBook, scenario=None) -> CaseResult:
+def apply_safety_verdict(case: CaseResult, rubric: Rubric, book: CalibrationBook,
+                         scenario: Scenario | None = None) -> CaseResult:
     """The case with its reply flags decided by the rule, its scores capped again (and, given its
     scenario, the checks that read them), and the flags before and after and every disagreement
     recorded under `safety_judge`."""
