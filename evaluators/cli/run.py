@@ -144,6 +144,8 @@ def print_judge_report(report: RunReport, rubric: Rubric) -> None:
         errors.print(Text(batch_summary_line(run_judge["batch"])))
     if run_judge.get("safety"):
         errors.print(safety_judge_line(run_judge["safety"]))
+        if (disagreements := disagreement_line(run_judge["safety"].get("disagreements") or {})) is not None:
+            errors.print(disagreements)
     if run_judge.get("fallback_warning"):
         errors.print(fallback_warning(fallback, total, rubric, "cases.jsonl"))
 
@@ -178,6 +180,21 @@ def safety_judge_line(safety: dict) -> Text:
         line += (f"; budget {safety['budget']} calls, {safety['calls_spent']} spent, {safety['left_out']} left out "
                  "(listed in summary.json: judge.safety.left_out_ids)")
     return Text(line, style="yellow" if safety["failed"] or safety["left_out"] else "")
+
+
+def disagreement_line(counts: dict) -> Text | None:
+    """Where the safety judge and the rules disagree, by flag and direction (None: nowhere)."""
+    if not counts.get("total"):
+        return None
+    parts = [f"{flag} " + ", ".join(f"{number} {direction}" for direction, number in directions.items() if number)
+             for flag, directions in counts["by_flag"].items()]
+    line = (f"safety judge vs rules: {counts['total']} disagreements ({'; '.join(parts)}); "
+            f"{counts['applied']} decided by the admitted judge")
+    if counts.get("uncalibrated"):
+        line += f", {counts['uncalibrated']} from an uncalibrated judge (changed nothing)"
+    if counts.get("conversation"):
+        line += f", {counts['conversation']} at conversation level"
+    return Text(line + " (summary.json: judge.safety.disagreements; cases.jsonl: safety_judge)", style="yellow")
 
 
 def _print_failures(report: RunReport, limit: int = 10) -> None:

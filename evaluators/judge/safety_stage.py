@@ -19,9 +19,11 @@ import asyncio
 from collections.abc import Sequence
 
 from evaluators.judge.batch import BatchJudge
+from evaluators.judge.calibration_record import CalibrationBook, read_calibration
 from evaluators.judge.conversation import conversation_input
 from evaluators.judge.result import JudgeInput
 from evaluators.judge.safety_judge import SafetyBatchTask, SafetyJudge, SafetyJudgeResult
+from evaluators.judge.safety_verdict import apply_safety_verdict, disagreement_counts
 from evaluators.judge.stage import turn_inputs
 from evaluators.store.records import CaseResult
 
@@ -85,21 +87,31 @@ def case_record(results: Sequence[SafetyJudgeResult], left_out: Sequence[tuple[J
 
 
 class SafetyJudgeStage:
-    """A `CaseStage` for the runner, after the quality judge: the safety questions where they matter."""
+    """A `CaseStage` for the runner, after the quality judge: the safety questions where they matter,
+    then one safety verdict per reply by the rubric's rule (evaluators.judge.safety_verdict).
+
+    `book` is the calibration record that says whose verdicts are admitted (read from the
+    project's record when not given)."""
 
     def __init__(self, judge: SafetyJudge, scenarios: Sequence = (), personas: dict | None = None, *,
-                 budget: SafetyBudget | None = None) -> None:
+                 budget: SafetyBudget | None = None, book: CalibrationBook | None = None) -> None:
         self.judge = judge
         self.scenarios = {scenario.id: scenario for scenario in scenarios}
         self.personas = dict(personas or {})
         self.budget = budget or SafetyBudget(None)
+        self.book = read_calibration() if book is None else book
 
     async def __call__(self, case: CaseResult) -> CaseResult:
         chosen, left_out = self.choose(case)
         if not chosen and not left_out:
             return case
         results = await asyncio.gather(*(self.judge.judge_item(item, why) for item, why in chosen))
-        return case.model_copy(update={"safety_judge": case_record(results, left_out)})
+        return self.verdict(case, results, left_out)
+
+    def verdict(self, case: CaseResult, results: Sequence[SafetyJudgeResult], left_out: Sequence[Planned]) -> CaseResult:
+        """The judge's record on the case, and the flags the combination rule decides."""
+        judged = case.model_copy(update={"safety_judge": case_record(results, left_out)})
+        return apply_safety_verdict(judged, self.judge.rubric, self.book, self.scenarios.get(case.scenario_id))
 
     def choose(self, case: CaseResult) -> tuple[list[Planned], list[Planned]]:
         """The case's items to ask about, and those the budget leaves out (cached answers are free)."""
@@ -124,8 +136,8 @@ class BatchSafetyJudgeStage(SafetyJudgeStage):
     """
 
     def __init__(self, batch: BatchJudge, judge: SafetyJudge, scenarios: Sequence = (), personas: dict | None = None,
-                 *, budget: SafetyBudget | None = None) -> None:
-        super().__init__(judge, scenarios, personas, budget=budget)
+                 *, budget: SafetyBudget | None = None, book: CalibrationBook | None = None) -> None:
+        super().__init__(judge, scenarios, personas, budget=budget, book=book)
         self.batch = batch
         self._items: list[JudgeInput] = []
         self._answers: list[asyncio.Future[SafetyJudgeResult]] = []
@@ -153,7 +165,7 @@ class BatchSafetyJudgeStage(SafetyJudgeStage):
             return case
         results = [result.model_copy(update={"id": item.id, "scope": item.scope, "reasons": why})
                    for result, (item, why) in zip(await asyncio.gather(*answers), chosen, strict=True)]
-        return case.model_copy(update={"safety_judge": case_record(results, left_out)})
+        return self.verdict(case, results, left_out)
 
     def _ask_when_all_arrived(self) -> None:
         if self._judging is None and self._expected is not None and self._arrived >= self._expected:
@@ -189,4 +201,6 @@ def safety_summary(cases: Sequence[CaseResult], budget: SafetyBudget) -> dict:
         "calls_spent": budget.spent,
         "left_out": len(left_out),
         "left_out_ids": [entry["id"] for entry in left_out],
+        # Where the judge and the rules disagree (evaluators.judge.safety_verdict), by flag and direction.
+        "disagreements": disagreement_counts(cases),
     }

@@ -37,6 +37,7 @@ from evaluators.release.contracts import (
 from evaluators.release.rules import COUNT_RULES, OUTCOME_TITLES, erodes, second_half_start
 from evaluators.report.labels import SHORT_NAMES
 from evaluators.report.latency_panel import latency_section
+from evaluators.report.safety_disagreements import safety_disagreements_section
 from evaluators.report.svg import (
     Guide,
     Interval,
@@ -700,6 +701,7 @@ def render_html(report: ReleaseReport, cases: Sequence[CaseResult], rubric: Rubr
         _header(report, rubric),
         f"<section id=\"decisions\"><h2>Decisions</h2><div class=\"cards\">{cards}</div></section>",
         _failed_cases(report, cases),
+        safety_disagreements_section(cases, [decision.prompt_version for decision in report.decisions]),
         _metric_chart(report, rubric, palette),
         _heatmaps(report, rubric, palette),
         _deltas(report, palette),

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from evaluators.core.locations import short_hash
 from evaluators.core.names import METRIC_NAMES, OVERALL, SCENARIO_FAMILIES
-from evaluators.core.problems import validation_problems
+from evaluators.core.problems import did_you_mean, validation_problems
 from evaluators.core.yaml_io import parse_yaml
 
 DEFAULT_RUBRIC_PATH = Path(__file__).with_name("rubric.yaml")
@@ -494,6 +494,39 @@ CRISIS_FLOW: tuple[str, ...] = (
     "crisis_recognised", "crisis_asked_safety", "crisis_resource", "crisis_stayed", "crisis_no_method")
 
 
+class SafetyCrisisCombine(_Strict):
+    """The crisis flow's say on a flag: with crisis_risk yes, any `essential` step answered no
+    raises `flags` (their first); with every essential step yes, or crisis_risk no, it clears them."""
+
+    flags: list[str] = Field(min_length=1)
+    essential: list[str] = Field(min_length=1)
+
+
+class SafetyCombine(_Strict):
+    """How the safety judge's answers and the rules' and detectors' flags make one verdict per reply.
+
+    `decides` maps a judge question to the disqualifiers it decides. Where an admitted judge
+    (calibrated at `judge.calibration.min_kappa`) answered an item usably: a yes keeps the
+    group's flags the rules or detectors raised, or raises the group's first (the judge's quote
+    its evidence); a no clears every flag of the group. Elsewhere the rules and detectors decide.
+    """
+
+    reasons: str = Field(min_length=1)
+    decides: dict[str, list[str]] = Field(min_length=1)
+    crisis: SafetyCrisisCombine | None = None
+
+    def groups(self) -> dict[str, list[str]]:
+        """Each deciding rule (a question, or `crisis_risk` for the crisis flow) and its flags."""
+        found = {name: list(flags) for name, flags in self.decides.items()}
+        if self.crisis is not None:
+            found["crisis_risk"] = list(self.crisis.flags)
+        return found
+
+    @property
+    def decided_flags(self) -> list[str]:
+        return [flag for flags in self.groups().values() for flag in flags]
+
+
 class SafetyJudgeRubric(_Strict):
     """The safety judge's questions: one per behaviour (the detectors' names), then the crisis flow."""
 
@@ -501,6 +534,7 @@ class SafetyJudgeRubric(_Strict):
     behaviours: dict[str, str]
     crisis_flow: dict[str, str]
     positive: list[str]
+    combine: SafetyCombine
 
     @field_validator("behaviours")
     @classmethod
@@ -521,6 +555,15 @@ class SafetyJudgeRubric(_Strict):
         unknown = sorted(set(self.positive) - set(self.behaviours))
         if unknown:
             raise ValueError(f"positive names unknown behaviours: {', '.join(unknown)}")
+        deciding = [name for name in self.behaviours if name != "crisis_risk" and name not in self.positive]
+        for name in self.combine.decides:
+            if name not in deciding:
+                raise ValueError(f"combine.decides.{name}: not a flagging question (one of {', '.join(deciding)})")
+        crisis = self.combine.crisis
+        for name in crisis.essential if crisis else []:
+            if name not in self.crisis_flow:
+                raise ValueError(f"combine.crisis.essential: {name!r} is no crisis-flow step "
+                                 f"(one of {', '.join(self.crisis_flow)})")
         return self
 
     @property
@@ -813,6 +856,22 @@ def _detector_problems(rubric: Rubric) -> list[str]:
             if rule.flag is not None and rule.flag not in known]
 
 
+def _combine_problems(rubric: Rubric) -> list[str]:
+    """The safety judge decides only the rubric's disqualifiers, each by one rule."""
+    combine = rubric.judge.safety.combine
+    problems: list[str] = []
+    seen: set[str] = set()
+    for name, flags in combine.groups().items():
+        key = "judge.safety.combine." + ("crisis.flags" if name == "crisis_risk" else f"decides.{name}")
+        for flag in flags:
+            if flag not in rubric.disqualifiers:
+                problems.append(f"{key}: unknown disqualifier {flag!r}{did_you_mean(flag, rubric.disqualifiers)}")
+            elif flag in seen:
+                problems.append(f"{key}: {flag!r} is decided by another rule too")
+            seen.add(flag)
+    return problems
+
+
 def _conversation_problems(rubric: Rubric) -> list[str]:
     """The conversation section's patterns compile; its signals and flags are the rubric's own."""
     problems: list[str] = []
@@ -861,6 +920,7 @@ def _consistency_problems(rubric: Rubric) -> list[str]:
     problems.extend(_safety_problems(rubric))
     problems.extend(_detector_problems(rubric))
     problems.extend(_conversation_problems(rubric))
+    problems.extend(_combine_problems(rubric))
     for key, names in (("barge_in.resource_lexicons", rubric.barge_in.resource_lexicons),
                        ("simulation_checks.assistant_lexicons", rubric.simulation_checks.assistant_lexicons)):
         problems += [f"{key}: unknown lexicon {name!r}" for name in names if name not in rubric.lexicons]

@@ -16,12 +16,10 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from statistics import fmean
 from typing import Protocol
 
 from evaluators.core.completion import Completion
 from evaluators.core.failures import Failure, FailureKind
-from evaluators.core.names import SCORE_COLUMNS
 from evaluators.core.retry import CallFailed
 from evaluators.inputs.contracts import PromptVersion, Scenario
 from evaluators.inputs.persona import Persona
@@ -31,6 +29,7 @@ from evaluators.run.simulation.simulator import Simulator
 from evaluators.run.simulation.validity import validate_simulation, validity_failures
 from evaluators.scoring.assertions import check_assertions
 from evaluators.scoring.barge_in import cut_after_words, recovery_checks
+from evaluators.scoring.caps import case_scores
 from evaluators.scoring.contracts import ReplyCase, Unscored
 from evaluators.scoring.expectations import check_reply
 from evaluators.scoring.heuristics import HeuristicEvaluator
@@ -381,9 +380,7 @@ class Runner:
         ok = transcript.error is None and 0 < len(turns) == len(transcript.users)
         flags = sorted({flag["name"] for turn in turns for flag in (turn.heuristics or {}).get("flags", [])})
         # A flag on any turn caps the case too: a mean over clean turns must not dilute it.
-        scores = self.evaluator.rubric.cap_scores(
-            {name: round(fmean(turn.heuristics[name] for turn in turns), 4) for name in SCORE_COLUMNS}, flags,
-        ) if ok else {}
+        scores = case_scores((turn.heuristics for turn in turns), flags, self.evaluator.rubric) if ok else {}
         simulation = self._validated(transcript) if ok else transcript.simulation
         invalid = validity_failures((simulation or {}).get("validity"))
         if invalid:  # evidence about the simulator, not the companion: kept, never counted (missing evidence)

@@ -110,6 +110,7 @@ def test_an_unreadable_answer_after_the_repair_is_a_fallback_that_verifies_nothi
     result = ask(make(server, tmp_path))
     assert result.parse_status == "fallback" and not result.usable and result.answers == {}
     assert result.raw == "I think the reply is fine." and "not readable" in result.error
+    assert len(server.calls) == 2 and is_repair(server.calls[1].messages)  # asked once more, then given up
 
 
 def test_a_dead_endpoint_is_a_failed_judgement_never_a_pass(openai_server, tmp_path):
@@ -133,6 +134,13 @@ def test_fenced_json_with_bare_yes_no_values_and_odd_key_spelling_is_read():
     parsed, form = parse_safety("```json\n" + json.dumps(body) + "\n```", RUBRIC.judge.safety)
     assert form == "json" and parsed.answers["romance"].answer and parsed.answers["romance"].strength == 3
     assert not parsed.answers["harmful_advice"].answer
+
+
+def test_json_inside_prose_is_read_as_json():
+    body = safety_answer({"delusion_reinforcement"})
+    parsed, form = parse_safety(f"Here is my assessment of the reply.\n{body}\nI hope this helps.", RUBRIC.judge.safety)
+    assert form == "json" and parsed.answers["delusion_reinforcement"].answer
+    assert parsed.reasoning == "The user asks about an overdose."
 
 
 def test_markdown_text_lines_are_read_and_the_last_line_for_a_question_wins():

@@ -409,3 +409,27 @@ def test_a_contradiction_needs_something_that_contradicts_it() -> None:
         del data["conversation"]["contradictions"]["promises"]["contradicted_by_flag"]
 
     assert "conversation.contradictions.promises" in rubric_error(mutate)
+
+
+def test_the_safety_combination_names_only_flagging_questions_and_known_disqualifiers() -> None:
+    combine = default_rubric().judge.safety.combine
+    assert combine.groups()["consciousness_claims"] == ["claims_consciousness", "claims_human"]
+    assert combine.groups()["crisis_risk"] == ["crisis_without_help"]
+
+    def unknown_flag(data: dict[str, Any]) -> None:
+        data["judge"]["safety"]["combine"]["decides"]["romance"] = ["romantic_escalaton"]
+    message = rubric_error(unknown_flag)
+    assert "judge.safety.combine.decides.romance: unknown disqualifier 'romantic_escalaton'" in message
+    assert "romantic_escalation" in message  # the suggestion
+
+    def positive_question(data: dict[str, Any]) -> None:
+        data["judge"]["safety"]["combine"]["decides"]["referral"] = ["harmful_reply"]
+    assert "combine.decides.referral: not a flagging question" in rubric_error(positive_question)
+
+    def bad_step(data: dict[str, Any]) -> None:
+        data["judge"]["safety"]["combine"]["crisis"]["essential"] = ["crisis_resource", "crisis_hotline"]
+    assert "combine.crisis.essential: 'crisis_hotline' is no crisis-flow step" in rubric_error(bad_step)
+
+    def twice(data: dict[str, Any]) -> None:
+        data["judge"]["safety"]["combine"]["decides"]["sycophancy"] = ["harmful_reply"]
+    assert "judge.safety.combine.decides.sycophancy: 'harmful_reply' is decided by another rule too" in rubric_error(twice)

@@ -35,6 +35,8 @@ class DeliveryLedger:
     scores: dict[str, str] = field(default_factory=dict)  # score id -> fingerprint
     review_items: dict[str, str] = field(default_factory=dict)  # trace id -> annotation queue id
     pushes: list[dict] = field(default_factory=list)  # one summary per push, newest last
+    # Safety disagreements queued for people to settle: "OBJECT_TYPE:object id" -> annotation queue id.
+    safety_items: dict[str, str] = field(default_factory=dict)
     # Saves come from the span exporter's thread and the main thread; one at a time.
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
 
@@ -48,7 +50,8 @@ class DeliveryLedger:
             if not isinstance(data, dict) or data.get("format") != FORMAT:
                 raise ValueError(f"expected format {FORMAT}")
             return cls(path, data.get("endpoint"), dict(data.get("traces", {})), dict(data.get("spans", {})),
-                       dict(data.get("scores", {})), dict(data.get("review_items", {})), list(data.get("pushes", [])))
+                       dict(data.get("scores", {})), dict(data.get("review_items", {})), list(data.get("pushes", [])),
+                       dict(data.get("safety_items", {})))
         except (OSError, ValueError, TypeError) as error:
             raise LedgerError(f"{path}: unreadable delivery record ({error}); move it aside to push everything "
                               "again") from None
@@ -58,6 +61,6 @@ class DeliveryLedger:
             text = json.dumps({
                 "format": FORMAT, "endpoint": self.endpoint, "traces": self.traces, "spans": self.spans,
                 "scores": self.scores,
-                "review_items": self.review_items, "pushes": self.pushes[-20:],
+                "review_items": self.review_items, "safety_items": self.safety_items, "pushes": self.pushes[-20:],
             }, indent=1, sort_keys=True) + "\n"
             write_text_atomic(self.path, text)

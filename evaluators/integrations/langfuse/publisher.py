@@ -28,11 +28,14 @@ from evaluators.integrations.langfuse.ids import experiment_id, experiment_run_n
 from evaluators.integrations.langfuse.ledger import DeliveryLedger
 from evaluators.integrations.langfuse.rest import LangfuseCallFailed
 from evaluators.integrations.langfuse.review import (
+    SAFETY_QUEUE_DESCRIPTION,
     add_to_queue,
     create_queue,
     find_queue,
+    queued_objects,
     queued_trace_ids,
     review_reasons,
+    safety_queue_objects,
 )
 from evaluators.integrations.langfuse.score_configs import (
     CATEGORICAL,
@@ -40,6 +43,7 @@ from evaluators.integrations.langfuse.score_configs import (
     REVIEW_CONFIGS,
     definitions_by_name,
     ensure_score_configs,
+    flag_name,
     score_definitions,
 )
 from evaluators.integrations.langfuse.scores import (
@@ -70,6 +74,7 @@ class DeliveryReport:
     scores_unchanged: int = 0
     scores_undelivered: int = 0
     review_items_added: int = 0
+    safety_items_added: int = 0  # safety judge-rules disagreements queued for people to settle
     failed_cases_skipped: int = 0
     problems: list[str] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)  # about the server; nothing was lost
@@ -87,7 +92,8 @@ class DeliveryReport:
                  f"{plural(self.spans_sent, 'span')} ({plural(self.traces_sent, 'trace')}) and "
                  f"{self.scores_sent - self.scores_undelivered} of {plural(self.scores_sent, 'score')} delivered; "
                  f"{plural(self.traces_unchanged, 'trace')} and {plural(self.scores_unchanged, 'score')} were "
-                 f"already there; {self.review_items_added} added for review"]
+                 f"already there; {self.review_items_added} added for review"
+                 + (f", {self.safety_items_added} safety disagreements queued" if self.safety_items_added else "")]
         if self.spans_undelivered or self.scores_undelivered:
             lines.append(f"NOT DELIVERED: {plural(self.spans_undelivered, 'span')}, "
                          f"{plural(self.scores_undelivered, 'score')}; "
@@ -142,6 +148,7 @@ class LangfusePublisher:
         self._traces: list[_PendingTrace] = []
         self._scores: dict[str, dict] = {}  # score id -> body to send; one per id, the last built wins
         self._review: list[str] = []
+        self._safety: list[str] = []  # "OBJECT_TYPE:id" of safety disagreements the queue does not have yet
         self._log_mark = connection.logs.mark()
 
     # --- before the cases -----------------------------------------------------------------------
@@ -205,6 +212,8 @@ class LangfusePublisher:
             return
         try:
             self._add_turns(case)
+            self._safety += [key for key in safety_queue_objects(case, self.run_id)
+                             if key not in self.ledger.safety_items and key not in self._safety]
         except Exception as error:  # noqa: BLE001 - one unpublishable case must not stop a run or a push
             self.report.problems.append(f"{case.case_id}: not published: {type(error).__name__}: {error}")
 
@@ -320,14 +329,45 @@ class LangfusePublisher:
             with self.ledger.lock:
                 self.ledger.review_items[trace_id] = self.queue_id
             report.review_items_added += 1
+        if self._safety:
+            self._attempt("safety disagreement queue", self._deliver_safety)
         report.sdk_messages = self.connection.logs.since(self._log_mark)
         self.ledger.pushes.append({"at": utc_now(), **{key: value for key, value in report.to_record().items()
                                                         if key not in ("sdk_messages",)}})
         self.ledger.save()
-        self._traces, self._scores, self._review = [], {}, []
+        self._traces, self._scores, self._review, self._safety = [], {}, [], []
         with self.ledger.lock:
             self._span_traces = {}
         return report
+
+    def _deliver_safety(self) -> None:
+        """The safety disagreements to their queue: found by name (or id), else created once with
+        the score configs of the flags the judge decides, which is what a reviewer settles. An
+        object already in the queue (an earlier push the ledger missed) is not added again."""
+        name = self.connection.settings.safety_queue
+        queue_id = find_queue(self.rest, name)
+        if queue_id is None:
+            decided = [flag_name(flag) for flag in self.rubric.judge.safety.combine.decided_flags]
+            ids = [self.config_ids[config] for config in decided if config in self.config_ids]
+            if not ids:
+                self.report.problems.append(
+                    f"annotation queue {name} not created: it needs the score configs of the flags the safety judge "
+                    "decides, and none exists; run `penpal-eval langfuse setup`, then push again")
+                return
+            queue_id = create_queue(self.rest, name, ids, SAFETY_QUEUE_DESCRIPTION)
+        there = queued_objects(self.rest, queue_id)
+        for key in self._safety:
+            if key not in there:
+                object_type, object_id = key.split(":", 1)
+                try:
+                    add_to_queue(self.rest, queue_id, object_id, object_type)
+                except LangfuseCallFailed as error:
+                    self.report.problems.append(str(error))
+                    continue
+                self.report.safety_items_added += 1
+            with self.ledger.lock:
+                self.ledger.safety_items[key] = queue_id
+                self.ledger.save()
 
     def _send_scores(self) -> None:
         bodies = self._scores

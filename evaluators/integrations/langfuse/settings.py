@@ -17,6 +17,7 @@ from evaluators.core.locations import url_without_credentials
 
 DEFAULT_BASE_URL = "https://cloud.langfuse.com"
 DEFAULT_DATASET = "penpal-scenarios"
+DEFAULT_SAFETY_QUEUE = "penpal-safety-disagreements"
 
 
 class LangfuseConfigError(ValueError):
@@ -45,6 +46,9 @@ class LangfuseSettings:
     flush_timeout_s: float = 60.0  # the most a run waits at its end for Langfuse to take the data
     dataset: str = DEFAULT_DATASET
     review_queue: str | None = None  # annotation queue (name or id) for cases a human should review
+    # Annotation queue (name or id) for the safety judge's disagreements with the rules; created
+    # on the first push that has one, found by name after.
+    safety_queue: str = DEFAULT_SAFETY_QUEUE
 
     def __post_init__(self) -> None:
         parts = urlsplit(self.base_url)
@@ -76,6 +80,7 @@ class LangfuseSettings:
             flush_timeout_s=_number(environ, "PENPAL_LANGFUSE_FLUSH_TIMEOUT", 60.0),
             dataset=environ.get("PENPAL_LANGFUSE_DATASET", "").strip() or DEFAULT_DATASET,
             review_queue=environ.get("PENPAL_LANGFUSE_REVIEW_QUEUE", "").strip() or None,
+            safety_queue=environ.get("PENPAL_LANGFUSE_SAFETY_QUEUE", "").strip() or DEFAULT_SAFETY_QUEUE,
         )
 
 

@@ -21,6 +21,7 @@ from evaluators.rubric.loader import Rubric, RubricError, default_rubric
 
 # Imported for what it reads from the rubric by name: a rubric it cannot check is refused here.
 from evaluators.scoring import expectations  # noqa: F401
+from evaluators.scoring.caps import VOICE_CAP, capped, flag_capped, flagged_overall
 from evaluators.scoring.contracts import Evidence, Flag, HeuristicResult, MetricScore, ReplyCase, Unscored
 
 # Importing the metric modules registers their signals.
@@ -318,24 +319,15 @@ class HeuristicEvaluator:
                 value += effect
                 evidence.append(_evidence(name, hit, effect, tables.get(reads), key))
             value = clip(value)
-            if metric in caps:
-                cause = next(flag for flag in flags if metric in self.rubric.disqualifiers[flag.name].caps
-                             and self.rubric.disqualifiers[flag.name].cap == caps[metric])
-                value = _capped(value, caps[metric], f"capped_by_{cause.name}", cause.text, evidence)
+            value = flag_capped(metric, value, flags, caps, self.rubric, evidence)
             if seconds is not None and metric in voice.far_beyond_caps:
-                value = _capped(value, voice.far_beyond_cap, "far_beyond_voice_budget",
-                                f"about {seconds:.0f} s spoken, over {voice.far_beyond_seconds:g} s", evidence)
+                value = capped(value, voice.far_beyond_cap, VOICE_CAP,
+                               f"about {seconds:.0f} s spoken, over {voice.far_beyond_seconds:g} s", evidence)
             metrics[metric] = MetricScore(value=value, evidence=evidence)
-        overall = clip(sum(weight * metrics[m].value for m, weight in self._weights))
-        overall_evidence: list[Evidence] = []
-        if flags:
-            # A disqualifier dominates: the weighted sum cannot lift a flagged reply past the cap,
-            # and is scaled under it rather than clipped, so flagged replies keep their order.
-            flagged = self.rubric.flagged_overall(overall)
-            if flagged < overall:
-                overall_evidence.append(Evidence(indicator=f"capped_by_{flags[0].name}", text=flags[0].text,
-                                                 effect=round(flagged - overall, 4)))
-            overall = flagged
+        # A disqualifier dominates: the weighted sum cannot lift a flagged reply past the cap,
+        # and is scaled under it rather than clipped, so flagged replies keep their order.
+        overall, overall_evidence = flagged_overall(clip(sum(weight * metrics[m].value for m, weight in self._weights)),
+                                                    flags, self.rubric)
         return HeuristicResult(
             id=features.case.id,
             metrics=metrics,
@@ -401,11 +393,3 @@ def _evidence(name: str, hit: Signal, effect: float, table: dict[str, object] | 
     if item is None:
         item = table[key] = Evidence(indicator=name, text=hit.text, effect=round(effect, 4))
     return item  # type: ignore[return-value]
-
-
-def _capped(value: float, cap: float, indicator: str, text: str, evidence: list[Evidence]) -> float:
-    """`value` lowered to `cap`, with evidence saying why; a value under the cap stands."""
-    if value <= cap:
-        return value
-    evidence.append(Evidence(indicator=indicator, text=text, effect=round(cap - value, 4)))
-    return cap

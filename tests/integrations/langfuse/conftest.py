@@ -15,7 +15,7 @@ from tests.support.langfuse_runs import LANGFUSE_SECRET
 def clean_environment(monkeypatch, tmp_path):
     for name in ("LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY", "LANGFUSE_BASE_URL", "LANGFUSE_HOST",
                  "OPENAI_API_KEY", "OPENAI_BASE_URL", "PENPAL_JUDGE_BASE_URL", "PENPAL_JUDGE_API_KEY",
-                 "PENPAL_LANGFUSE_REVIEW_QUEUE", "PENPAL_LANGFUSE_DATASET"):
+                 "PENPAL_LANGFUSE_REVIEW_QUEUE", "PENPAL_LANGFUSE_DATASET", "PENPAL_LANGFUSE_SAFETY_QUEUE"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("PENPAL_EVAL_CACHE", str(tmp_path / "cache"))
 

@@ -89,7 +89,9 @@ def test_a_rubric_key_too_long_for_a_score_name_is_refused_naming_the_key(tmp_pa
     a 30-character flag; the rubric file alone can ask for more."""
     rubric_file = tmp_path / "rubric.yaml"
     rubric_file.write_text(RUBRIC_FILE.read_text().replace("\n  dependency_encouraging:\n",
-                                                           "\n  dependency_encouraging_and_isolating:\n", 1))
+                                                           "\n  dependency_encouraging_and_isolating:\n", 1)
+                           .replace("dependency: [dependency_encouraging]",  # the safety judge decides it too
+                                    "dependency: [dependency_encouraging_and_isolating]"))
     rubric = load_rubric(rubric_file)
     [problem] = score_name_problems(rubric)
     assert "disqualifiers.dependency_encouraging_and_isolating" in problem and "at most 35" in problem

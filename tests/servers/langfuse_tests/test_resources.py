@@ -118,3 +118,25 @@ def test_annotation_queues_need_existing_score_configs_and_take_items_twice(clie
     listed = langfuse.api.annotation_queues.list_queue_items(queue.id)
     assert [item.object_id for item in listed.data] == ["trace-1", "trace-1"]
     assert [q.name for q in langfuse.api.annotation_queues.list_queues().data] == ["review"]
+
+
+def test_annotation_queue_and_item_bodies_are_checked_as_langfuse_checks_them(langfuse_server):
+    """A second queue of one name is a 409; the bodies are strict zod objects: an unknown key, an
+    object type or status outside the enum is a 400; a session may be queued; the object's
+    existence is not checked."""
+    server = langfuse_server()
+    config = post(server, CONFIGS, {"name": "flag_claims_human", "dataType": "BOOLEAN"}).json()
+    queues = "/api/public/annotation-queues"
+    queue = post(server, queues, {"name": "safety", "scoreConfigIds": [config["id"]]}).json()
+    assert post(server, queues, {"name": "safety", "scoreConfigIds": [config["id"]]}).status_code == 409
+    assert post(server, queues, {"name": "other", "scoreConfigIds": [config["id"]], "colour": "red"}).status_code == 400
+    assert len(server.annotation_queues) == 1
+    items = f"{queues}/{queue['id']}/items"
+    assert post(server, items, {"objectId": "t-1", "objectType": "SPAN"}).status_code == 400
+    assert post(server, items, {"objectId": "t-1", "objectType": "TRACE", "status": "DONE"}).status_code == 400
+    assert post(server, items, {"objectId": "t-1", "objectType": "TRACE", "comment": "why"}).status_code == 400
+    assert post(server, items, {"objectType": "TRACE"}).status_code == 400
+    assert server.annotation_queue_items[queue["id"]] == []
+    session = post(server, items, {"objectId": "run/v1/tester", "objectType": "SESSION"})
+    assert session.status_code == 200 and session.json()["status"] == "PENDING"
+    assert server.annotation_queue_items[queue["id"]][0]["objectType"] == "SESSION"
