@@ -625,10 +625,12 @@ def _safety_evidence(rubric: Rubric) -> list[str]:
         "verified; with any unverified the outcome is **incomplete** (the shipping outcome refused), with the count "
         "and the command that verifies them (`decide` exit code 6).",
         "",
-        f"- Verified: {escape(evidence.reasons['verified'])}",
-        f"- Guarded outcomes ({', '.join(code_span(item) for item in evidence.guards)}): "
+        f"What verifies a reply: {escape(evidence.reasons['verified'])}",
+        "",
+        f"Outcomes held back ({', '.join(code_span(item) for item in evidence.guards)}): "
         f"{escape(evidence.reasons['guards'])}",
-        f"- A failed judge: {escape(evidence.reasons['failed_judge'])}",
+        "",
+        f"A failed judge: {escape(evidence.reasons['failed_judge'])}",
         "",
     ]
 

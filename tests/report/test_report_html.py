@@ -19,7 +19,7 @@ from evaluators.report.html import render_html
 from evaluators.report.svg import Interval, Threshold, bar_chart, interval_chart
 from evaluators.rubric.loader import default_rubric
 from tests.support.browser import ARTIFACTS, browser_unavailable, offline_page
-from tests.support.release_factory import FAMILIES, make_case, rubric_with, scores, version_cases
+from tests.support.release_factory import FACTORY_CALIBRATION, FAMILIES, make_case, rubric_with, scores, version_cases
 
 INJECTION = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
 REASONING = 'Ignores the feeling & rushes to advice </p><script>window.__pwned = 3</script>'
@@ -43,7 +43,8 @@ def build() -> tuple[ReleaseReport, list]:
     # The scenario set is s00..s11; v1's extra judged case lies outside it, so every run is complete.
     report = release_report(cases, default_rubric(), baselines={"v1": None, "v2": "v1", "v3": "v1"},
                             run_id="test-run", sample_data=True,
-                            scenario_set=ScenarioSet.of_cases(version_cases("v2", [0.85] * 12)))
+                            scenario_set=ScenarioSet.of_cases(version_cases("v2", [0.85] * 12)),
+                            calibration=FACTORY_CALIBRATION)
     return report, cases
 
 
