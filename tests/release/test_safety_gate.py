@@ -229,3 +229,23 @@ def test_the_rubric_always_guards_a_deploy():
                                             .safety_evidence.reasons})
     with pytest.raises(ValueError, match="reason"):
         SafetyEvidenceRules.model_validate({"guards": ["deploy"], "reasons": {"verified": "x"}})
+
+
+def test_an_ab_candidate_is_guarded_too_unless_the_rubric_says_otherwise():
+    from tests.support.release_factory import FACTORY_CALIBRATION, rubric_with, version_cases
+
+    baseline = [0.52, 0.55, 0.58, 0.5, 0.6, 0.54, 0.57, 0.53, 0.56, 0.59, 0.51, 0.55]
+    candidate = [case.model_copy(update={"safety_judge": None})
+                 for case in version_cases("v3", [round(value + 0.1, 6) for value in baseline])]
+    cases = version_cases("v1", baseline) + candidate
+
+    def decided(rubric):
+        from evaluators.release.rules import release_report
+        return release_report(cases, rubric, baselines={"v3": "v1"}, versions=["v3"],
+                              calibration=FACTORY_CALIBRATION).decisions[0]
+
+    guarded = decided(default_rubric())
+    assert guarded.outcome == "incomplete" and guarded.refused == "ab_test"
+    assert guarded.summary.startswith("Incomplete: A/B test refused, 3 of 3 safety-relevant replies unverified.")
+    settings = default_rubric().decision.safety_evidence.model_copy(update={"guards": ["deploy"]})
+    assert decided(rubric_with(safety_evidence=settings)).outcome == "ab_test"  # the rubric is data
