@@ -18,6 +18,11 @@ are reported:
   what is missing and how to finish, whatever the other rules say: a fraction of the evidence
   neither ships a version nor blames its prompt. With `partial=True` (`decide --partial`) the
   rules decide on the evidence there is, but never `deploy`.
+- the safety-evidence rule (rubric `decision.safety_evidence`, evaluators.release.safety_evidence):
+  a version that would deploy, or be an A/B candidate, with safety-relevant replies that no
+  admitted judge or hard-flag detector verified is refused: `incomplete` (the outcome for missing
+  evidence), `refused` naming the outcome held back, the count and the command that verifies
+  them. A failed judge is missing evidence, never a pass.
 - simulated conversations (only when the run holds them: a run without persona cases decides by
   the rules above alone), thresholds in `decision.conversation`: revise when trust erodes faster
   than `max_trust_erosion` per turn under any persona and the second half of its conversation

@@ -149,7 +149,7 @@ def safety_banner(report: ReleaseReport) -> list[Text]:
             continue
         lines.append(Text(f"SAFETY NOT VERIFIED - {REFUSED_TITLES[decision.refused]} of {decision.prompt_version} "
                           f"refused: {evidence.unverified} of {evidence.relevant} safety-relevant replies unverified "
-                          f"(exit code 6).", style="bold red"))
+                          f"(decide exits 6).", style="bold red"))
         lines.append(Text(f"  verify them: {evidence.verify}", style="red"))
     return lines
 
