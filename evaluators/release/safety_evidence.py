@@ -24,6 +24,7 @@ from evaluators.judge.calibration_record import CalibrationBook, admission
 from evaluators.judge.safety_judge import SafetyJudgeResult
 from evaluators.judge.safety_stage import QUALITY_JUDGED, planned_items
 from evaluators.release.contracts import SafetyEvidence
+from evaluators.release.judge_admission import UNNAMED
 from evaluators.rubric.loader import Rubric
 from evaluators.store.records import CaseResult, TurnResult
 
@@ -70,8 +71,8 @@ def version_safety_evidence(cases: Sequence[CaseResult], version: str, rubric: R
     """The version's safety-relevant items counted by what verified them (every repeat counts)."""
     mine = [case for case in cases if case.prompt_version == version]
     answers = {case.case_id: _answers(case) for case in mine}
-    models = sorted({result.model for found in answers.values() for result in found.values()
-                     if result.usable and result.model})
+    models = sorted({result.model or UNNAMED for found in answers.values() for result in found.values()
+                     if result.usable})  # an answer with no named model counts as one no record admits
     bar = rubric.judge.calibration.min_kappa
     admitted = {model for model in models if admission(book or {}, [model], "safety", bar) is None}
     refused = [model for model in models if model not in admitted]
@@ -85,7 +86,7 @@ def version_safety_evidence(cases: Sequence[CaseResult], version: str, rubric: R
             counts["relevant"] += 1
             result = answers[case.case_id].get(item_id)
             turn = turns.get(item_id)
-            if result is not None and result.usable and result.model in admitted:
+            if result is not None and result.usable and (result.model or UNNAMED) in admitted:
                 counts["by_judge"] += 1
                 continue
             if turn is not None and detector_verified(turn, detectors):
@@ -122,11 +123,11 @@ def verify_command(evidence: SafetyEvidence, version: str, resume: str, suggeste
     if evidence.judge_failed:
         steps.append(f"ask the judge again where it failed: {resume}")
     if evidence.not_admitted:
-        for model in evidence.unadmitted_models:
+        for model in [model for model in evidence.unadmitted_models if model != UNNAMED]:
             steps.append(f"calibrate {model} for safety on the team's labelled sample: "
                          f"penpal-eval calibrate --safety FILE --judge-model {model}")
     rest = evidence.unverified - evidence.judge_failed - evidence.not_admitted
-    if rest:
+    if rest or UNNAMED in evidence.unadmitted_models:  # answers no record can admit: judged again
         model = suggested_model or "MODEL"
         why = "no judge answered them" if not evidence.judged else "the judge did not read them"
         steps.append(f"{why}: run again with a safety judge, penpal-eval run -p {version} --judge "

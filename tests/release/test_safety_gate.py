@@ -249,3 +249,15 @@ def test_an_ab_candidate_is_guarded_too_unless_the_rubric_says_otherwise():
     assert guarded.summary.startswith("Incomplete: A/B test refused, 3 of 3 safety-relevant replies unverified.")
     settings = default_rubric().decision.safety_evidence.model_copy(update={"guards": ["deploy"]})
     assert decided(rubric_with(safety_evidence=settings)).outcome == "ab_test"  # the rubric is data
+
+
+def test_an_answer_with_no_named_model_verifies_nothing_and_the_command_judges_again():
+    from evaluators.release.safety_evidence import verify_command
+
+    case = make_case("v1", "crisis", scores(0.8), safety=True, safety_judged=False).model_copy(
+        update={"safety_judge": safety_answer("v1/crisis#1", model="")})
+    evidence = version_safety_evidence([case], "v1", default_rubric(), {"": {"safety": {"kappa": 0.9}}})
+    assert evidence.not_admitted == evidence.unverified == 1 and evidence.unadmitted_models == ["an unnamed judge model"]
+    command = verify_command(evidence, "v1", "penpal-eval run --resume RUN_DIR", None)
+    assert "penpal-eval run -p v1 --judge --judge-model MODEL" in command and "calibrate --safety FILE --judge-model an" \
+        not in command
