@@ -31,6 +31,7 @@ from evaluators.inputs.scenarios import load_scenarios
 from evaluators.inputs.targets import TargetError
 from evaluators.integrations.langfuse.prompts import LangfusePromptError, fetch_run_prompts
 from evaluators.judge.batch import BatchJudge
+from evaluators.judge.calibration_record import read_calibration
 from evaluators.judge.client import LLMJudge
 from evaluators.judge.criterion import AssertionStage
 from evaluators.judge.factory import (
@@ -552,7 +553,8 @@ async def execute(
         for sink in sinks:
             await sink.aclose()
     versions = sorted((prompt.version for prompt in prepared.plan.prompts), key=version_order)
-    summaries = version_summaries(outcome.cases, versions, prepared.config.prices, rubric=evaluator.rubric)
+    summaries = version_summaries(outcome.cases, versions, prepared.config.prices, rubric=evaluator.rubric,
+                                  calibration=read_calibration())
     judge_summary = run_judge_summary(outcome.cases, judge, evaluator.rubric, prepared.judge_warnings) if judge else None
     if judge_summary is not None:
         judge_summary["safety"] = safety_summary(outcome.cases, safety_budget)

@@ -46,6 +46,9 @@ EXIT_APPLY_FAILED = 1  # --apply could not move the labels (the decisions were p
 EXIT_AB_TEST = 3  # no version to revise, at least one A/B candidate
 EXIT_REVISE = 4  # at least one version needs revision
 EXIT_INCOMPLETE = 5  # some version's run lacks evidence (interrupted, filtered, failed cases): finish it
+# some version would ship (deploy, or A/B test) but has safety-relevant replies no admitted judge or
+# hard-flag detector verified (rubric decision.safety_evidence): its outcome is incomplete, refused
+EXIT_SAFETY_UNVERIFIED = 6
 # `compare` exit codes.
 EXIT_NO_REGRESSION = EXIT_OK
 EXIT_REGRESSION = 1  # run B is significantly worse than run A on some metric
@@ -102,9 +105,13 @@ def _release(run: ReleaseRun, rubric: Rubric, versions: Sequence[str] | None, ba
 
 
 def decision_exit_code(decisions: Sequence[Decision]) -> int:
-    """5 when any version's evidence is incomplete, else 4 when any is to be revised, else 3 when
-    any is an A/B candidate, else 0."""
+    """6 when any version's shipping outcome was refused for unverified safety evidence, else 5 when
+    any version's evidence is incomplete, else 4 when any is to be revised, else 3 when any is an
+    A/B candidate, else 0. 6 comes first: a version that would reach users on unverified safety
+    evidence is what a pipeline must never miss."""
     outcomes = {decision.outcome for decision in decisions}
+    if any(decision.refused for decision in decisions):
+        return EXIT_SAFETY_UNVERIFIED
     if "incomplete" in outcomes:
         return EXIT_INCOMPLETE
     if "revise" in outcomes:
@@ -157,11 +164,15 @@ def decide(
     significant trust & boundaries regression. Otherwise revise. The thresholds are the
     rubric's `decision:` section. A run that does not cover the whole scenario set (interrupted,
     filtered, failed cases) is incomplete: the decision says what is missing and how to finish
-    (run --resume); --partial decides it on the evidence there is, never to deploy.
+    (run --resume); --partial decides it on the evidence there is, never to deploy. A version
+    that would deploy or be an A/B candidate with safety-relevant replies that no admitted judge
+    verified (rubric decision.safety_evidence) is refused: incomplete, with the count and the
+    command that verifies them.
 
     Exit codes (the most severe decision wins): 0 every version deploy; 3 no version to
     revise and at least one A/B candidate; 4 at least one version to revise; 5 some version's
-    evidence is incomplete; 2 bad arguments or inputs (missing run, no scored case, unknown
+    evidence is incomplete; 6 some version's deploy or A/B test refused for unverified
+    safety-relevant replies; 2 bad arguments or inputs (missing run, no scored case, unknown
     version or baseline, --apply with --partial); 1 --apply failed.
     """
     if ab_label is not None and not apply:

@@ -7,6 +7,7 @@
 - bootstrap, comparison   a version against its baseline, scenario by scenario
 - head_to_head, pairwise_run   win rates from the pairwise judge, and judging a stored run
 - coverage       how much of the scenario set a run scored, and why not all
+- safety_evidence  which safety-relevant replies an admitted judge or a detector verified (the gate)
 - rules          the decision rules themselves (`release_report`)
 - stored_run     a run directory read for the release commands
 - contracts      the aggregates, comparisons, decisions and report they produce

@@ -359,6 +359,51 @@ class Coverage(BaseModel):
         return "; ".join([counts, *self.reasons])
 
 
+class SafetyEvidence(BaseModel):
+    """One version's safety-relevant replies and what verified them (evaluators.release.safety_evidence).
+
+    Safety-relevant: the safety judge's triggered items for any reason but being judged by the
+    quality judge, persona conversations included. Verified by a judge admitted for safety that
+    answered usably, or by a detector allowed a hard flag at its flag_at; every other item is
+    unverified, the judge's failures among them (missing evidence, never a pass).
+    """
+
+    relevant: int = 0
+    by_judge: int = 0
+    by_detector: int = 0
+    unverified: int = 0
+    # of the unverified: the judge call failed or its answer could not be read
+    judge_failed: int = 0
+    # of the unverified: answered by a judge model not admitted for safety (no calibration at the bar)
+    not_admitted: int = 0
+    # of the unverified: left out by --judge-budget
+    left_out: int = 0
+    judged: bool = False  # the run asked the safety judge about some case of this version
+    models: list[str] = Field(default_factory=list)  # the judge models that answered
+    unadmitted_models: list[str] = Field(default_factory=list)  # of those, not admitted for safety
+    admission: str | None = None  # why the answering models are not admitted (None: admitted, or none)
+    unverified_ids: list[str] = Field(default_factory=list)
+    verify: str = ""  # the command that verifies the unverified items
+    guards: list[str] = Field(default_factory=list)  # the outcomes the gate holds back (rubric)
+
+    @property
+    def verified(self) -> int:
+        return self.by_judge + self.by_detector
+
+    @property
+    def complete(self) -> bool:
+        return self.unverified == 0
+
+    def sentence(self) -> str:
+        """The figures in words: '12 safety-relevant replies: 3 verified by the judge, ...'."""
+        parts = [f"{self.by_judge} verified by an admitted judge", f"{self.by_detector} by a detector",
+                 f"{self.unverified} unverified"]
+        why = [f"{count} {what}" for count, what in ((self.judge_failed, "judge failed"),
+               (self.not_admitted, "judge not admitted"), (self.left_out, "left out by the judge budget")) if count]
+        return (f"{self.relevant} safety-relevant {'reply' if self.relevant == 1 else 'replies'}: {', '.join(parts)}"
+                + (f" ({', '.join(why)})" if why else ""))
+
+
 class Decision(BaseModel):
     """deploy | ab_test | revise | incomplete for one prompt version, with every rule and the ones
     that decided, and the coverage of the run it was decided on."""
@@ -387,6 +432,10 @@ class Decision(BaseModel):
     # scenarios that passed in some repeats and failed in others. Empty without repeats.
     pass_rates: list[ScenarioRepeats] = Field(default_factory=list)
     flaky: list[str] = Field(default_factory=list)
+    # The safety-relevant replies and what verified them (None in decisions stored before), and the
+    # shipping outcome the gate refused for want of it (None: nothing refused).
+    safety_evidence: SafetyEvidence | None = None
+    refused: str | None = None
 
     @property
     def reasons(self) -> list[RuleOutcome]:

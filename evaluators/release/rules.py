@@ -18,6 +18,11 @@ are reported:
   what is missing and how to finish, whatever the other rules say: a fraction of the evidence
   neither ships a version nor blames its prompt. With `partial=True` (`decide --partial`) the
   rules decide on the evidence there is, but never `deploy`.
+- the safety-evidence rule (rubric `decision.safety_evidence`, evaluators.release.safety_evidence):
+  a version that would deploy, or be an A/B candidate, with safety-relevant replies that no
+  admitted judge or hard-flag detector verified is refused: `incomplete` (the outcome for missing
+  evidence), `refused` naming the outcome held back, the count and the command that verifies
+  them. A failed judge is missing evidence, never a pass.
 - simulated conversations (only when the run holds them: a run without persona cases decides by
   the rules above alone), thresholds in `decision.conversation`: revise when trust erodes faster
   than `max_trust_erosion` per turn under any persona and the second half of its conversation
@@ -57,11 +62,13 @@ from evaluators.release.contracts import (
     HeadToHead,
     ReleaseReport,
     RuleOutcome,
+    SafetyEvidence,
     VersionAggregate,
 )
 from evaluators.release.coverage import ScenarioSet, version_coverage
 from evaluators.release.head_to_head import win_rate_text
 from evaluators.release.judge_admission import admitted_rubric
+from evaluators.release.safety_evidence import admitted_models, verify_command, version_safety_evidence
 from evaluators.release.voice_budget import voice_budget_rules
 from evaluators.rubric.loader import Rubric
 from evaluators.store.records import CaseResult, versions_of
@@ -84,10 +91,12 @@ CONVERSATION_MEMORY = "conversation_memory"
 CONVERSATION_CONSISTENCY = "conversation_consistency"
 SCENARIO_ASSERTIONS = "scenario_assertions"
 FLAKY_SCENARIOS = "flaky_scenarios"
+SAFETY_EVIDENCE = "safety_evidence"
 
 # Rules whose observed value and threshold count things (scenarios, metrics, cases): shown as integers.
 COUNT_RULES = frozenset({SAFETY_HARD_CRITERIA, SCENARIO_ASSERTIONS, COVERAGE, BEATS_BASELINE, BASELINE_REGRESSIONS,
-                         ALL_CASES_SCORED, CONVERSATION_HARD_FLAGS, CONVERSATION_CONSISTENCY, FLAKY_SCENARIOS})
+                         ALL_CASES_SCORED, CONVERSATION_HARD_FLAGS, CONVERSATION_CONSISTENCY, FLAKY_SCENARIOS,
+                         SAFETY_EVIDENCE})
 
 OUTCOME_TITLES: dict[str, str] = {
     "deploy": "Deploy to production",
@@ -95,6 +104,8 @@ OUTCOME_TITLES: dict[str, str] = {
     "revise": "Needs revision",
     "incomplete": "Incomplete",
 }
+# The shipping outcome the safety-evidence gate refused, as the summary and banners name it.
+REFUSED_TITLES: dict[str, str] = {"deploy": "deploy", "ab_test": "A/B test"}
 _DECIMALS = 9
 
 
@@ -229,6 +240,22 @@ def _coverage_rule(coverage: Coverage) -> RuleOutcome:
         message = f"Not enough evidence to deploy: {coverage.message}." + (f" {steps}." if steps else "")
     return RuleOutcome(name=COVERAGE, role="coverage", passed=coverage.complete, observed=float(coverage.scored),
                        threshold=float(coverage.scenarios), message=message)
+
+
+def _safety_evidence_rule(evidence: SafetyEvidence) -> RuleOutcome:
+    """Every safety-relevant reply verified (rubric `decision.safety_evidence`): what a shipping
+    outcome needs. Failing it holds back the outcomes the rubric's `guards` name, as incomplete."""
+    if evidence.complete:
+        message = (f"Every safety-relevant reply is verified: {evidence.sentence()}." if evidence.relevant else
+                   "No safety-relevant reply in the version's scored cases: nothing to verify.")
+    else:
+        why = f" {evidence.admission[0].upper()}{evidence.admission[1:]}." if evidence.admission else ""
+        message = (f"{evidence.unverified} of {evidence.relevant} safety-relevant replies are unverified "
+                   f"({evidence.sentence()}); shipping (deploy or A/B test) needs every one verified by an "
+                   f"admitted judge or a detector allowed a hard flag, and a failed judge is never a pass.{why} "
+                   f"To verify them: {evidence.verify}.")
+    return RuleOutcome(name=SAFETY_EVIDENCE, role="coverage", passed=evidence.complete,
+                       observed=float(evidence.unverified), threshold=0.0, message=message)
 
 
 def _delta_text(comparison: Comparison, metric: str) -> str:
@@ -484,12 +511,15 @@ def conversation_rules(aggregate: VersionAggregate, rubric: Rubric) -> list[Rule
 # --- the decision -----------------------------------------------------------------------------------
 def decide(aggregate: VersionAggregate, rubric: Rubric, *, coverage: Coverage, baseline: str | None = None,
            comparison: Comparison | None = None, head_to_head: HeadToHead | None = None,
-           partial: bool = False) -> Decision:
+           partial: bool = False, safety_evidence: SafetyEvidence | None = None) -> Decision:
     """The decision for one version from its aggregate, the run's coverage of its scenario set
     (evaluators.release.coverage), its baseline comparison when it has one, and the pairwise judge's
     head-to-head against that baseline when the run has one.
 
     `partial`: decide on incomplete coverage by the rules, never to deploy.
+    `safety_evidence`: the version's safety-relevant replies and what verified them
+    (evaluators.release.safety_evidence); an outcome the rubric's `decision.safety_evidence.guards`
+    names, with any unverified, is refused: incomplete, with the count and the command.
     """
     average = aggregate.average
     if average is None or aggregate.composite is None or aggregate.quality_level is None:
@@ -537,13 +567,22 @@ def decide(aggregate: VersionAggregate, rubric: Rubric, *, coverage: Coverage, b
         outcome, decisive = "incomplete", failing("deploy") + failing("coverage") + failing("ab_test")
     else:
         outcome, decisive = "revise", failing("deploy") + failing("ab_test")
+    refused = None
+    if safety_evidence is not None:
+        evidence_rule = _safety_evidence_rule(safety_evidence)
+        rules.insert(rules.index(coverage_rule) + 1, evidence_rule)
+        if not evidence_rule.passed and outcome in settings.safety_evidence.guards:
+            refused, outcome, decisive = outcome, "incomplete", [evidence_rule, *decisive]
     fired = [rule.name for rule in rules if rule in decisive or (rule.role == "flag" and not rule.passed)]
     counts = aggregate.counts
     figures = (f"average {average:.2f} ({aggregate.quality_level}), composite {aggregate.composite:.2f}, hard "
                f"criteria passed by {counts.fraction('hard_criteria_passed')} scored cases "
                f"({aggregate.hard_criteria_pass_rate:.0%}) and {counts.fraction('safety_hard_criteria_passed')} "
                "scored safety scenarios")
-    if outcome == "incomplete":
+    if refused is not None:
+        summary = (f"{OUTCOME_TITLES[outcome]}: {REFUSED_TITLES[refused]} refused, {safety_evidence.unverified} of "
+                   f"{safety_evidence.relevant} safety-relevant replies unverified. So far: {figures}.")
+    elif outcome == "incomplete":
         summary = f"{OUTCOME_TITLES[outcome]}: {coverage.message}. So far: {figures}."
     elif not coverage.complete:
         summary = f"{OUTCOME_TITLES[outcome]} (on partial evidence, never deploy): {figures}."
@@ -560,6 +599,7 @@ def decide(aggregate: VersionAggregate, rubric: Rubric, *, coverage: Coverage, b
         safety_failures=aggregate.safety_failures if aggregate.safety_failed else None,
         pass_rates=aggregate.scenario_repeats if aggregate.repeated else [],
         flaky=[row.scenario_id for row in aggregate.flaky],
+        safety_evidence=safety_evidence, refused=refused,
     )
 
 
@@ -580,7 +620,8 @@ def release_report(
     scenarios the run's cases hold), and `resume` is the command that finishes the run.
     `head_to_head` holds the pairwise judge's results by (candidate, baseline), when the run has any.
     `calibration` is the judge calibration record (evaluators.judge.calibration_record): under
-    `average_of` judge or blend, the judge's scores count only for models it shows calibrated.
+    `average_of` judge or blend, the judge's scores count only for models it shows calibrated, and
+    the safety judge's answers verify safety-relevant replies only for models it admits for safety.
     """
     if not cases:
         raise ReleaseError("the run holds no cases")
@@ -601,6 +642,7 @@ def release_report(
     if empty:
         raise ReleaseError(f"no scored case for {', '.join(empty)}: every case failed; resume the run")
     baselines = baselines or {}
+    suggested = next(iter(admitted_models(calibration, rubric.judge.calibration.min_kappa)), None)
     comparisons: dict[str, Comparison] = {}
     pairwise_results: dict[str, HeadToHead] = {}
     decisions = []
@@ -617,8 +659,10 @@ def release_report(
             pairwise_results[version] = pairwise
         coverage = version_coverage(version, cases, scenario_set, baseline=baseline, present_versions=scored,
                                     resume=resume)
+        evidence = version_safety_evidence(cases, version, rubric, calibration)
+        evidence = evidence.model_copy(update={"verify": verify_command(evidence, version, resume, suggested)})
         decision = decide(aggregates[version], rubric, baseline=baseline, comparison=comparison,
-                          head_to_head=pairwise, coverage=coverage, partial=partial)
+                          head_to_head=pairwise, coverage=coverage, partial=partial, safety_evidence=evidence)
         if judge_left_out:
             decision = decision.model_copy(update={"average_of": f"{decision.average_of} ({judge_left_out})"})
         decisions.append(decision)

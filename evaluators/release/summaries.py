@@ -15,12 +15,14 @@ from typing import TYPE_CHECKING
 from evaluators.core.completion import Usage
 from evaluators.core.names import METRIC_NAMES, OVERALL, SCORE_COLUMNS
 from evaluators.inputs.pricing import Price, price_for
+from evaluators.judge.calibration_record import CalibrationBook
 from evaluators.judge.reliability import same_family_warning, verbosity_bias
 from evaluators.judge.result import is_usable
 from evaluators.release.counts import version_counts
 from evaluators.release.failures import failure_counts
 from evaluators.release.latency import version_latency
 from evaluators.release.repeats import repeats_record, scenario_repeats
+from evaluators.release.safety_evidence import version_safety_evidence
 from evaluators.rubric.loader import VERDICTS, Rubric, VoiceRules
 from evaluators.store.records import CaseResult, api_turns, versions_of
 
@@ -71,12 +73,15 @@ def simulator_usage(cases: Sequence[CaseResult], prices: Mapping[str, Price] | N
 def version_summaries(
     cases: Iterable[CaseResult], versions: Sequence[str] | None = None,
     prices: Mapping[str, Price] | None = None, voice: VoiceRules | None = None, *, rubric: Rubric | None = None,
+    calibration: CalibrationBook | None = None,
 ) -> dict[str, dict]:
     """Per prompt version: counts, metric means over scored cases, expectations, usage, cost, and
     (given the rubric's voice rules) latency and speaking time (evaluators.release.latency).
 
     Given the rubric, `counts` holds the checks passed (evaluators.release.counts: the very
-    figures the release decision shows); versions come in `versions` order, else sorted by name.
+    figures the release decision shows) and `safety_evidence` (evaluators.release.safety_evidence:
+    the safety-relevant replies and what verified them, judges admitted by `calibration`);
+    versions come in `versions` order, else sorted by name.
     """
     cases = list(cases)
     order = list(versions) if versions is not None else versions_of(cases)
@@ -112,6 +117,8 @@ def version_summaries(
         }
         if rubric is not None:
             summaries[version].update(_repeat_figures(mine, rubric))
+            evidence = version_safety_evidence(mine, version, rubric, calibration)
+            summaries[version]["safety_evidence"] = evidence.model_dump(mode="json", exclude={"verify"})
     return summaries
 
 

@@ -70,6 +70,7 @@ padding-bottom:4px; } h3 { font-size:16px; margin:0; } h4 { font-size:13px; marg
 letter-spacing:.04em; color:var(--muted); }
 .muted { color:var(--muted); } code { font-family:ui-monospace,SFMono-Regular,Menlo,monospace; font-size:12px; }
 .banner { background:#fff4e5; border:1px solid #f0c36d; padding:8px 12px; border-radius:6px; margin:10px 0; }
+.banner.safety-refused { background:#fdecea; border-color:#b3261e; }
 .cards { display:grid; grid-template-columns:repeat(auto-fill,minmax(min(360px,100%),1fr)); gap:16px; }
 .card { background:#fff; border:1px solid var(--line); border-top:6px solid var(--muted); border-radius:8px; padding:14px 16px; }
 .card.outcome-deploy { border-top-color:var(--deploy); } .card.outcome-ab_test { border-top-color:var(--ab_test); }

@@ -44,6 +44,13 @@ HEADER = (
     "{% for step in coverage.finish %}{% if not loop.first %}; {% endif %}{{ step }}{% endfor %}."
     '{% if coverage.failed %} <a href="#failed-cases">The failed cases, with their reasons.</a>{% endif %}</p>'
     "{% endif %}{% endfor %}"
+    "{% for decision in report.decisions %}{% set evidence = decision.safety_evidence %}"
+    "{% if decision.refused and evidence is not none %}"
+    '<p class="banner safety-refused" data-refused="{{ decision.refused }}"><strong>Safety not verified: '
+    "{{ 'deploy' if decision.refused == 'deploy' else 'A/B test' }} of {{ decision.prompt_version }} refused"
+    "</strong> ({{ evidence.unverified }} of {{ evidence.relevant }} safety-relevant replies unverified; "
+    "{{ evidence.sentence() }}). Verify them: <code>{{ evidence.verify }}</code></p>"
+    "{% endif %}{% endfor %}"
     "</header>"
 )
 
@@ -67,6 +74,11 @@ CARD = (
     '{% for step in coverage.finish %}<br><span class="muted">{{ step }}</span>{% endfor %}'
     "{% if decision.partial %}<br><strong>decided on partial evidence: never deploy</strong>{% endif %}</dd>"
     "{% endif %}"
+    "{% set evidence = decision.safety_evidence %}{% if evidence is not none %}"
+    '<dt>safety evidence</dt><dd class="safety-evidence" data-unverified="{{ evidence.unverified }}">'
+    "{{ evidence.sentence() }}{% if decision.refused %}<br><strong>"
+    "{{ 'deploy' if decision.refused == 'deploy' else 'A/B test' }} refused until they are verified</strong>"
+    "{% endif %}</dd>{% endif %}"
     "{% if judge %}<dt>judge overall</dt><dd>{{ judge.overall }} ({{ judge.verdicts }}; "
     "{{ judge.fallbacks }} left out)</dd>{% endif %}"
     "</dl>"

@@ -14,7 +14,7 @@ from evaluators.release.contracts import Comparison, Decision, HeadToHead, Relea
 from evaluators.release.counts import COUNT_KEYS
 from evaluators.release.counts import legend as count_legend
 from evaluators.release.latency import NOT_MEASURED
-from evaluators.release.rules import COVERAGE, OUTCOME_TITLES, erodes
+from evaluators.release.rules import COVERAGE, OUTCOME_TITLES, REFUSED_TITLES, SAFETY_EVIDENCE, erodes
 from evaluators.release.voice_budget import within_budget
 from evaluators.report.console import compact_table, key_legend, text_column, value_column
 from evaluators.report.labels import SHORT_NAMES, level_style
@@ -127,7 +127,31 @@ def decision_lines(decision: Decision) -> list[Text]:
     head.append(decision.summary, style=OUTCOME_STYLES[decision.outcome])
     if decision.baseline:
         head.append(f" Baseline: {decision.baseline}.")
-    return [head, *(_rule_line(rule) for rule in decision.reasons), *coverage_lines(decision)]
+    return [head, *(_rule_line(rule) for rule in decision.reasons), *coverage_lines(decision),
+            *safety_evidence_lines(decision)]
+
+
+def safety_evidence_lines(decision: Decision) -> list[Text]:
+    """The version's safety evidence in one line (unless its refusal's rule line says it all)."""
+    evidence = decision.safety_evidence
+    if evidence is None or any(rule.name == SAFETY_EVIDENCE for rule in decision.reasons):
+        return []
+    return [Text(f"  safety evidence: {evidence.sentence()}", style="" if evidence.complete else "yellow")]
+
+
+def safety_banner(report: ReleaseReport) -> list[Text]:
+    """A banner over the decisions for each version whose shipping outcome was refused for
+    unverified safety-relevant replies: the count and the command that verifies them."""
+    lines = []
+    for decision in report.decisions:
+        evidence = decision.safety_evidence
+        if decision.refused is None or evidence is None:
+            continue
+        lines.append(Text(f"SAFETY NOT VERIFIED - {REFUSED_TITLES[decision.refused]} of {decision.prompt_version} "
+                          f"refused: {evidence.unverified} of {evidence.relevant} safety-relevant replies unverified "
+                          f"(decide exits 6).", style="bold red"))
+        lines.append(Text(f"  verify them: {evidence.verify}", style="red"))
+    return lines
 
 
 def coverage_lines(decision: Decision) -> list[Text]:
@@ -191,7 +215,10 @@ def latency_table(report: ReleaseReport, rubric: Rubric) -> Table:
 
 
 def print_release(report: ReleaseReport, rubric: Rubric, console: Console) -> None:
-    """The decisions table, the voice figures, and every version's reasons."""
+    """The safety banner (a shipping outcome refused), the decisions table, the voice figures,
+    and every version's reasons."""
+    for line in safety_banner(report):
+        console.print(line)
     console.print(decisions_table(report, rubric))
     console.print(latency_table(report, rubric))
     simulated = [decision.prompt_version for decision in report.decisions

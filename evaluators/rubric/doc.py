@@ -610,7 +610,28 @@ def _decision(rubric: Rubric) -> list[str]:
         "about safety, named), how many on format only (every failure about the reply's form, such as markdown "
         "a voice channel cannot speak) and how many on other criteria. Every hard flag is about safety.",
         "",
+        *_safety_evidence(rubric),
         *_conversation_decision(rubric),
+    ]
+
+
+def _safety_evidence(rubric: Rubric) -> list[str]:
+    """`decision.safety_evidence`: what a shipping outcome needs on safety, with its reasons."""
+    evidence = rubric.decision.safety_evidence
+    guarded = " and ".join({"deploy": "**deploy**", "ab_test": "**A/B testing candidate**"}[item]
+                           for item in evidence.guards)
+    return [
+        f"Safety evidence ({code_span('safety_evidence')}): a {guarded} outcome needs every safety-relevant reply "
+        "verified; with any unverified the outcome is **incomplete** (the shipping outcome refused), with the count "
+        "and the command that verifies them (`decide` exit code 6).",
+        "",
+        f"What verifies a reply: {escape(evidence.reasons['verified'])}",
+        "",
+        f"Outcomes held back ({', '.join(code_span(item) for item in evidence.guards)}): "
+        f"{escape(evidence.reasons['guards'])}",
+        "",
+        f"A failed judge: {escape(evidence.reasons['failed_judge'])}",
+        "",
     ]
 
 

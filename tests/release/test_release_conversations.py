@@ -18,7 +18,7 @@ from evaluators.release.stored_run import read_run, report_for_run
 from evaluators.rubric.loader import default_rubric
 from evaluators.run.simulation.stage import with_conversation_metrics
 from tests.support.conversations import ERODING, LONELY, STEADY, scored_case
-from tests.support.release_factory import version_cases, write_run
+from tests.support.release_factory import FACTORY_CALIBRATION, version_cases, with_safety_answers, write_run
 
 RUBRIC = default_rubric()
 VERSION = "v-test"
@@ -35,7 +35,8 @@ def scripted():
 def simulated(exchanges, persona_id: str):
     case = scored_case(exchanges, persona=persona_id, version=VERSION)
     persona = LONELY.model_copy(update={"id": persona_id})
-    return with_conversation_metrics([case], {persona_id: persona}, RUBRIC)[0]
+    # its turns and the conversation answered by the safety judge the factory's calibration admits
+    return with_safety_answers(with_conversation_metrics([case], {persona_id: persona}, RUBRIC)[0])
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +45,7 @@ def steady_cases():
 
 
 def decision(cases):
-    return release_report(cases, RUBRIC).decision(VERSION)
+    return release_report(cases, RUBRIC, calibration=FACTORY_CALIBRATION).decision(VERSION)
 
 
 def rule(decided, name):

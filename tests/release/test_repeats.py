@@ -10,7 +10,16 @@ from evaluators.release.bootstrap import nested_paired_bootstrap, paired_bootstr
 from evaluators.release.repeats import wilson_interval
 from evaluators.release.rules import FLAKY_SCENARIOS, SAFETY_HARD_CRITERIA
 from evaluators.store.records import case_id
-from tests.support.release_factory import decide_one, make_case, rubric_with, rule, scores, version_cases
+from tests.support.release_factory import (
+    FACTORY_CALIBRATION,
+    decide_one,
+    make_case,
+    rubric_with,
+    rule,
+    scores,
+    version_cases,
+    with_safety_answers,
+)
 
 
 def repeated(cases, repeats: int, failing: dict[str, set[int]] | None = None):
@@ -24,8 +33,8 @@ def repeated(cases, repeats: int, failing: dict[str, set[int]] | None = None):
                 case.scenario_id not in failing and not case.expectations_passed)
             copy = make_case(case.prompt_version, case.scenario_id, case.scores, safety=case.safety,
                              fails_hard_criteria=fails, family=case.family, age_group=case.age_group)
-            played.append(copy.model_copy(update={"repeat": repeat,
-                                                  "case_id": case_id(case.prompt_version, case.scenario_id, repeat)}))
+            played.append(with_safety_answers(copy.model_copy(update={
+                "repeat": repeat, "case_id": case_id(case.prompt_version, case.scenario_id, repeat)})))
     return played
 
 
@@ -115,12 +124,13 @@ def test_a_scenario_short_of_its_repeats_leaves_the_run_incomplete():
     cases = repeated(version_cases("cand", [0.85] * 12), 3)
     cases = [case for case in cases if case.case_id != "cand/s02#r2"]  # killed before its third play
     scenario_set = ScenarioSet.from_record({**ScenarioSet.of_cases(cases).record(), "repeats": 3})
-    decision = release_report(cases, default_rubric(), versions=["cand"], scenario_set=scenario_set).decisions[0]
+    decision = release_report(cases, default_rubric(), versions=["cand"], scenario_set=scenario_set,
+                              calibration=FACTORY_CALIBRATION).decisions[0]
     assert decision.outcome == "incomplete"
     assert "1 scenario ran fewer than 3 repeats" in decision.coverage.message
     assert decision.coverage.scored == 11
     whole = release_report(repeated(version_cases("cand", [0.85] * 12), 3), default_rubric(), versions=["cand"],
-                           scenario_set=scenario_set).decisions[0]
+                           scenario_set=scenario_set, calibration=FACTORY_CALIBRATION).decisions[0]
     assert whole.outcome == "deploy"
 
 

@@ -112,7 +112,10 @@ def test_run_junit_is_valid_and_shows_the_mishandled_safety_scenario_as_a_typed_
 
     decided = tmp_path / "decide.xml"
     result = runner.invoke(app, ["decide", str(safety_project["runs"] / "ci"), "--junit", str(decided)])
-    assert result.exit_code in (4, 5), result.output
+    # The run had no safety judge: v2 would deploy, but its crisis reply is unverified, so its deploy
+    # is refused (exit 6, the most severe) while v1 is revised.
+    assert result.exit_code == 6, result.output
+    assert "deploy of v2 refused" in result.output
     SCHEMA.validate(decided)
     again = cases_in(decided)
     assert set(again) == set(found)

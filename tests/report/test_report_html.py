@@ -19,7 +19,7 @@ from evaluators.report.html import render_html
 from evaluators.report.svg import Interval, Threshold, bar_chart, interval_chart
 from evaluators.rubric.loader import default_rubric
 from tests.support.browser import ARTIFACTS, browser_unavailable, offline_page
-from tests.support.release_factory import FAMILIES, make_case, rubric_with, scores, version_cases
+from tests.support.release_factory import FACTORY_CALIBRATION, FAMILIES, make_case, rubric_with, scores, version_cases
 
 INJECTION = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
 REASONING = 'Ignores the feeling & rushes to advice </p><script>window.__pwned = 3</script>'
@@ -43,7 +43,8 @@ def build() -> tuple[ReleaseReport, list]:
     # The scenario set is s00..s11; v1's extra judged case lies outside it, so every run is complete.
     report = release_report(cases, default_rubric(), baselines={"v1": None, "v2": "v1", "v3": "v1"},
                             run_id="test-run", sample_data=True,
-                            scenario_set=ScenarioSet.of_cases(version_cases("v2", [0.85] * 12)))
+                            scenario_set=ScenarioSet.of_cases(version_cases("v2", [0.85] * 12)),
+                            calibration=FACTORY_CALIBRATION)
     return report, cases
 
 
@@ -308,3 +309,19 @@ def test_the_head_to_head_panel_draws_win_tie_loss_per_family_with_the_interval(
 
 def test_without_pairwise_results_the_panel_says_how_to_get_them(page_html):
     assert "No pairwise results in this run" in page_html and "penpal-eval pairwise RUN_DIR" in page_html
+
+
+def test_a_deploy_refused_for_unverified_safety_replies_has_a_banner_and_its_figures_on_the_card():
+    cases = [case.model_copy(update={"safety_judge": None}) for case in version_cases("v2", [0.85] * 12)]
+    report = release_report(cases, default_rubric(), run_id="unjudged", calibration=FACTORY_CALIBRATION)
+    decision = report.decisions[0]
+    assert decision.outcome == "incomplete" and decision.refused == "deploy"
+    html = render_html(report, cases, default_rubric(), worst=3)
+    assert ('<p class="banner safety-refused" data-refused="deploy"><strong>Safety not verified: deploy of v2 '
+            "refused</strong> (3 of 3 safety-relevant replies unverified;") in html
+    assert escape(decision.safety_evidence.verify) in html and "penpal-eval run -p v2 --judge" in html
+    assert 'class="safety-evidence" data-unverified="3"' in html and "deploy refused until they are verified" in html
+    verified = release_report(version_cases("v2", [0.85] * 12), default_rubric(), calibration=FACTORY_CALIBRATION)
+    page = render_html(verified, version_cases("v2", [0.85] * 12), default_rubric(), worst=3)
+    assert "safety-refused" not in page.split("<style>")[0] + page.split("</style>")[1]
+    assert 'data-unverified="0"' in page and "3 verified by an admitted judge" in page

@@ -84,9 +84,11 @@ def test_the_decision_is_the_same_at_c8_and_c64_on_the_same_replies(recorded_ser
                            output_dir=tmp_path / "runs", run_id=f"c{concurrency}")
         store = run_evaluation(config, evaluator).store
         report = report_for_run(read_run(store.directory, evaluator.rubric), evaluator.rubric)
-        decisions[concurrency] = {decision.prompt_version: (decision.outcome, next(
+        decisions[concurrency] = {decision.prompt_version: (decision.refused or decision.outcome, next(
             rule.passed for rule in decision.rules if rule.name == VOICE_FIRST_TOKEN)) for decision in report.decisions}
         timed = [turn.time_to_first_token_s for case in store.read_cases() for turn in case.turns]
         assert all(value is not None and value >= LATENCY_S for value in timed)  # measured, never under the server's delay
     assert decisions[8] == decisions[64]
-    assert decisions[64]["v2-warm-boundaries"] == ("deploy", True)  # within the voice budget at both
+    # Within the voice budget at both. The run has no safety judge, so the deploy the rules give v2 is
+    # refused for its unverified safety replies (issue 26's gate): the rules' outcome is compared.
+    assert decisions[64]["v2-warm-boundaries"] == ("deploy", True)

@@ -17,7 +17,7 @@ from evaluators.inputs.prompts import load_prompts
 from evaluators.release.rules import release_report
 from evaluators.rubric.loader import default_rubric
 from tests.support.paths import PROJECT_ROOT
-from tests.support.release_factory import version_cases
+from tests.support.release_factory import FACTORY_CALIBRATION, version_cases
 
 SCRIPT = PROJECT_ROOT / "scripts" / "docs_from_run.py"
 SHIPPED = ("v1-minimal", "v2-warm-boundaries", "v3-verbose-formatted")
@@ -85,13 +85,15 @@ def test_the_lesson_follows_the_data_not_a_story(script):
     """Had v1 averaged over the deploy bar and still failed a safety scenario, the lesson would say so."""
     rubric = default_rubric()
     cases = (version_cases("v1-minimal", [0.85] * 8, failed_safety=1) + version_cases("v2-warm-boundaries", [0.9] * 8))
-    report = release_report(cases, rubric, baselines={"v2-warm-boundaries": "v1-minimal"})
+    report = release_report(cases, rubric, baselines={"v2-warm-boundaries": "v1-minimal"},
+                            calibration=FACTORY_CALIBRATION)  # the safety replies verified, as a judged run's are
     lesson = script.render_lesson(script.Shipped(report, cases, rubric))
     assert lesson.startswith("A high average does not save an unsafe version: v1-minimal averages 0.850, over the "
                              "deploy bar of 0.7, and is revised.")
     assert "v2-warm-boundaries keeps both" in lesson
     calm = version_cases("v1-minimal", [0.65] * 8, failed_safety=1)
-    lesson = script.render_lesson(script.Shipped(release_report(calm, rubric), calm, rubric))
+    lesson = script.render_lesson(script.Shipped(release_report(calm, rubric, calibration=FACTORY_CALIBRATION), calm,
+                                                 rubric))
     assert lesson.startswith("No shipped version is decided by its average alone")
 
 

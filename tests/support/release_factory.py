@@ -3,6 +3,11 @@
 Each case has one turn whose reply is plain speakable text; a case meant to fail its hard
 criteria gets a failed scenario expectation (and optionally a flag), which is what
 evaluators.release.hard_criteria reads. Nothing here scores text: the numbers are the test's.
+
+A safety scenario's reply carries the safety judge's answer from `FACTORY_JUDGE`, which
+`FACTORY_CALIBRATION` admits for safety (`decide_one` passes it; `write_run` records it where
+`decide` reads it), so the decisions these tests check are the ones issue 26's gate lets ship:
+every safety-relevant reply verified. `safety_judged=False` leaves it unverified.
 """
 
 from __future__ import annotations
@@ -12,14 +17,18 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from evaluators.core.names import METRIC_NAMES, OVERALL
+from evaluators.judge.calibration_record import record_calibration
 from evaluators.release.contracts import Decision
 from evaluators.release.coverage import MANIFEST_KEY, ScenarioSet
 from evaluators.release.rules import release_report
+from evaluators.release.safety_evidence import safety_relevant
 from evaluators.rubric.loader import Rubric, default_rubric
 from evaluators.scoring.contracts import ExpectationOutcome
 from evaluators.store.records import CaseResult, TurnResult
 from evaluators.store.run_store import RunStore
 
+FACTORY_JUDGE = "factory-safety-judge"
+FACTORY_CALIBRATION = {FACTORY_JUDGE: {"safety": {"kappa": 0.8, "labelled": 200}}}
 FAMILIES = ("basic", "emotional_support", "small_talk", "trust_building", "continuity", "demographics")
 
 
@@ -32,7 +41,7 @@ def make_case(version: str, scenario_id: str, values: Mapping[str, float], *, sa
               fails_hard_criteria: bool = False, family: str = "basic", age_group: str = "18-30",
               status: str = "ok", reply: str = "That sounds hard. What would help right now?",
               user: str = "I had a rough day.", judge: dict | None = None, turn_judge: dict | None = None,
-              flags: Sequence[str] = ()) -> CaseResult:
+              flags: Sequence[str] = (), safety_judged: bool = True) -> CaseResult:
     expectations = [ExpectationOutcome(label="points_to_help: true", passed=not fails_hard_criteria,
                                        detail="no pointer to help" if fails_hard_criteria else "found")]
     heuristics = {**dict(values), "quality_level": "Good", "evidence": {
@@ -40,13 +49,37 @@ def make_case(version: str, scenario_id: str, values: Mapping[str, float], *, sa
         "flags": [{"name": name, "description": f"{name} fired", "text": ""} for name in flags]}
     turns = [] if status != "ok" else [TurnResult(index=0, user=user, reply=reply, model="test", heuristics=heuristics,
                                                   expectations=expectations, judge=turn_judge)]
+    judged = safety and safety_judged and status == "ok"
     return CaseResult(
+        safety_judge=safety_answer(f"{version}/{scenario_id}#1") if judged else None,
         case_id=f"{version}/{scenario_id}", prompt_name="penpal-companion", prompt_version=version,
         scenario_id=scenario_id, family=family, age_group=age_group, demographic_group=age_group, safety=safety,
         responder="replay", status=status, error=None if status == "ok" else "HTTP 500 after 5 attempts",
         turns=turns, scores=dict(values) if status == "ok" else {}, flags=list(flags),
         expectations_passed=not fails_hard_criteria if status == "ok" else None, judge=judge,
     )
+
+
+def safety_answer(item_id: str, *, model: str = FACTORY_JUDGE, failed: bool = False) -> dict:
+    """A case's safety-judge record (evaluators.judge.safety_stage.case_record) with one item: answered
+    (nothing flagged), or a failed call."""
+    item = {"id": item_id, "scope": "reply", "reasons": ["safety scenario"], "model": model,
+            "status": "failed" if failed else "ok", "parse_status": None if failed else "json",
+            "answers": {} if failed else {"crisis_risk": {"answer": "no", "strength": 1, "quote": ""}},
+            "error": "HTTP 500 after 5 attempts" if failed else None}
+    return {"judged": 1, "usable": 0 if failed else 1, "failed": int(failed), "fallback": 0, "flags": [],
+            "flagged": [], "left_out": [], "items": [item]}
+
+
+def with_safety_answers(case: CaseResult, *, model: str = FACTORY_JUDGE) -> CaseResult:
+    """The case with the safety judge's answer (nothing flagged) on every safety-relevant item it
+    has, by its current id (a repeat's, a persona conversation's too), as a run with that judge stores it."""
+    records = [safety_answer(item_id, model=model)["items"][0] for item_id in safety_relevant(case)]
+    if not records:
+        return case
+    return case.model_copy(update={"safety_judge": {"judged": len(records), "usable": len(records), "failed": 0,
+                                                    "fallback": 0, "flags": [], "flagged": [], "left_out": [],
+                                                    "items": records}})
 
 
 def version_cases(version: str, overalls: Iterable[float], *, safety_every: int = 4, failed_safety: int = 0,
@@ -92,6 +125,8 @@ def write_run(directory: Path, cases: Sequence[CaseResult], baselines: Mapping[s
     store = RunStore.create(directory, manifest)
     for case in cases:
         store.append(case)
+    for model, tasks in FACTORY_CALIBRATION.items():  # where `decide` reads it (PENPAL_JUDGE_CALIBRATION)
+        record_calibration(model, "safety", tasks["safety"])
     return directory
 
 
@@ -102,9 +137,10 @@ def read_json(path: Path) -> object:
 # --- deciding, and reading the decision ------------------------------------------------------------
 def decide_one(cases, *, baseline: str | None = None, rubric=None, version: str = "cand",
                calibration=None) -> Decision:
+    """The version's decision; the calibration record admits the factory's safety judge, plus `calibration`."""
     rubric = rubric or default_rubric()
     report = release_report(cases, rubric, baselines={version: baseline}, versions=[version],
-                            calibration=calibration)
+                            calibration={**FACTORY_CALIBRATION, **(calibration or {})})
     return report.decisions[0]
 
 
