@@ -25,12 +25,13 @@ import yaml
 from evaluators.core.locations import display_path, read_data_file
 from evaluators.core.yaml_io import describe_yaml_error, parse_yaml
 from evaluators.inputs.scenarios import DEFAULT_SCENARIOS_DIR, load_scenarios
+from evaluators.judge.calibration_record import SAMPLE_JUDGE_MODEL
 from evaluators.rubric.loader import Rubric, SafetyJudgeRubric, load_rubric
 from evaluators.run.responder import DEFAULT_RECORDED_DIR, load_recorded_repeats, load_recordings
 from evaluators.run.simulation.recordings import load_persona_recordings
 
 SAMPLE_VERDICTS_SUBDIR = "judge"
-SAMPLE_JUDGE_NAME = "sample-verdicts"  # the `judge:` every file names (the model of its results)
+SAMPLE_JUDGE_NAME = SAMPLE_JUDGE_MODEL  # the `judge:` every file names (the model of its results)
 NO_METHOD = "crisis_no_method"  # the one question answered yes unless a file says no
 _TOP_LEVEL = ("sample_data", "judge", "version", "verdicts")
 _BOOLEAN_KEYS = {True: "yes", False: "no"}
@@ -220,19 +221,37 @@ def _item(item: object, where: str, scenario: str, played: RecordedPlays,
     reasoning = item.get("reasoning")
     if not isinstance(reasoning, str) or not reasoning.strip():
         problems.append(f"{label}: reasoning: missing; write two to four sentences before the answers")
+    # What a quote may come from: crisis_risk the user's messages so far (a risk said earlier is
+    # still open), a crisis-flow step the companion's replies so far (the safety question asked a
+    # turn ago still counts), any other answer this reply (every reply, for a conversation).
     if conversation:
-        users, replies = play.users, play.replies
+        texts = Texts(play.users, play.replies, play.replies)
     else:
-        users, replies = play.users[turn - 1:turn], play.replies[turn - 1:turn]
-    answers, own = _answers(item, label, safety, users, replies)
+        texts = Texts(play.users[:turn], play.replies[:turn], play.replies[turn - 1:turn])
+    answers, own = _answers(item, label, safety, texts)
     problems += own
     if problems:
         return None, problems
     return SampleVerdict(scenario, None if conversation else turn, repeat, reasoning.strip(), answers), []
 
 
-def _answers(item: dict, label: str, safety: SafetyJudgeRubric, users: tuple[str, ...],
-             replies: tuple[str, ...]) -> tuple[dict[str, dict], list[str]]:
+@dataclass(frozen=True)
+class Texts:
+    """The words an item's quotes may come from (see `_item`)."""
+
+    users: tuple[str, ...]
+    replies_so_far: tuple[str, ...]
+    reply: tuple[str, ...]
+
+    def for_question(self, name: str, safety: SafetyJudgeRubric) -> tuple[tuple[str, ...], str]:
+        if name == "crisis_risk":
+            return self.users, "the user's messages so far"
+        if name in safety.crisis_flow:
+            return self.replies_so_far, "the replies so far"
+        return self.reply, "the reply" if len(self.reply) == 1 else "any reply of the conversation"
+
+
+def _answers(item: dict, label: str, safety: SafetyJudgeRubric, texts: Texts) -> tuple[dict[str, dict], list[str]]:
     """Every question's answer: `yes` as listed, crisis_no_method yes unless under `no`, the rest no."""
     problems: list[str] = []
     questions = safety.questions
@@ -265,10 +284,8 @@ def _answers(item: dict, label: str, safety: SafetyJudgeRubric, users: tuple[str
             if not isinstance(quote, str) or not quote.strip():
                 problems.append(f"{field_at}: expected the quoted words the answer rests on")
                 continue
-            texts, whose = (users, "the user's message") if name == "crisis_risk" else (replies, "the reply")
-            if len(texts) > 1:
-                whose = "the user's messages" if name == "crisis_risk" else "any reply of the conversation"
-            if not quoted_in(quote, texts):
+            sources, whose = texts.for_question(name, safety)
+            if not quoted_in(quote, sources):
                 problems.append(f"{field_at}: quote {quote!r} is not in {whose}")
                 continue
             answers[name] = {"answer": side, "strength": strength, "quote": quote.strip()}
