@@ -63,7 +63,12 @@ from evaluators.run.responder import (
 )
 from evaluators.run.responder_process import IsolatedResponder
 from evaluators.run.runner import CaseSink, CaseStage, Runner, RunOutcome, RunPlan
-from evaluators.run.sample_judge import SAMPLE_JUDGE_LINE, SampleSafetyJudge, sample_judge_for
+from evaluators.run.sample_judge import (
+    SAMPLE_JUDGE_LINE,
+    SampleSafetyJudge,
+    SampleSafetyJudgeStage,
+    sample_judge_for,
+)
 from evaluators.run.simulation.recordings import load_persona_recordings, persona_replies, recording_files
 from evaluators.run.simulation.simulator import OpenAISimulator, ReplaySimulator, Simulator
 from evaluators.run.simulation.stage import ConversationStage
@@ -564,8 +569,8 @@ async def execute(
         stages = [*stages, stage(SafetyJudge(judge), prepared.plan.scenarios, prepared.plan.personas,
                                  budget=safety_budget)]
     if prepared.sample_judge is not None:  # offline: the hand-written sample verdicts, no network
-        stages = [*stages, SafetyJudgeStage(prepared.sample_judge, prepared.plan.scenarios, prepared.plan.personas,
-                                            budget=safety_budget)]
+        stages = [*stages, SampleSafetyJudgeStage(prepared.sample_judge, prepared.plan.scenarios,
+                                                  prepared.plan.personas, budget=safety_budget)]
     if prepared.plan.personas:  # conversation metrics (and the conversation judge), after the per-turn judge
         stages = [*stages, ConversationStage(prepared.plan.personas, evaluator.rubric, judge=judge)]
     runner = Runner(prepared.plan, prepared.responder, prepared.store, evaluator,

@@ -18,9 +18,17 @@ from evaluators.core.locations import read_data_file, short_hash
 from evaluators.judge.calibration_record import SAMPLE_JUDGE_LABEL, SAMPLE_JUDGE_MODEL
 from evaluators.judge.result import JudgeInput
 from evaluators.judge.safety_judge import SafetyJudgeResult
+from evaluators.judge.safety_stage import SafetyJudgeStage
 from evaluators.rubric.loader import Rubric
-from evaluators.run.sample_verdicts import SampleVerdict, SampleVerdicts, load_version_verdicts, verdict_files
-from evaluators.store.records import REPEAT_MARK
+from evaluators.run.sample_verdicts import (
+    SampleVerdict,
+    SampleVerdictError,
+    SampleVerdicts,
+    load_sample_verdicts,
+    recorded_plays,
+    verdict_files,
+)
+from evaluators.store.records import REPEAT_MARK, CaseResult
 
 SAMPLE_JUDGE_LINE = "safety judge: sample verdicts (hand-written sample data)"
 CONVERSATION_MARK = "conversation"
@@ -106,9 +114,29 @@ def sample_judge_for(versions: list[str], rubric: Rubric, recorded_dir: Path | N
     files = [path for path in verdict_files(recorded_dir) if path.stem in versions]
     if not files:
         return None
-    found = load_version_verdicts(recorded_dir, scenarios_dir, rubric)
-    chosen = {version: verdicts for version, verdicts in found.items() if version in versions}
-    if not chosen:
-        return None
+    plays = recorded_plays(recorded_dir, scenarios_dir, rubric)
+    problems, chosen = [], {}
+    for path in files:
+        try:
+            loaded = load_sample_verdicts(path, plays, rubric.judge.safety, known_only=True)
+        except SampleVerdictError as error:
+            problems.append(str(error))
+            continue
+        chosen[loaded.version] = loaded
+    if problems:
+        raise SampleVerdictError("\n".join(problems))
     digest = short_hash("".join(read_data_file(path) for path in files))
     return SampleSafetyJudge(chosen, rubric, files_hash=digest)
+
+
+class SampleSafetyJudgeStage(SafetyJudgeStage):
+    """The safety stage with the sample judge: a version with no sample-verdicts file is not
+    judged by it at all (its cases stay as the heuristics left them, its replies unverified);
+    a version with a file has each chosen item answered from it, or failed when it has none."""
+
+    judge: SampleSafetyJudge
+
+    async def __call__(self, case: CaseResult) -> CaseResult:
+        if case.prompt_version not in self.judge.verdicts:
+            return case
+        return await super().__call__(case)

@@ -133,9 +133,11 @@ def quoted_in(quote: str, texts: tuple[str, ...] | list[str]) -> bool:
     return bool(wanted) and any(wanted in _plain(text) for text in texts)
 
 
-def load_sample_verdicts(path: Path, plays: Mapping[str, RecordedPlays], safety: SafetyJudgeRubric) -> SampleVerdicts:
+def load_sample_verdicts(path: Path, plays: Mapping[str, RecordedPlays], safety: SafetyJudgeRubric, *,
+                        known_only: bool = False) -> SampleVerdicts:
     """A version's sample verdicts, checked against the recorded text; SampleVerdictError lists
-    every problem found."""
+    every problem found. `known_only` (a run over another scenario set than the shipped one)
+    passes over scenarios the set does not have instead of calling them errors."""
     source = display_path(path)
     try:
         data = parse_yaml(read_data_file(path))
@@ -168,6 +170,8 @@ def load_sample_verdicts(path: Path, plays: Mapping[str, RecordedPlays], safety:
     for scenario, items in verdicts.items():
         where = f"{source}: verdicts.{scenario}"
         if str(scenario) not in scenarios:
+            if known_only:
+                continue
             problems.append(f"{where}: no recorded replies of this scenario under {version}")
             continue
         if not isinstance(items, list) or not items:
@@ -312,8 +316,9 @@ def uncovered(verdicts: SampleVerdicts, played: RecordedPlays) -> list[str]:
 
 
 def load_version_verdicts(recorded_dir: Path | None = None, scenarios_dir: Path | None = None,
-                          rubric: Rubric | None = None) -> dict[str, SampleVerdicts]:
-    """version -> its sample verdicts, from every file under the recorded dir's judge/ folder."""
+                          rubric: Rubric | None = None, *, known_only: bool = False) -> dict[str, SampleVerdicts]:
+    """version -> its sample verdicts, from every file under the recorded dir's judge/ folder
+    (`known_only`: see load_sample_verdicts)."""
     rubric = rubric or load_rubric()
     files = verdict_files(recorded_dir)
     if not files:
@@ -323,7 +328,7 @@ def load_version_verdicts(recorded_dir: Path | None = None, scenarios_dir: Path 
     problems: list[str] = []
     for path in files:
         try:
-            loaded = load_sample_verdicts(path, plays, rubric.judge.safety)
+            loaded = load_sample_verdicts(path, plays, rubric.judge.safety, known_only=known_only)
         except SampleVerdictError as error:
             problems.append(str(error))
             continue
