@@ -64,7 +64,7 @@ def _judge_warnings(store: RunStore) -> list[str]:
     return [f"judge: {warning}" for warning in warnings or [] if isinstance(warning, str)]
 
 
-def _sample_judge_notice(manifest: dict) -> list[str]:
+def sample_judge_notice(manifest: dict) -> list[str]:
     """The offline run's safety judge is hand-written sample data: the report says so wherever it
     shows the run (the terminal's notices and the HTML report's banners)."""
     record = manifest.get("config", {}).get("safety_judge")
@@ -118,7 +118,7 @@ def read_run(directory: Path, rubric: Rubric, personas: Mapping[str, Persona] | 
     cases = with_conversation_metrics(store.read_cases(), personas or {}, rubric)
     if not cases:
         raise ReleaseError(f"{display_path(store.directory / CASES)}: the run holds no cases")
-    notices: list[str] = _judge_warnings(store) + _sample_judge_notice(manifest)
+    notices: list[str] = _judge_warnings(store) + sample_judge_notice(manifest)
     scored_with = manifest.get("hashes", {}).get("rubric")
     if scored_with and rubric.content_hash and scored_with != rubric.content_hash:
         notices.append(f"the run was scored with rubric {scored_with}; thresholds and hard criteria come from "
@@ -137,4 +137,4 @@ def report_for_run(run: ReleaseRun, rubric: Rubric, *, versions: list[str] | Non
                           calibration=read_calibration())
 
 
-__all__ = ["ReleaseError", "ReleaseRun", "StoreError", "read_run", "report_for_run"]
+__all__ = ["ReleaseError", "ReleaseRun", "StoreError", "read_run", "report_for_run", "sample_judge_notice"]

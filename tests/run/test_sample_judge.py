@@ -221,11 +221,13 @@ def test_the_offline_run_replays_the_verdicts_as_the_safety_judge_and_a_missing_
 def test_the_terminal_and_the_report_say_sample_verdicts(project, capsys):
     (project["recorded"] / "judge" / "v1.yaml").unlink()  # v1 not judged by it: the run can finish
     assert run_with_config(config(project, responder="auto", run_id="with")) == 0
-    output = " ".join(capsys.readouterr().err.split())
+    captured = capsys.readouterr()
+    output = " ".join(captured.err.split())
+    notice = f"{SAMPLE_JUDGE_LINE}: the safety verdicts on v2 are {SAMPLE_JUDGE_LABEL}"
     assert f"notice: {SAMPLE_JUDGE_LINE}" in output, output
     assert f"{SAMPLE_JUDGE_LINE}: 2 of 6 replies and conversations asked (33%), 1 flagged, 0 failed" in output, output
     decided = runner.invoke(app, ["decide", str(project["runs"] / "with")])
-    assert f"{SAMPLE_JUDGE_LINE}: the safety verdicts on v2 are {SAMPLE_JUDGE_LABEL}" in " ".join(decided.output.split())
+    assert notice in " ".join(decided.output.split())
 
 
 @pytest.mark.usefixtures("no_api_configured")
