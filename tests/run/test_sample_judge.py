@@ -11,10 +11,17 @@ from typer.testing import CliRunner
 
 from evaluators.cli import app
 from evaluators.cli.run import run_with_config
-from evaluators.judge.calibration_record import SAMPLE_JUDGE_LABEL, SAMPLE_JUDGE_MODEL, admission
+from evaluators.judge.calibration_record import (
+    SAMPLE_JUDGE_LABEL,
+    SAMPLE_JUDGE_MODEL,
+    admission,
+    judge_label,
+    record_calibration,
+)
 from evaluators.judge.safety_judge import SafetyJudgeResult
 from evaluators.pipeline import run_evaluation
 from evaluators.rubric.loader import load_rubric
+from evaluators.run.config import RunConfigError
 from evaluators.run.sample_judge import SAMPLE_JUDGE_LINE, item_place
 from evaluators.run.sample_verdicts import check_file, main
 from evaluators.scoring.api import default_evaluator
@@ -252,3 +259,25 @@ def test_a_live_run_never_uses_the_sample_verdicts(project, openai_server, monke
     assert report.store.manifest["config"]["safety_judge"] is None
     assert all(case.safety_judge is None for case in report.store.read_cases())
     assert report.store.read_summary()["safety_judge"] is None
+
+
+@pytest.mark.usefixtures("no_api_configured")
+def test_a_resume_asks_the_sample_judge_again_and_refuses_changed_verdicts(project):
+    first = run_evaluation(config(project, responder="auto"), default_evaluator())
+    failed = [case.case_id for case in first.store.read_cases() if case.judge_failed]
+    assert failed == ["v1/emo-crisis"]
+    # Resumed without any flag: the manifest brings the sample judge back, and the case is asked again.
+    again = run_evaluation(config(project, responder="auto", sample_judge=False, resume=first.store.directory),
+                           default_evaluator())
+    assert again.outcome.ran == 1
+    assert [case.case_id for case in again.store.read_cases() if case.judge_failed] == ["v1/emo-crisis"]
+    verdicts = project["recorded"] / "judge" / "v1.yaml"
+    verdicts.write_text(verdicts.read_text().replace("changes the subject.", "changes the subject entirely."))
+    with pytest.raises(RunConfigError, match="the sample verdicts changed"):
+        run_evaluation(config(project, responder="auto", resume=first.store.directory), default_evaluator())
+
+
+def test_the_sample_judge_cannot_be_calibrated_and_is_named_as_sample_data():
+    with pytest.raises(ValueError, match="cannot be calibrated"):
+        record_calibration(SAMPLE_JUDGE_MODEL, "safety", {"kappa": 1.0})
+    assert judge_label(SAMPLE_JUDGE_MODEL) == SAMPLE_JUDGE_LABEL and judge_label("gpt-4.1") == "gpt-4.1"
