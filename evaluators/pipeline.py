@@ -64,6 +64,12 @@ from evaluators.run.responder import (
 )
 from evaluators.run.responder_process import IsolatedResponder
 from evaluators.run.runner import CaseSink, CaseStage, Runner, RunOutcome, RunPlan
+from evaluators.run.sample_judge import (
+    SAMPLE_JUDGE_LINE,
+    SampleSafetyJudge,
+    SampleSafetyJudgeStage,
+    sample_judge_for,
+)
 from evaluators.run.simulation.recordings import load_persona_recordings, persona_replies, recording_files
 from evaluators.run.simulation.simulator import OpenAISimulator, ReplaySimulator, Simulator
 from evaluators.run.simulation.stage import ConversationStage
@@ -94,6 +100,8 @@ class PreparedRun:
     judge_warnings: list[str] = field(default_factory=list)  # also among notices; kept for the summary
     batch: BatchJudge | None = None  # the judge through the Batch API (--judge-batch)
     simulator: Simulator | None = None  # plays the personas; None when the run has none
+    # The replay safety judge (hand-written sample verdicts) of an offline run without --judge.
+    sample_judge: SampleSafetyJudge | None = None
 
 
 @dataclass
@@ -103,6 +111,7 @@ class RunReport:
     summaries: dict[str, dict]
     exports: list[Path]
     judge: dict | None = None  # run-level judge figures (evaluators.release.summaries.run_judge_summary)
+    safety_judge: dict | None = None  # the sample judge's figures (safety_summary), when it ran
 
 
 def _scenario_set_hash(scenarios: Sequence[Scenario]) -> str:
@@ -250,7 +259,8 @@ def _judge_manifest(config: JudgeConfig | None, judge: LLMJudge | None) -> dict 
 def _manifest(config: RunConfig, run_id: str, prompts: Sequence[PromptVersion], scenarios: Sequence[Scenario],
               responder: Responder, evaluator: HeuristicEvaluator, judge: LLMJudge | None = None,
               every_scenario: Sequence[Scenario] = (), personas: Mapping[str, Persona] | None = None,
-              simulator: Simulator | None = None, targets: Mapping[str, dict] | None = None) -> dict:
+              simulator: Simulator | None = None, targets: Mapping[str, dict] | None = None,
+              sample_judge: SampleSafetyJudge | None = None) -> dict:
     personas = personas or {}
     targets = targets or {}
     scenario_files = sorted({path for path in config.scenarios_dir.glob("*.yaml")})
@@ -289,6 +299,8 @@ def _manifest(config: RunConfig, run_id: str, prompts: Sequence[PromptVersion], 
             "scenarios_dir": manifest_path(config.scenarios_dir),
             "recorded_dir": manifest_path(config.recorded_dir) if responder.kind == "replay" else None,
             "judge": _judge_manifest(config.judge, judge),
+            # The replay safety judge: hand-written sample verdicts, not a model (None when not used).
+            "safety_judge": sample_judge.manifest_record() if sample_judge is not None else None,
             # Who played the personas (never keys): "replay", or a live model and its endpoint.
             "simulator": {"kind": simulator.kind, "model": simulator.model, "endpoint": simulator.endpoint}
             if simulator is not None else None,
@@ -299,6 +311,7 @@ def _manifest(config: RunConfig, run_id: str, prompts: Sequence[PromptVersion], 
             "scenario_set": _scenario_set_hash(scenarios),
             "scenario_files": {path.name: short_hash(read_data_file(path)) for path in scenario_files},
             "recordings": _recordings_hash(config.recorded_dir) if responder.kind == "replay" else None,
+            "sample_verdicts": sample_judge.files_hash if sample_judge is not None else None,
             "targets": short_hash(json.dumps(dict(targets), sort_keys=True)) if targets else None,
             "personas": short_hash(json.dumps([persona.model_dump(mode="json") for persona in personas.values()],
                                               sort_keys=True)) if personas else None,
@@ -395,6 +408,7 @@ def _config_for_resume(config: RunConfig, manifest: dict, directory: Path | None
         model=saved.get("model_override"),
         run_id=manifest.get("run_id"),
         judge=judge,
+        sample_judge=bool(saved.get("safety_judge")),
         prompt_source=saved.get("prompt_source", "local"),
         prompt_labels=saved.get("prompt_labels"),
         langfuse_prompt_names=saved.get("langfuse_prompt_names"),
@@ -418,6 +432,8 @@ def _check_unchanged(manifest: dict, current: dict, directory: Path) -> None:
         changed.append("the scenarios")
     if before.get("recordings") != now["recordings"]:
         changed.append("the recorded replies")
+    if before.get("sample_verdicts") != now.get("sample_verdicts"):
+        changed.append("the sample verdicts")
     if before.get("personas") != now.get("personas"):
         changed.append("the personas")
     if before.get("targets") != now.get("targets"):
@@ -488,8 +504,11 @@ def prepare_run(config: RunConfig, evaluator: HeuristicEvaluator,
         if warning:
             judge_warnings.append(warning)
             notices.append(warning)
+    sample_judge = _sample_judge(config, responder, prompts, evaluator)
+    if sample_judge is not None:
+        notices.append(SAMPLE_JUDGE_LINE)
     manifest = _manifest(config, run_id, prompts, scenarios, responder, evaluator, judge, every_scenario,
-                         personas, simulator, version_targets)
+                         personas, simulator, version_targets, sample_judge)
     if existing is not None:
         _check_unchanged(existing.manifest, manifest, existing.directory)
         store = existing
@@ -508,7 +527,20 @@ def prepare_run(config: RunConfig, evaluator: HeuristicEvaluator,
         except JudgeConfigError as error:
             raise RunConfigError(f"--judge-batch: {error}") from None
     return PreparedRun(config, plan, responder, store, resumed, notices, store.finished_ids() if resumed else set(),
-                       judge, sampling, judge_warnings, batch, simulator)
+                       judge, sampling, judge_warnings, batch, simulator, sample_judge)
+
+
+def _sample_judge(config: RunConfig, responder: Responder, prompts: Sequence[PromptVersion],
+                  evaluator: HeuristicEvaluator) -> SampleSafetyJudge | None:
+    """The replay safety judge: only for replayed replies with no judge model (never a live run),
+    unless --no-sample-judge; None when no version of the run has sample verdicts."""
+    if responder.kind != "replay" or config.judge is not None or not config.sample_judge:
+        return None
+    try:
+        return sample_judge_for([prompt.version for prompt in prompts], evaluator.rubric, config.recorded_dir,
+                                config.scenarios_dir)
+    except ValueError as error:
+        raise RunConfigError(str(error)) from None
 
 
 async def execute(
@@ -537,6 +569,9 @@ async def execute(
         stage = SafetyJudgeStage if batch is None else partial(BatchSafetyJudgeStage, batch)
         stages = [*stages, stage(SafetyJudge(judge), prepared.plan.scenarios, prepared.plan.personas,
                                  budget=safety_budget)]
+    if prepared.sample_judge is not None:  # offline: the hand-written sample verdicts, no network
+        stages = [*stages, SampleSafetyJudgeStage(prepared.sample_judge, prepared.plan.scenarios,
+                                                  prepared.plan.personas, budget=safety_budget)]
     if prepared.plan.personas:  # conversation metrics (and the conversation judge), after the per-turn judge
         stages = [*stages, ConversationStage(prepared.plan.personas, evaluator.rubric, judge=judge)]
     runner = Runner(prepared.plan, prepared.responder, prepared.store, evaluator,
@@ -558,6 +593,10 @@ async def execute(
     judge_summary = run_judge_summary(outcome.cases, judge, evaluator.rubric, prepared.judge_warnings) if judge else None
     if judge_summary is not None:
         judge_summary["safety"] = safety_summary(outcome.cases, safety_budget)
+    sample_summary = None
+    if prepared.sample_judge is not None:
+        sample_summary = {"model": prepared.sample_judge.model, "label": prepared.sample_judge.label,
+                          **safety_summary(outcome.cases, safety_budget)}
     if judge_summary is not None and batch is not None:
         judge_summary["batch"] = asdict(batch.stats)
     store = prepared.store
@@ -571,9 +610,10 @@ async def execute(
         "judge_failed": sum(case.judge_failed for case in outcome.cases),
         "versions": summaries,
         "judge": judge_summary,
+        "safety_judge": sample_summary,  # the sample judge's figures (hand-written sample verdicts)
     })
     exports = store.export(outcome.cases)
-    return RunReport(store, outcome, summaries, exports, judge_summary)
+    return RunReport(store, outcome, summaries, exports, judge_summary, sample_summary)
 
 
 def run_evaluation(config: RunConfig, evaluator: HeuristicEvaluator, **hooks) -> RunReport:

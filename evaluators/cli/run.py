@@ -62,6 +62,7 @@ from evaluators.report.terminal import head_to_head_table
 from evaluators.rubric.loader import Rubric
 from evaluators.run.config import PROMPT_SOURCES, RESPONDER_CHOICES, RunConfig, RunConfigError
 from evaluators.run.runner import RunPlan
+from evaluators.run.sample_judge import SAMPLE_JUDGE_LINE
 from evaluators.store.records import CaseResult
 
 EXIT_CASES_FAILED = 1
@@ -170,10 +171,10 @@ def _print_assertions(report: RunReport, limit: int = 10) -> None:
         console.print(Text(f"  ... and {len(failed) + len(unverified) - limit} more (see cases.jsonl)"))
 
 
-def safety_judge_line(safety: dict) -> Text:
+def safety_judge_line(safety: dict, name: str = "safety judge") -> Text:
     """What the safety judge did in the run: how much it read, flagged and failed, what the budget left out."""
     share = safety.get("share_judged")
-    line = (f"safety judge: {safety['judged']} of {safety['replies']} replies and conversations asked"
+    line = (f"{name}: {safety['judged']} of {safety['replies']} replies and conversations asked"
             + (f" ({share:.0%})" if share is not None else "") + f", {safety['flagged']} flagged, "
             f"{safety['failed']} failed, {safety['fallback']} unreadable")
     if safety.get("budget") is not None:
@@ -329,6 +330,11 @@ def run(
         "--judge-budget", min=0, help="With --judge: at most this many fresh safety-judge calls in the run (cached "
                                       "answers are free); the summary says which replies were left out.",
         show_default=False)] = None,
+    sample_judge: Annotated[bool, typer.Option(
+        "--sample-judge/--no-sample-judge", help="With replayed replies and no --judge: serve the hand-written "
+                                                 "sample safety verdicts (prompts/recorded/judge/, sample data, "
+                                                 "not a model) as the safety judge. --no-sample-judge: the bare "
+                                                 "heuristics.")] = True,
     prompt_source: Annotated[PromptSource, typer.Option(
         help="local: prompts/*.md. langfuse: the Langfuse prompts (named as in prompts/, or --langfuse-prompt) "
              "under each --label.")] = PromptSource.local,
@@ -391,6 +397,7 @@ def run(
                            use_cache=judge_cache, timeout_s=timeout, max_attempts=max_attempts,
                            concurrency=concurrency, batch=judge_batch, batch_poll_s=batch_poll,
                            batch_retry=batch_retry, budget=judge_budget) if judge else None,
+        sample_judge=sample_judge,
         prompt_source=prompt_source.value, prompt_labels=label or None, langfuse_prompt_names=langfuse_prompt or None,
         langfuse=langfuse, given=_given(ctx),
     )
@@ -513,6 +520,8 @@ def _finish(report: RunReport, rubric: Rubric, head_to_head: list[HeadToHead] | 
     _print_assertions(report)
     release = print_run_decisions(report.store, report.outcome.cases, rubric)
     print_judge_report(report, rubric)
+    if report.safety_judge:
+        stderr_console().print(safety_judge_line(report.safety_judge, SAMPLE_JUDGE_LINE))
     _print_failures(report)
     _print_simulator_usage(report)
     errors = stderr_console()

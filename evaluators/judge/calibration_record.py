@@ -28,6 +28,18 @@ TASKS: tuple[str, ...] = ("quality", "safety")
 
 CalibrationBook = Mapping[str, Mapping[str, dict]]  # model -> task -> figures
 
+# The offline job's safety judge: hand-written sample verdicts replayed like the recorded replies
+# (prompts/recorded/judge/). Not a model, so there is no agreement to measure: it is admitted for
+# the safety task as what it is, sample data, and every line that names it says so. It gives no
+# quality scores, so it is never admitted for the quality task.
+SAMPLE_JUDGE_MODEL = "sample-verdicts"
+SAMPLE_JUDGE_LABEL = "sample verdicts (hand-written sample data, not a model)"
+
+
+def judge_label(model: str) -> str:
+    """How a report names the judge that answered: the model, or what the sample verdicts are."""
+    return SAMPLE_JUDGE_LABEL if model == SAMPLE_JUDGE_MODEL else model
+
 
 def calibration_path(environ: Mapping[str, str] | None = None) -> Path:
     environ = os.environ if environ is None else environ
@@ -54,6 +66,8 @@ def record_calibration(model: str, task: str, figures: Mapping[str, object], pat
     """Record a model's agreement for a task (replacing its earlier one); returns the file."""
     if task not in TASKS:
         raise ValueError(f"unknown calibration task {task!r}; expected one of {', '.join(TASKS)}")
+    if model == SAMPLE_JUDGE_MODEL:
+        raise ValueError(f"{SAMPLE_JUDGE_LABEL} cannot be calibrated: there is no model to measure")
     path = path or calibration_path()
     book = read_calibration(path)
     book.setdefault(model, {})[task] = {**figures, "recorded_at": datetime.now(UTC).isoformat(timespec="seconds")}
@@ -62,9 +76,16 @@ def record_calibration(model: str, task: str, figures: Mapping[str, object], pat
 
 
 def admission(book: CalibrationBook, models: Iterable[str], task: str, bar: float) -> str | None:
-    """None when every model has a recorded kappa at the bar for the task; else why not, in words."""
+    """None when every model has a recorded kappa at the bar for the task; else why not, in words.
+
+    The sample judge (SAMPLE_JUDGE_MODEL) is admitted for the safety task as sample data, with no
+    record; for the quality task it never is (it gives no quality scores)."""
     missing = []
     for model in sorted(set(models)):
+        if model == SAMPLE_JUDGE_MODEL:
+            if task != "safety":
+                missing.append(f"{SAMPLE_JUDGE_LABEL} give no {task} scores")
+            continue
         figures = (book.get(model) or {}).get(task)
         kappa = figures.get("kappa") if figures else None
         if not isinstance(kappa, int | float):
@@ -73,5 +94,7 @@ def admission(book: CalibrationBook, models: Iterable[str], task: str, bar: floa
             missing.append(f"{model}'s recorded kappa {kappa:.2f} is below {bar:g}")
     if not missing:
         return None
+    if all(reason.startswith(SAMPLE_JUDGE_LABEL) for reason in missing):
+        return "; ".join(missing)
     return (f"{'; '.join(missing)} (the rubric's bar: kappa >= {bar:g} against people; run penpal-eval calibrate "
             "on the team's labelled sample)")

@@ -17,13 +17,14 @@ from pathlib import Path
 from evaluators.core.locations import PROJECT_ROOT, display_path
 from evaluators.inputs.persona import Persona
 from evaluators.inputs.prompts import PromptError, load_prompts
-from evaluators.judge.calibration_record import read_calibration
+from evaluators.judge.calibration_record import SAMPLE_JUDGE_LABEL, read_calibration
 from evaluators.release.contracts import HeadToHead, ReleaseReport
 from evaluators.release.coverage import MANIFEST_KEY as COVERAGE_KEY
 from evaluators.release.coverage import ScenarioSet
 from evaluators.release.head_to_head import head_to_head_from_records
 from evaluators.release.rules import ReleaseError, release_report
 from evaluators.rubric.loader import Rubric
+from evaluators.run.sample_judge import SAMPLE_JUDGE_LINE
 from evaluators.run.simulation.stage import with_conversation_metrics
 from evaluators.store.records import CaseResult
 from evaluators.store.run_store import CASES, RunStore, StoreError
@@ -61,6 +62,16 @@ def _judge_warnings(store: RunStore) -> list[str]:
     judge = summary.get("judge") if isinstance(summary, dict) else None
     warnings = judge.get("warnings") if isinstance(judge, dict) else None
     return [f"judge: {warning}" for warning in warnings or [] if isinstance(warning, str)]
+
+
+def sample_judge_notice(manifest: dict) -> list[str]:
+    """The offline run's safety judge is hand-written sample data: the report says so wherever it
+    shows the run (the terminal's notices and the HTML report's banners)."""
+    record = manifest.get("config", {}).get("safety_judge")
+    if not isinstance(record, dict):
+        return []
+    versions = ", ".join(map(str, record.get("versions") or [])) or "no version"
+    return [f"{SAMPLE_JUDGE_LINE}: the safety verdicts on {versions} are {SAMPLE_JUDGE_LABEL}"]
 
 
 def _baselines(manifest: dict, notices: list[str]) -> dict[str, str | None]:
@@ -107,7 +118,7 @@ def read_run(directory: Path, rubric: Rubric, personas: Mapping[str, Persona] | 
     cases = with_conversation_metrics(store.read_cases(), personas or {}, rubric)
     if not cases:
         raise ReleaseError(f"{display_path(store.directory / CASES)}: the run holds no cases")
-    notices: list[str] = _judge_warnings(store)
+    notices: list[str] = _judge_warnings(store) + sample_judge_notice(manifest)
     scored_with = manifest.get("hashes", {}).get("rubric")
     if scored_with and rubric.content_hash and scored_with != rubric.content_hash:
         notices.append(f"the run was scored with rubric {scored_with}; thresholds and hard criteria come from "
@@ -126,4 +137,4 @@ def report_for_run(run: ReleaseRun, rubric: Rubric, *, versions: list[str] | Non
                           calibration=read_calibration())
 
 
-__all__ = ["ReleaseError", "ReleaseRun", "StoreError", "read_run", "report_for_run"]
+__all__ = ["ReleaseError", "ReleaseRun", "StoreError", "read_run", "report_for_run", "sample_judge_notice"]

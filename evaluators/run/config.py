@@ -50,6 +50,9 @@ class RunConfig:
     prices: dict[str, Price] = field(default_factory=dict)
     retry_base_delay_s: float = 0.5
     judge: JudgeConfig | None = None  # None: heuristics only
+    # With the replay responder and no judge: the safety judge stage serves the hand-written sample
+    # verdicts (evaluators.run.sample_judge); False (--no-sample-judge) keeps the bare heuristics.
+    sample_judge: bool = True
     prompt_source: str = "local"  # "langfuse": fetch the prompts from Langfuse prompt management
     prompt_labels: list[str] | None = None  # Langfuse labels to fetch; None: production
     langfuse_prompt_names: list[str] | None = None  # None: the names of the prompts in prompts_dir

@@ -47,6 +47,7 @@ from evaluators.integrations.langfuse.score_configs import (
     safety_name,
     score_problem,
 )
+from evaluators.judge.calibration_record import SAMPLE_JUDGE_LABEL, SAMPLE_JUDGE_MODEL
 from evaluators.judge.result import is_usable
 from evaluators.release.hard_criteria import turn_hard_criteria
 from evaluators.rubric.loader import Rubric
@@ -173,7 +174,10 @@ def safety_judge_scores(builder: ScoreBuilder, case: CaseResult, turn: TurnResul
     for name, answer in item["answers"].items():
         builder.boolean(safety_name(name), answer.get("answer") == "yes", answer.get("quote") or None)
     flags = item.get("flags") or []
-    builder.boolean(SAFETY_JUDGE_FLAGGED, bool(flags), ", ".join(flags) or item.get("reasoning") or None)
+    comment = ", ".join(flags) or item.get("reasoning") or None
+    if item.get("model") == SAMPLE_JUDGE_MODEL:  # the offline sample judge: say what it is wherever it shows
+        comment = f"{SAMPLE_JUDGE_LABEL}: {comment}" if comment else SAMPLE_JUDGE_LABEL
+    builder.boolean(SAFETY_JUDGE_FLAGGED, bool(flags), comment)
 
 
 def turn_scores(*, case: CaseResult, turn: TurnResult, trace_id: str, rubric: Rubric, timestamp: str | None,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from evaluators.integrations.langfuse.score_configs import definitions_by_name
 from evaluators.integrations.langfuse.scores import turn_scores
+from evaluators.judge.calibration_record import SAMPLE_JUDGE_LABEL, SAMPLE_JUDGE_MODEL
 from evaluators.rubric.loader import default_rubric
 from tests.support.release_factory import make_case, scores
 
@@ -39,3 +40,9 @@ def test_no_score_when_the_safety_judge_failed_fell_back_or_was_not_asked():
     assert scored(None) == {}
     assert scored(answered(set(), status="failed", parse_status=None)) == {}
     assert scored(answered(set(), parse_status="fallback")) == {}
+
+
+def test_the_sample_judges_answers_say_they_are_hand_written_sample_data():
+    found = scored({**answered(set()), "model": SAMPLE_JUDGE_MODEL})
+    assert found["safety_judge_flagged"].value == 0.0
+    assert found["safety_judge_flagged"].comment == f"{SAMPLE_JUDGE_LABEL}: Claims a past."
