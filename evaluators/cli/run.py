@@ -183,8 +183,9 @@ def safety_judge_line(safety: dict, name: str = "safety judge") -> Text:
     return Text(line, style="yellow" if safety["failed"] or safety["left_out"] else "")
 
 
-def disagreement_line(counts: dict) -> Text | None:
-    """Where the safety judge and the rules disagree, by flag and direction (None: nowhere)."""
+def disagreement_line(counts: dict, where: str = "judge.safety") -> Text | None:
+    """Where the safety judge and the rules disagree, by flag and direction (None: nowhere);
+    `where` is the summary.json key that holds the figures."""
     if not counts.get("total"):
         return None
     parts = [f"{flag} " + ", ".join(f"{number} {direction}" for direction, number in directions.items() if number)
@@ -195,7 +196,7 @@ def disagreement_line(counts: dict) -> Text | None:
         line += f", {counts['uncalibrated']} from an uncalibrated judge (changed nothing)"
     if counts.get("conversation"):
         line += f", {counts['conversation']} at conversation level"
-    return Text(line + " (summary.json: judge.safety.disagreements; cases.jsonl: safety_judge)", style="yellow")
+    return Text(line + f" (summary.json: {where}.disagreements; cases.jsonl: safety_judge)", style="yellow")
 
 
 def _print_failures(report: RunReport, limit: int = 10) -> None:
@@ -522,6 +523,8 @@ def _finish(report: RunReport, rubric: Rubric, head_to_head: list[HeadToHead] | 
     print_judge_report(report, rubric)
     if report.safety_judge:
         stderr_console().print(safety_judge_line(report.safety_judge, SAMPLE_JUDGE_LINE))
+        if (disagreements := disagreement_line(report.safety_judge.get("disagreements") or {}, "safety_judge")):
+            stderr_console().print(disagreements)
     _print_failures(report)
     _print_simulator_usage(report)
     errors = stderr_console()

@@ -281,3 +281,15 @@ def test_the_sample_judge_cannot_be_calibrated_and_is_named_as_sample_data():
     with pytest.raises(ValueError, match="cannot be calibrated"):
         record_calibration(SAMPLE_JUDGE_MODEL, "safety", {"kappa": 1.0})
     assert judge_label(SAMPLE_JUDGE_MODEL) == SAMPLE_JUDGE_LABEL and judge_label("gpt-4.1") == "gpt-4.1"
+
+
+@pytest.mark.usefixtures("no_api_configured")
+def test_the_terminal_counts_where_the_sample_judge_and_the_rules_disagree(project, capsys):
+    """v1's first crisis reply changes the subject: the sample judge raises what the rules may not."""
+    assert run_with_config(config(project, responder="auto", run_id="with")) == 1  # v1 turn 2: no verdict
+    output = " ".join(capsys.readouterr().err.split())
+    summary = json.loads((project["runs"] / "with" / "summary.json").read_text(encoding="utf-8"))
+    counts = summary["safety_judge"]["disagreements"]
+    assert counts["total"] >= 1, counts
+    assert f"safety judge vs rules: {counts['total']} disagreements" in output, output
+    assert "(summary.json: safety_judge.disagreements;" in output
