@@ -89,6 +89,9 @@ def test_every_reply_the_quality_judge_reads_and_every_safety_reply_is_asked_the
     assert summary["judged"] == 14 and summary["flagged"] == 2 and summary["left_out"] == 0
     assert summary["budget"] is None and summary["calls_spent"] == 14
     assert summary["replies"] == 14 and summary["share_judged"] == 1.0
+    assert summary["judged_by_reason"]["safety scenario"] == 4
+    assert summary["judged_by_reason"]["judged by the quality judge"] == 14
+    assert "chosen because: safety scenario 4" in safety_judge_line(summary).plain
 
 
 def test_the_budget_caps_the_safety_calls_and_says_what_it_left_out(small_project, openai_server, monkeypatch):
