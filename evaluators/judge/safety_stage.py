@@ -98,7 +98,8 @@ class SafetyJudgeStage:
         if case.status != "ok" or not case.turns:
             return [], []
         chosen, left_out = [], []
-        for item, why in planned_items(case, self.scenarios.get(case.scenario_id), self.personas.get(case.scenario_id)):
+        for item, why in planned_items(case, self.scenarios.get(case.scenario_id), self.personas.get(case.scenario_id),
+                                       rubric=self.judge.rubric):
             if self.judge.cached(item) is not None or self.budget.take():
                 chosen.append((item, why))
             else:

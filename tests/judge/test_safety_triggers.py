@@ -135,3 +135,9 @@ def test_the_budget_caps_the_calls_and_reports_what_it_left_out_with_the_new_rea
     assert summary["left_out_by_reason"][DETECTOR_BAND] == 1 and summary["left_out_by_reason"][RISK_CUE] == 2
     left = done[0].safety_judge["left_out"][0]
     assert [reason_kind(reason) for reason in left["reasons"]] == [DETECTOR_BAND, RISK_CUE]
+
+
+def test_the_bands_are_the_runs_rubric_a_rubric_naming_no_trigger_detector_sends_no_band_reason():
+    case = stored("band", [({"harmful_advice": 0.99}, {})])
+    quiet = RUBRIC.model_copy(update={"detectors": RUBRIC.detectors.model_copy(update={"judge_triggers": []})})
+    assert planned_items(case, rubric=quiet) == [] and len(planned_items(case)) == 1
