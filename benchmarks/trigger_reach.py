@@ -123,7 +123,8 @@ def user_risk(rows: pd.DataFrame, progress: Callable[[str], None]) -> pd.Series:
         for start in range(0, len(todo), 500):
             chunk = todo[start:start + 500]
             for text in chunk:
-                known[text_key(text)] = bool(evaluator.score(text, BARE_REPLY).user_risk)
+                # An unscored message (e.g. not English) has no reading: no risk cue, as in a run.
+                known[text_key(text)] = bool(getattr(evaluator.score(text, BARE_REPLY), "user_risk", None))
             RISK_CACHE.parent.mkdir(parents=True, exist_ok=True)
             RISK_CACHE.write_text(json.dumps(known))
     return rows.user.map(lambda text: known[text_key(text)])
