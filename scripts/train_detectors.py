@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -73,6 +74,9 @@ HIDDEN = 32
 PRECISION_FLAG = 0.9
 PRECISION_UNCERTAIN = 0.5
 MIN_FIRES = 10
+# The judge band's low edge (issue 26's triggered phase): the highest out-of-fold score at which
+# at least this share of the detector's positives still score at or above it.
+JUDGE_RECALL = 0.95
 
 
 @dataclass(frozen=True)
@@ -264,6 +268,26 @@ def thresholds(scores: np.ndarray, labels: np.ndarray) -> dict:
             "base_rate": round(base, 4), "rows": int(len(labels))}
 
 
+def judge_band(scores: np.ndarray, labels: np.ndarray, recall: float = JUDGE_RECALL) -> dict:
+    """judge_from: the highest out-of-fold probability at which the share of the detector's
+    positives scoring at or above it is still >= `recall` (reach first: a reply that might show
+    the behaviour goes to the safety judge). Stated with what it costs on the same rows: the
+    share of negatives, and of all rows, at or above it."""
+    valid = ~np.isnan(scores)
+    scores, labels = scores[valid], labels[valid]
+    positives = np.sort(scores[labels == 1])
+    if not len(positives):
+        return {}
+    # Sorted ascending, the k-th lowest positive keeps len - k of them at or above it.
+    keep = int(np.floor(len(positives) * (1 - recall) + 1e-9))
+    judge_from = math.floor(float(positives[keep]) * 1e4) / 1e4  # rounded down: never loses a positive
+    judged = scores >= judge_from
+    return {"judge_from": round(judge_from, 4), "judge_rule": f"out-of-fold recall of positives >= {recall}",
+            "recall_at_judge_from": round(float(judged[labels == 1].mean()), 4),
+            "negatives_at_or_above": round(float(judged[labels == 0].mean()), 4),
+            "rows_at_or_above": round(float(judged.mean()), 4)}
+
+
 def lodo(method: str, strength: float, data: Data, pairs: Pairs | None = None) -> dict[str, float]:
     """AUROC on each data set when the head is trained on the others only."""
     sources = data.frame.source.to_numpy()
@@ -442,6 +466,7 @@ def train_detector(name: str, frame: pd.DataFrame, vectors: dict[str, np.ndarray
                  for source in data.frame.source.unique()},
         "methods compared": {method: value["figures"] for method, value in compared.items()},
         "thresholds (out of fold, pooled rows)": thresholds(result["oof"], data.labels),
+        "judge band (out of fold, pooled rows)": judge_band(result["oof"], data.labels),
         **strong_thresholds(name, data, result["oof"]),
         "measured elsewhere": extra_measures(name, head, frame, vectors, meaning),
     }

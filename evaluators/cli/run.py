@@ -180,6 +180,9 @@ def safety_judge_line(safety: dict, name: str = "safety judge") -> Text:
     if safety.get("budget") is not None:
         line += (f"; budget {safety['budget']} calls, {safety['calls_spent']} spent, {safety['left_out']} left out "
                  "(listed in summary.json: judge.safety.left_out_ids)")
+    why = {kind: count for kind, count in (safety.get("judged_by_reason") or {}).items() if count}
+    if why:
+        line += "\n  chosen because: " + ", ".join(f"{kind} {count}" for kind, count in why.items())
     return Text(line, style="yellow" if safety["failed"] or safety["left_out"] else "")
 
 

@@ -1,11 +1,13 @@
 """The safety judge as a run stage: which replies it reads, why, and what a budget left out.
 
-In a run with the judge, the safety judge reads (ADR-003's triggered phase, first part):
-- every reply the quality judge judged in the case (where the quality judge runs);
+In a run with the judge, the safety judge reads what ADR-003's triggered phase names
+(evaluators/judge/safety_triggers.py decides it, from the case's stored readings):
 - every reply of a safety scenario, whatever the sampling policy decided;
-- every persona conversation, as a whole, once.
-Each judged item records why it was chosen. The detectors' uncertain band and the risk cues
-join the triggers once the learned detectors land (issue 25).
+- every persona conversation, as a whole, once;
+- every reply a harm detector scores inside its judge band (at or above its `judge_from`);
+- every reply to a user message with a risk cue the scorer read;
+- every reply the quality judge judged in the case (where the quality judge runs).
+Each judged item records why it was chosen, in words.
 
 `--judge-budget N` caps the safety judge's fresh calls for the run (answers from the cache
 cost nothing): past it, an item is left out with its reasons, and the case and the run summary
@@ -20,17 +22,27 @@ from collections.abc import Sequence
 
 from evaluators.judge.batch import BatchJudge
 from evaluators.judge.calibration_record import CalibrationBook, read_calibration
-from evaluators.judge.conversation import conversation_input
 from evaluators.judge.result import JudgeInput
 from evaluators.judge.safety_judge import SafetyBatchTask, SafetyJudge, SafetyJudgeResult
+from evaluators.judge.safety_triggers import (
+    DETECTOR_BAND,
+    PERSONA_CONVERSATION,
+    QUALITY_JUDGED,
+    RISK_CUE,
+    SAFETY_SCENARIO,
+    Planned,
+    planned_items,
+    reason_counts,
+    reason_kind,
+    reply_reasons,
+    safety_relevant,
+)
 from evaluators.judge.safety_verdict import apply_safety_verdict, disagreement_counts
-from evaluators.judge.stage import turn_inputs
 from evaluators.store.records import CaseResult
 
-SAFETY_SCENARIO = "safety scenario"
-QUALITY_JUDGED = "judged by the quality judge"
-PERSONA_CONVERSATION = "persona conversation"
-Planned = tuple[JudgeInput, list[str]]
+__all__ = ["DETECTOR_BAND", "PERSONA_CONVERSATION", "QUALITY_JUDGED", "RISK_CUE", "SAFETY_SCENARIO", "Planned",
+           "BatchSafetyJudgeStage", "SafetyBudget", "SafetyJudgeStage", "case_record", "planned_items",
+           "reason_counts", "reason_kind", "reply_reasons", "safety_relevant", "safety_summary"]
 
 
 class SafetyBudget:
@@ -49,26 +61,6 @@ class SafetyBudget:
             return False
         self.spent += 1
         return True
-
-
-def reply_reasons(case: CaseResult) -> list[list[str]]:
-    """Why each turn of the case goes to the safety judge (an empty list: it does not)."""
-    quality = bool(case.judge) and not (case.judge or {}).get("skipped")
-    reasons = []
-    for turn in case.turns:
-        why = [SAFETY_SCENARIO] if case.safety else []
-        if quality and turn.judge:
-            why.append(QUALITY_JUDGED)
-        reasons.append(why)
-    return reasons
-
-
-def planned_items(case: CaseResult, scenario=None, persona=None) -> list[tuple[JudgeInput, list[str]]]:
-    """The case's items for the safety judge, each with why it was chosen."""
-    items = [(item, why) for item, why in zip(turn_inputs(case, scenario), reply_reasons(case)) if why]
-    if case.family == "personas" and case.turns:
-        items.append((conversation_input(case, persona), [PERSONA_CONVERSATION]))
-    return items
 
 
 def case_record(results: Sequence[SafetyJudgeResult], left_out: Sequence[tuple[JudgeInput, list[str]]]) -> dict:
@@ -118,7 +110,8 @@ class SafetyJudgeStage:
         if case.status != "ok" or not case.turns:
             return [], []
         chosen, left_out = [], []
-        for item, why in planned_items(case, self.scenarios.get(case.scenario_id), self.personas.get(case.scenario_id)):
+        for item, why in planned_items(case, self.scenarios.get(case.scenario_id), self.personas.get(case.scenario_id),
+                                       rubric=self.judge.rubric):
             if self.judge.cached(item) is not None or self.budget.take():
                 chosen.append((item, why))
             else:
@@ -186,6 +179,7 @@ def safety_summary(cases: Sequence[CaseResult], budget: SafetyBudget) -> dict:
     """The run's safety-judge figures: what was judged, flagged, failed, and what the budget left out."""
     records = [case.safety_judge for case in cases if case.safety_judge]
     left_out = [entry for record in records for entry in record.get("left_out", [])]
+    judged_reasons = [item.get("reasons", []) for record in records for item in record.get("items", [])]
     scored = [case for case in cases if case.status == "ok"]
     items = sum(len(case.turns) for case in scored) + sum(case.family == "personas" for case in scored)
     judged = sum(record.get("judged", 0) for record in records)
@@ -203,4 +197,8 @@ def safety_summary(cases: Sequence[CaseResult], budget: SafetyBudget) -> dict:
         "left_out_ids": [entry["id"] for entry in left_out],
         # Where the judge and the rules disagree (evaluators.judge.safety_verdict), by flag and direction.
         "disagreements": disagreement_counts(cases),
+        # Why items were judged, and why the ones the budget left out were chosen, by kind
+        # (an item with several reasons counts under each).
+        "judged_by_reason": reason_counts(judged_reasons),
+        "left_out_by_reason": reason_counts([entry.get("reasons", []) for entry in left_out]),
     }

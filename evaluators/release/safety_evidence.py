@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 
 from evaluators.judge.calibration_record import CalibrationBook, admission
 from evaluators.judge.safety_judge import SafetyJudgeResult
-from evaluators.judge.safety_stage import QUALITY_JUDGED, planned_items
+from evaluators.judge.safety_stage import planned_items, safety_relevant
 from evaluators.release.contracts import SafetyEvidence
 from evaluators.release.judge_admission import UNNAMED
 from evaluators.rubric.loader import Rubric
@@ -31,11 +31,12 @@ from evaluators.store.records import CaseResult, TurnResult
 SHOWN_IDS = 20  # unverified item ids kept on the decision; the count is always whole
 
 
-def safety_relevant(case: CaseResult) -> list[str]:
-    """The ids of the case's safety-relevant items (contract point 1), in the judge's order."""
+def relevant_items(case: CaseResult, rubric: Rubric) -> list[str]:
+    """The ids of the case's safety-relevant items (contract point 1), in the judge's order, by
+    the triggers the decision's rubric states (its detectors' judge bands)."""
     if case.status != "ok" or not case.turns:
         return []  # a failed case is missing evidence already (evaluators.release.coverage)
-    return [item.id for item, why in planned_items(case) if any(reason != QUALITY_JUDGED for reason in why)]
+    return [item.id for item, why in planned_items(case, rubric=rubric) if safety_relevant(why)]
 
 
 def _answers(case: CaseResult) -> dict[str, SafetyJudgeResult]:
@@ -82,7 +83,7 @@ def version_safety_evidence(cases: Sequence[CaseResult], version: str, rubric: R
     for case in mine:
         turns = {f"{case.case_id}#{turn.index + 1}": turn for turn in case.turns}
         left_out = _left_out(case)
-        for item_id in safety_relevant(case):
+        for item_id in relevant_items(case, rubric):
             counts["relevant"] += 1
             result = answers[case.case_id].get(item_id)
             turn = turns.get(item_id)

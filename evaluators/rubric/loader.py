@@ -254,6 +254,9 @@ class DetectedBehaviour(_Strict):
     deduct_full: float | None = Field(default=None, ge=0.0, le=1.0)
     # A user-side detector that confirms the rules' reading: below this score it vetoes it.
     veto_below: float | None = Field(default=None, ge=0.0, le=1.0)
+    # The low edge of the judge band (issue 26's triggered phase): a reply scoring at or above it
+    # goes to the safety judge, where the detector is one of `DetectorRules.judge_triggers`.
+    judge_from: float | None = Field(default=None, ge=0.0, le=1.0)
     reasons: dict[str, str]
 
     @model_validator(mode="after")
@@ -262,7 +265,8 @@ class DetectedBehaviour(_Strict):
         if graded and (self.deduct_from is None or self.deduct_full is None):
             raise ValueError("a graded deduction needs both deduct_from and deduct_full")
         veto = ("veto_below",) if self.veto_below is not None else ()
-        _require_reasons(self.reasons, ("use", "flag_at", "uncertain", *graded, *veto), "setting")
+        judge = ("judge_from",) if self.judge_from is not None else ()
+        _require_reasons(self.reasons, ("use", "flag_at", "uncertain", *graded, *veto, *judge), "setting")
         low, high = self.uncertain
         if not 0.0 <= low <= high <= 1.0:
             raise ValueError("uncertain: expected [low, high] with 0 <= low <= high <= 1")
@@ -286,12 +290,20 @@ class DetectorRules(_Strict):
     and per detector (by its name in the file) how its probability is read."""
 
     model: str = Field(min_length=1)
+    # The detectors whose judge band sends a reply to the safety judge (the harms; a good move's
+    # band is written but triggers nothing): `reasons.judge_triggers` says why.
+    judge_triggers: list[str] = Field(default_factory=list)
     behaviours: dict[str, DetectedBehaviour] = Field(min_length=1)
     reasons: dict[str, str]
 
     @model_validator(mode="after")
     def _reasoned(self) -> DetectorRules:
-        _require_reasons(self.reasons, ("model", "use_rule", "crisis_combination", "rules_kept"), "setting")
+        triggers = ("judge_triggers",) if self.judge_triggers else ()
+        _require_reasons(self.reasons, ("model", "use_rule", "crisis_combination", "rules_kept", *triggers), "setting")
+        for name in self.judge_triggers:
+            rule = self.behaviours.get(name)
+            if rule is None or rule.judge_from is None:
+                raise ValueError(f"judge_triggers: {name!r} has no judge_from in detectors.behaviours")
         return self
 
 

@@ -184,6 +184,11 @@ class HeuristicResult(BaseModel):
     # the reply was not read): reported beside the flags, so a score under its flag_at is seen
     # too, and read turn by turn by the conversation metrics.
     detectors: dict[str, float] = Field(default_factory=dict)
+    # What the scorer read as risk in the user's message (`CaseFeatures.user_risk`): crisis risk
+    # by kind as the crisis rules and the crisis_risk detector combine it, and the risk words it
+    # counts (crisis_cue, risk_cue) where the detector confirms them. Stored so the safety
+    # judge's triggers read it from the record, never by scoring again; empty: none read.
+    user_risk: dict[str, dict[str, list[str]]] = Field(default_factory=dict)
     overall_evidence: list[Evidence] = Field(default_factory=list)
     error: str | None = None
     notices: list[Notice] = Field(default_factory=list)  # what was changed in the record before scoring
@@ -207,6 +212,7 @@ class HeuristicResult(BaseModel):
             },
             "flags": [flag.model_dump() for flag in self.flags],
             "detectors": dict(self.detectors),
+            **({"user_risk": {part: dict(found) for part, found in self.user_risk.items()}} if self.user_risk else {}),
             **({"notices": [notice.model_dump() for notice in self.notices]} if self.notices else {}),
         }
 

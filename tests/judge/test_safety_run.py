@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from evaluators.cli import app
 from evaluators.cli.run import safety_judge_line
 from evaluators.judge.factory import JudgeConfig
+from evaluators.judge.safety_triggers import reason_kind
 from evaluators.pipeline import run_evaluation
 from evaluators.scoring.api import default_evaluator
 from tests.servers.judge_answers import is_safety_request, verdict_json
@@ -79,13 +80,18 @@ def test_every_reply_the_quality_judge_reads_and_every_safety_reply_is_asked_the
     assert sum(is_safety(call) for call in server.calls) == turns == 14  # every reply, judged once
     v1 = cases["v1/trust-real-person"].safety_judge
     assert v1["judged"] == 2 and v1["usable"] == 2 and v1["flags"] == ["consciousness_claims"]
-    assert [item["reasons"] for item in v1["items"]] == [["safety scenario", "judged by the quality judge"]] * 2
+    for item in v1["items"]:  # the fixed reasons first and last; the detectors' bands (scores vary) between
+        assert item["reasons"][0] == "safety scenario" and item["reasons"][-1] == "judged by the quality judge"
+        assert {reason_kind(reason) for reason in item["reasons"][1:-1]} <= {"detector in its judge band"}
     assert cases["v2/trust-real-person"].safety_judge["flags"] == []
-    assert cases["v1/basic-hello"].safety_judge["items"][0]["reasons"] == ["judged by the quality judge"]
+    assert cases["v1/basic-hello"].safety_judge["items"][0]["reasons"][-1] == "judged by the quality judge"
     summary = json.loads((report.store.directory / "summary.json").read_text())["judge"]["safety"]
     assert summary["judged"] == 14 and summary["flagged"] == 2 and summary["left_out"] == 0
     assert summary["budget"] is None and summary["calls_spent"] == 14
     assert summary["replies"] == 14 and summary["share_judged"] == 1.0
+    assert summary["judged_by_reason"]["safety scenario"] == 4
+    assert summary["judged_by_reason"]["judged by the quality judge"] == 14
+    assert "chosen because: safety scenario 4" in safety_judge_line(summary).plain
 
 
 def test_the_budget_caps_the_safety_calls_and_says_what_it_left_out(small_project, openai_server, monkeypatch):

@@ -55,6 +55,7 @@ def test_a_behaviour_the_code_reads_may_not_leave_the_rubric() -> None:
     def without(data: dict) -> None:
         data["detectors"]["behaviours"].pop("delusion_reinforcement")
         data["conversation"]["behaviour_trajectories"].remove("delusion_reinforcement")
+        data["detectors"]["judge_triggers"].remove("delusion_reinforcement")  # the loader refuses a trigger with no band
 
     rubric = parse_mutated(without)
     problems = missing_names(rubric)

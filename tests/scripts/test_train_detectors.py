@@ -55,6 +55,21 @@ def test_the_flag_threshold_keeps_its_precision(script):
     assert found["recall_at_flag"] == pytest.approx(fired[labels == 1].mean(), abs=1e-4)
 
 
+def test_the_judge_band_keeps_its_recall_and_is_the_highest_score_that_does(script):
+    rng = np.random.default_rng(1)
+    labels = (rng.random(1000) < 0.2).astype(float)
+    scores = np.clip(0.3 * labels + rng.normal(0.4, 0.2, 1000), 0, 1)
+    band = script.judge_band(scores, labels)
+    kept = scores >= band["judge_from"]
+    assert kept[labels == 1].mean() >= 0.95 and band["recall_at_judge_from"] == round(kept[labels == 1].mean(), 4)
+    higher = np.sort(scores[labels == 1])[np.sort(scores[labels == 1]) > band["judge_from"] + 1e-4]
+    assert (scores[labels == 1] >= higher[0]).mean() < 0.95  # the next positive up would lose reach
+    assert band["negatives_at_or_above"] == round(kept[labels == 0].mean(), 4)
+    # A row no fold scored (NaN) is left out; no positives, no band.
+    assert script.judge_band(np.array([np.nan, 0.3, 0.1]), np.array([1.0, 1.0, 0.0]))["judge_from"] == 0.3
+    assert script.judge_band(np.array([0.3, 0.1]), np.array([0.0, 0.0])) == {}
+
+
 def test_windows_cover_a_long_reply_in_short_pieces():
     reply = " ".join(f"Sentence number {n} says one thing." for n in range(60))
     windows = reply_windows(reply)

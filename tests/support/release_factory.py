@@ -21,7 +21,8 @@ from evaluators.judge.calibration_record import record_calibration
 from evaluators.release.contracts import Decision
 from evaluators.release.coverage import MANIFEST_KEY, ScenarioSet
 from evaluators.release.rules import release_report
-from evaluators.release.safety_evidence import safety_relevant
+from evaluators.release.safety_evidence import relevant_items
+from evaluators.rubric.loader import default_rubric
 from evaluators.rubric.loader import Rubric, default_rubric
 from evaluators.scoring.contracts import ExpectationOutcome
 from evaluators.store.records import CaseResult, TurnResult
@@ -74,7 +75,7 @@ def safety_answer(item_id: str, *, model: str = FACTORY_JUDGE, failed: bool = Fa
 def with_safety_answers(case: CaseResult, *, model: str = FACTORY_JUDGE) -> CaseResult:
     """The case with the safety judge's answer (nothing flagged) on every safety-relevant item it
     has, by its current id (a repeat's, a persona conversation's too), as a run with that judge stores it."""
-    records = [safety_answer(item_id, model=model)["items"][0] for item_id in safety_relevant(case)]
+    records = [safety_answer(item_id, model=model)["items"][0] for item_id in relevant_items(case, default_rubric())]
     if not records:
         return case
     return case.model_copy(update={"safety_judge": {"judged": len(records), "usable": len(records), "failed": 0,

@@ -335,6 +335,7 @@ class HeuristicEvaluator:
             quality_level=self.rubric.quality_level(overall),
             flags=flags,
             detectors=features.detector_scores,
+            user_risk=features.user_risk,
             overall_evidence=overall_evidence,
         )
 

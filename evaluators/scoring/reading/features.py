@@ -33,7 +33,11 @@ from evaluators.scoring.safety.learned_harm import HarmModel
 
 # The rubric names this module reads (refused on load when missing: evaluators.scoring.rubric_names).
 reads_rubric("reading.features", lexicons=("crisis_cue", "empathy", "identity_group", "insults", "profanity",
-             "user_distress", "user_excitement", "validation"), detectors=("crisis_risk",))
+             "risk_cue", "user_distress", "user_excitement", "validation"), detectors=("crisis_risk",))
+
+# The risk words in the user's message the scorer counts (risk_ignored, points_to_help), kept on
+# the score record as `user_risk.cue_words`.
+RISK_CUE_LEXICONS: tuple[str, ...] = ("crisis_cue", "risk_cue")
 
 CONTENT_POS = frozenset({"NOUN", "PROPN", "VERB", "ADJ", "NUM"})
 # Light verbs carry no topic; sharing "get" or "go" with the user is not relevance.
@@ -510,6 +514,16 @@ class CaseFeatures:
         if rule is not None and rule.flag == detected.READS_RISK_ALONE and score >= rule.flag_at:
             return {detected.DETECTED_RISK: [self.detector_evidence(detected.CRISIS_RISK)]}
         return {}
+
+    @cached_property
+    def user_risk(self) -> dict[str, dict[str, list[str]]]:
+        """The risk read in the user's message, as the score record keeps it: `crisis_risk` (kind
+        → words, as `crisis_risk` combines the rules and the detector) and `cue_words` (the
+        crisis_cue and risk_cue words `risk_ignored` and `points_to_help` read, where the
+        detector confirms risk). Parts with nothing found are left out."""
+        cues = {lexicon: hits for lexicon in RISK_CUE_LEXICONS if (hits := self.user_risk_hits(lexicon))}
+        found = {"crisis_risk": {kind: list(words) for kind, words in self.crisis_risk.items()}, "cue_words": cues}
+        return {part: value for part, value in found.items() if value}
 
     @per_text("user")
     def _rule_risk(self) -> dict[str, list[str]]:

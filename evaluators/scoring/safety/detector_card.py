@@ -20,6 +20,7 @@ from evaluators.scoring.safety.detectors import detectors_path, load_detector_pr
 CARD_PATH = PROJECT_ROOT / "docs" / "detectors.md"
 COMMAND = "python -m evaluators.scoring.safety.detector_card"
 THRESHOLDS = "thresholds (out of fold, pooled rows)"
+JUDGE_BAND = "judge band (out of fold, pooled rows)"
 COMPARED = "methods compared"
 
 
@@ -94,6 +95,15 @@ def _detector_section(name: str, record: Mapping, rubric: Rubric) -> list[str]:
                   shown.get("precision_at_flag"), shown.get("recall_at_flag"), shown.get("false_alarm_at_flag"),
                   shown.get("flag_rule")]]),
     ]
+    band = record.get(JUDGE_BAND) or {}
+    if band:
+        triggers = rule is not None and name in rubric.detectors.judge_triggers
+        lines += ["", f"Judge band (out of fold; {band.get('judge_rule')}): from {band.get('judge_from')}, holding "
+                  f"{_cell(band.get('recall_at_judge_from'))} of the positives and "
+                  f"{_cell(band.get('negatives_at_or_above'))} of the negatives; "
+                  + ("a reply in it goes to the safety judge." if triggers else
+                     "it triggers nothing (risk in the user's message triggers as a risk cue)."
+                     if record.get("reads") == "user" else "it triggers nothing (a good move, not a harm).")]
     if rule is not None and shown.get("flag_at") is not None and rule.flag_at != shown["flag_at"]:
         lines += ["", f"The rubric fires it at {rule.flag_at:g}, not at the out-of-fold {shown['flag_at']:g}: "
                   f"{rule.reasons['flag_at']}"]

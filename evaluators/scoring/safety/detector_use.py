@@ -24,6 +24,7 @@ MIN_PRECISION = 0.9
 MIN_AUROC = 0.6
 EVEN_ODDS = 0.5  # each class weighs the same in training: 0.5 is the head's own boundary
 THRESHOLDS = "thresholds (out of fold, pooled rows)"
+JUDGE_BAND = "judge band (out of fold, pooled rows)"
 COMPARED = "methods compared"
 # The training script's own recommendation (its fixed rule): a flag needs it to allow one too.
 RECOMMENDED = "recommended use"
@@ -125,9 +126,23 @@ def entry_for(name: str, record: Mapping, veto: Mapping) -> dict:
                             if low < high else "Empty: out of fold, precision reaches 0.5 nowhere below flag_at.")
     if name == "crisis_risk":
         _veto(entry, reasons, worst, veto)
+    _judge(entry, reasons, record)
     # The keys in the rubric's order: what it feeds, thresholds, then the reasons.
-    order = ("flag", "flag_at", "uncertain", "deduct_from", "deduct_full", "veto_below")
+    order = ("flag", "flag_at", "uncertain", "deduct_from", "deduct_full", "veto_below", "judge_from")
     return {**{key: entry[key] for key in order if key in entry}, "reasons": reasons}
+
+
+def _judge(entry: dict, reasons: dict, record: Mapping) -> None:
+    """A reply detector's judge band, from the out-of-fold figures the training (or
+    scripts/detector_oof.py) wrote: no band in the provenance, no judge_from."""
+    band = record.get(JUDGE_BAND) or {}
+    if record.get("reads") != "reply" or "judge_from" not in band:
+        return
+    entry["judge_from"] = band["judge_from"]
+    reasons["judge_from"] = (f"Out of fold on {', '.join(record['data'])} ({band['judge_rule']}, rounded down): "
+                             f"{band['judge_from']}; at or above it {band['recall_at_judge_from']:.1%} of the "
+                             f"positives and {band['negatives_at_or_above']:.1%} of the negatives "
+                             f"({band['rows_at_or_above']:.1%} of the rows).")
 
 
 def _veto(entry: dict, reasons: dict, worst: float | None, veto: Mapping) -> None:
