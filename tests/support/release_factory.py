@@ -22,7 +22,6 @@ from evaluators.release.contracts import Decision
 from evaluators.release.coverage import MANIFEST_KEY, ScenarioSet
 from evaluators.release.rules import release_report
 from evaluators.release.safety_evidence import relevant_items
-from evaluators.rubric.loader import default_rubric
 from evaluators.rubric.loader import Rubric, default_rubric
 from evaluators.scoring.contracts import ExpectationOutcome
 from evaluators.store.records import CaseResult, TurnResult
