@@ -153,9 +153,9 @@ def make_splits(frame: pd.DataFrame, models: tuple[str, ...]) -> list[Split]:
                 held_seeds = tuple(sorted(seed for seed, value in fold_of_seed.items() if value == index))
                 label += f", Spiral-Bench seed fold {index + 1} of {SEED_FOLDS}"
             splits.append(Split(label, model, held_sources=held, held_seeds=held_seeds))
-        for salt, split in enumerate(splits):
-            if split.model != model:
-                continue
+        # The seed's salt counts a model's own splits only: measuring one model alone draws
+        # the same rows as measuring both.
+        for salt, split in enumerate(split for split in splits if split.model == model):
             held = frame.source.isin(split.held_sources).to_numpy() | (spiral_rows & np.isin(seeds, split.held_seeds))
             split.train_rows = capped(frame, pool & ~held, CAP_TRAIN[model], 100 * salt)
             split.eval_rows = capped(frame, pool & held, CAP_EVAL, 100 * salt + 50)
