@@ -502,8 +502,10 @@ def load_vectors(frame: pd.DataFrame, meaning, windows: bool = True) -> dict:
 MEASURED_ONLY_NOTE = ("Robots-Dont-Cry states no licence: its rows are scored, never trained on (the "
                       "consciousness_claims head learns from Spiral-Bench and R-U-A-Robot)")
 TRAINING_DEPENDENCIES = "numpy and pandas (the package's own): the MLP is fitted in numpy, so no train extra"
-NOT_MEASURED = ("fine-tuning an encoder (torch) and a larger sentence encoder: beyond this session's "
-                "two-CPU budget, not measured")
+NOT_MEASURED = ("a larger sentence encoder: not measured. Fine-tuning all-MiniLM-L6-v2 (torch, the `train` extra): "
+                "measured by scripts/finetune_detectors.py on subsampled rows (evaluators/scoring/safety/finetune_measured.json, "
+                "docs/detectors-finetune.md) and not shipped by its rule stated beforehand: held out it gains on harmful_advice "
+                "(+0.14) and consciousness_claims (+0.14) and loses on five Spiral-only detectors")
 
 
 def train(root: Path, out: Path, names: tuple[str, ...], quick: bool) -> dict:
