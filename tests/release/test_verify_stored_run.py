@@ -166,3 +166,42 @@ def test_verify_refuses_clearly(project, openai_server, monkeypatch, tmp_path):
     unknown = CliRunner().invoke(app, ["verify", str(store.directory), "-p", "v9", "--judge-model", JUDGE])
     assert unknown.exit_code == 2 and "v9" in unknown.stderr
 
+
+
+@pytest.mark.usefixtures("no_api_configured")
+def test_a_replayed_run_is_verified_offline_by_the_sample_verdicts(tmp_path, monkeypatch):
+    """A replayed run made without the sample judge (--no-sample-judge) is refused; `verify
+    --sample-judge` replays the hand-written verdicts onto its stored replies, no endpoint needed."""
+    from evaluators.judge.calibration_record import SAMPLE_JUDGE_MODEL
+    from evaluators.pipeline import run_evaluation
+    from evaluators.scoring.api import default_evaluator
+    from tests.run.test_sample_judge import RECORDED, SCENARIOS, V2_VERDICTS
+    from tests.support.project import PROMPT, write_files
+    from tests.support.runs import config
+
+    for name in ("PENPAL_JUDGE_BASE_URL", "PENPAL_JUDGE_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    project = {"prompts": write_files(tmp_path / "prompts", {"v1.md": PROMPT.format(version="v1", baseline="null"),
+                                                             "v2.md": PROMPT.format(version="v2", baseline="v1")}),
+               "recorded": write_files(tmp_path / "recorded", {"replies.yaml": RECORDED}),
+               "scenarios": write_files(tmp_path / "scenarios", SCENARIOS), "runs": tmp_path / "runs",
+               "cache": tmp_path / "cache", "root": tmp_path}
+    write_files(project["recorded"] / "judge", {"v2.yaml": V2_VERDICTS})
+    store = run_evaluation(config(project, responder="auto", run_id="bare", sample_judge=False),
+                           default_evaluator()).store
+    result, decisions = decide(store, "-p", "v2")
+    evidence = decisions["v2"]["safety_evidence"]
+    assert evidence["judged"] is False and evidence["unverified"] == evidence["relevant"] >= 2
+    assert "penpal-eval verify" in evidence["verify"]
+    verified = CliRunner().invoke(app, ["verify", str(store.directory), "-p", "v2", "--sample-judge"])
+    # v2's second crisis reply gives no resource: the admitted sample verdict raises the flag (the
+    # combination rule), so v2 is revised for it now, on evidence, instead of refused for lack of it.
+    assert verified.exit_code == 4, verified.output
+    assert "crisis_without_help 1 judge raised" in " ".join(verified.stderr.split())
+    _, decisions = decide(store, "-p", "v2")
+    evidence = decisions["v2"]["safety_evidence"]
+    assert evidence["models"] == [SAMPLE_JUDGE_MODEL] and evidence["by_judge"] == evidence["relevant"] >= 2
+    assert decisions["v2"]["outcome"] == "revise" and decisions["v2"]["refused"] is None
+    record = json.loads((store.directory / "manifest.json").read_text(encoding="utf-8"))[MANIFEST_KEY]
+    assert [(entry["kind"], entry["model"], entry["endpoint"]) for entry in record] == [
+        ("sample", SAMPLE_JUDGE_MODEL, None)]
