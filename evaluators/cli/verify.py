@@ -18,7 +18,6 @@ from evaluators.cli.common import EXIT_USAGE, RubricOption, fail, terminate_as_i
 from evaluators.cli.judge import JudgeCacheOption, JudgeModelOption
 from evaluators.cli.release import (
     RunDirArgument,
-    VersionsOption,
     _read,
     _release,
     _results_console,
@@ -41,6 +40,10 @@ from evaluators.rubric.loader import Rubric
 from evaluators.run.sample_judge import SAMPLE_JUDGE_LINE, sample_judge_for
 from evaluators.store.records import versions_of
 from evaluators.store.run_store import RunStore, StoreError
+
+VerifyVersionsOption = Annotated[list[str] | None, typer.Option(
+    "--prompt", "-p", help="Verify and decide only this prompt version; repeatable. Default: every version in "
+                           "the run.", show_default=False)]
 
 
 def _stored_dir(manifest: dict, key: str) -> Path | None:
@@ -99,7 +102,7 @@ def _did_line(outcome: VerifyOutcome, budget: SafetyBudget, model: str) -> Text:
 
 def verify(
     run_dir: RunDirArgument,
-    version: VersionsOption = None,
+    version: VerifyVersionsOption = None,
     judge_model: JudgeModelOption = None,
     judge_budget: Annotated[int | None, typer.Option(
         "--judge-budget", min=0, help="At most this many fresh safety-judge calls (cached answers are free); what "
