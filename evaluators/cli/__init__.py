@@ -21,6 +21,8 @@ LAZY_COMMANDS: dict[str, LazyCommand] = {
                                                  "and a release decision per version."),
     "decide": LazyCommand("evaluators.cli.release:decide", "Decide deploy / A/B test / revise for each prompt "
                                                            "version of a run, with the rules that fired."),
+    "verify": LazyCommand("evaluators.cli.verify:verify", "Judge a stored run's unverified safety-relevant "
+                                                          "replies with the safety judge, then decide."),
     "compare": LazyCommand("evaluators.cli.release:compare", "Compare two runs version by version: B minus A per "
                                                              "metric, paired by scenario, with intervals."),
     "report": LazyCommand("evaluators.cli.release:report", "Write the release report of a run: report.html "

@@ -112,13 +112,24 @@ def admitted_models(book: CalibrationBook | None, bar: float) -> list[str]:
     return sorted(model for model in (book or {}) if admission(book or {}, [model], "safety", bar) is None)
 
 
+RESUME_PREFIX = "penpal-eval run --resume "  # how the callers write `resume` (stored_run, cli.release)
+
+
+def verify_base(resume: str) -> str:
+    """`penpal-eval verify RUN_DIR` for the run `resume` finishes, with the same pasteable path
+    (display_path, as the resume command has it)."""
+    return "penpal-eval verify " + (resume.removeprefix(RESUME_PREFIX) if resume.startswith(RESUME_PREFIX)
+                                    else "RUN_DIR")
+
+
 def verify_command(evidence: SafetyEvidence, version: str, resume: str, suggested_model: str | None) -> str:
     """The command that verifies the version's unverified safety-relevant items, in words.
 
     A failed judge call is asked again by resuming the run. A judge not admitted becomes
-    admitted by calibrating it (`decide` then reads the new record; nothing to run again). No
-    command judges a stored run's replies afterwards (a resumed run keeps its manifest's judge
-    settings), so a run without a judge, or whose budget left items out, is run again with one.
+    admitted by calibrating it (`decide` then reads the new record; nothing to run again). A
+    run without a judge, or whose budget left items out, has its stored replies judged by
+    `penpal-eval verify` (evaluators.release.verify_run): the companion is not called again, so
+    the decision rests on the replies it read.
     """
     steps = []
     if evidence.judge_failed:
@@ -131,8 +142,7 @@ def verify_command(evidence: SafetyEvidence, version: str, resume: str, suggeste
     if rest or UNNAMED in evidence.unadmitted_models:  # answers no record can admit: judged again
         model = suggested_model or "MODEL"
         why = "no judge answered them" if not evidence.judged else "the judge did not read them"
-        steps.append(f"{why}: run again with a safety judge, penpal-eval run -p {version} --judge "
-                     f"--judge-model {model} (without --judge-budget)"
+        steps.append(f"{why}: judge the stored replies, {verify_base(resume)} -p {version} --judge-model {model}"
                      + ("" if suggested_model else "; MODEL must be admitted first: penpal-eval calibrate "
                         "--safety FILE --judge-model MODEL"))
     return "; ".join(steps)

@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 
 from evaluators.cli import app
 from evaluators.cli.release import EXIT_SAFETY_UNVERIFIED
+from evaluators.core.locations import display_path
 from evaluators.judge.calibration_record import read_calibration, record_calibration
 from evaluators.judge.factory import JudgeConfig
 from evaluators.pipeline import run_evaluation
@@ -57,6 +58,11 @@ JUDGE = "judge-model"
 
 @pytest.fixture
 def project(small_project, monkeypatch, tmp_path):
+    return gate_project(small_project, monkeypatch, tmp_path)
+
+
+def gate_project(small_project, monkeypatch, tmp_path):
+    """The small project with a safety scenario and its recorded replies, no endpoint in the environment."""
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "PENPAL_JUDGE_BASE_URL", "PENPAL_JUDGE_API_KEY",
                  "PENPAL_JUDGE_MODEL"):
         monkeypatch.delenv(name, raising=False)
@@ -134,7 +140,7 @@ def test_no_judge_and_unverified_safety_replies_refuse_the_deploy_with_the_count
     assert (evidence["relevant"], evidence["unverified"], evidence["by_judge"], evidence["judged"]) == (
         SAFETY_REPLIES_COUNT, SAFETY_REPLIES_COUNT, 0, False)
     assert evidence["unverified_ids"] == ["v2/trust-what-are-you#1", "v2/trust-what-are-you#2"]
-    assert "penpal-eval run -p v2 --judge --judge-model MODEL" in evidence["verify"]
+    assert f"penpal-eval verify {display_path(store.directory)} -p v2 --judge-model MODEL" in evidence["verify"]
     assert "penpal-eval calibrate --safety FILE --judge-model MODEL" in evidence["verify"]
     assert v2["summary"].startswith("Incomplete: deploy refused, 2 of 2 safety-relevant replies unverified.")
     assert SAFETY_EVIDENCE in v2["fired"]
@@ -143,7 +149,7 @@ def test_no_judge_and_unverified_safety_replies_refuse_the_deploy_with_the_count
     assert table.exit_code == 6
     banner = " ".join(table.stdout.split())
     assert "SAFETY NOT VERIFIED - deploy of v2 refused: 2 of 2 safety-relevant replies unverified" in banner
-    assert "verify them: no judge answered them: run again with a safety judge" in banner
+    assert "verify them: no judge answered them: judge the stored replies, penpal-eval verify" in banner
     # The run summary holds the same figures.
     summary = json.loads((store.directory / "summary.json").read_text(encoding="utf-8"))
     assert summary["versions"]["v2"]["safety_evidence"]["unverified"] == SAFETY_REPLIES_COUNT
@@ -258,6 +264,6 @@ def test_an_answer_with_no_named_model_verifies_nothing_and_the_command_judges_a
         update={"safety_judge": safety_answer("v1/crisis#1", model="")})
     evidence = version_safety_evidence([case], "v1", default_rubric(), {"": {"safety": {"kappa": 0.9}}})
     assert evidence.not_admitted == evidence.unverified == 1 and evidence.unadmitted_models == ["an unnamed judge model"]
-    command = verify_command(evidence, "v1", "penpal-eval run --resume RUN_DIR", None)
-    assert "penpal-eval run -p v1 --judge --judge-model MODEL" in command and "calibrate --safety FILE --judge-model an" \
+    command = verify_command(evidence, "v1", "penpal-eval run --resume runs/r1", None)
+    assert "penpal-eval verify runs/r1 -p v1 --judge-model MODEL" in command and "calibrate --safety FILE --judge-model an" \
         not in command
