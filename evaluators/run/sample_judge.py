@@ -22,10 +22,8 @@ from evaluators.judge.safety_stage import SafetyJudgeStage
 from evaluators.rubric.loader import Rubric
 from evaluators.run.sample_verdicts import (
     SampleVerdict,
-    SampleVerdictError,
     SampleVerdicts,
-    load_sample_verdicts,
-    recorded_plays,
+    load_version_verdicts,
     verdict_files,
 )
 from evaluators.store.records import REPEAT_MARK, CaseResult
@@ -114,17 +112,7 @@ def sample_judge_for(versions: list[str], rubric: Rubric, recorded_dir: Path | N
     files = [path for path in verdict_files(recorded_dir) if path.stem in versions]
     if not files:
         return None
-    plays = recorded_plays(recorded_dir, scenarios_dir, rubric)
-    problems, chosen = [], {}
-    for path in files:
-        try:
-            loaded = load_sample_verdicts(path, plays, rubric.judge.safety, known_only=True)
-        except SampleVerdictError as error:
-            problems.append(str(error))
-            continue
-        chosen[loaded.version] = loaded
-    if problems:
-        raise SampleVerdictError("\n".join(problems))
+    chosen = load_version_verdicts(recorded_dir, scenarios_dir, rubric, known_only=True, versions=versions)
     digest = short_hash("".join(read_data_file(path) for path in files))
     return SampleSafetyJudge(chosen, rubric, files_hash=digest)
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -316,11 +316,12 @@ def uncovered(verdicts: SampleVerdicts, played: RecordedPlays) -> list[str]:
 
 
 def load_version_verdicts(recorded_dir: Path | None = None, scenarios_dir: Path | None = None,
-                          rubric: Rubric | None = None, *, known_only: bool = False) -> dict[str, SampleVerdicts]:
-    """version -> its sample verdicts, from every file under the recorded dir's judge/ folder
-    (`known_only`: see load_sample_verdicts)."""
+                          rubric: Rubric | None = None, *, known_only: bool = False,
+                          versions: Collection[str] | None = None) -> dict[str, SampleVerdicts]:
+    """version -> its sample verdicts, from every file under the recorded dir's judge/ folder, or
+    only the files of `versions` (`known_only`: see load_sample_verdicts)."""
     rubric = rubric or load_rubric()
-    files = verdict_files(recorded_dir)
+    files = [path for path in verdict_files(recorded_dir) if versions is None or path.stem in versions]
     if not files:
         return {}
     plays = recorded_plays(recorded_dir, scenarios_dir, rubric)

@@ -131,7 +131,8 @@ def test_an_interrupted_run_is_incomplete_until_resumed_with_its_own_inputs(smal
     assert f"{finished} already finished" in resumed.stderr
     decisions = json.loads(CliRunner().invoke(app, ["decide", "runs/stopped", "--json"]).stdout)
     assert all(item["coverage"]["scored"] == 3 and item["coverage"]["safety_scored"] == 1 for item in decisions)
-    assert "incomplete" not in {item["outcome"] for item in decisions}
+    # Complete now: only the safety gate may hold a shipping outcome back (no judge read the replies).
+    assert all(item["outcome"] != "incomplete" or item["refused"] for item in decisions), decisions
 
 
 # --- Langfuse delivery under kills -----------------------------------------------------------------------
