@@ -319,7 +319,7 @@ def test_a_deploy_refused_for_unverified_safety_replies_has_a_banner_and_its_fig
     html = render_html(report, cases, default_rubric(), worst=3)
     assert ('<p class="banner safety-refused" data-refused="deploy"><strong>Safety not verified: deploy of v2 '
             "refused</strong> (3 of 3 safety-relevant replies unverified;") in html
-    assert escape(decision.safety_evidence.verify) in html and "penpal-eval run -p v2 --judge" in html
+    assert escape(decision.safety_evidence.verify) in html and "penpal-eval verify RUN_DIR -p v2 --judge-model" in html
     assert 'class="safety-evidence" data-unverified="3"' in html and "deploy refused until they are verified" in html
     verified = release_report(version_cases("v2", [0.85] * 12), default_rubric(), calibration=FACTORY_CALIBRATION)
     page = render_html(verified, version_cases("v2", [0.85] * 12), default_rubric(), worst=3)
