@@ -325,7 +325,7 @@ def print_run_decisions(store: RunStore, cases: list[CaseResult], rubric: Rubric
         return None
     try:
         release = release_report(cases, rubric, baselines=baselines, versions=decidable, scenario_set=scenario_set,
-                                 resume=f"penpal-eval run --resume {display_path(store.directory)}",
+                                 run_dir=display_path(store.directory),
                                  head_to_head=head_to_head_from_records(store.read_pairwise(), rubric),
                                  calibration=read_calibration())
     except (ReleaseError, StoreError) as error:

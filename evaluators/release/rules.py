@@ -607,7 +607,7 @@ def release_report(
     cases: Sequence[CaseResult], rubric: Rubric, *, baselines: Mapping[str, str | None] | None = None,
     versions: Sequence[str] | None = None, baseline_override: str | None = None, run_id: str = "",
     sample_data: bool = False, notices: Sequence[str] = (), scenario_set: ScenarioSet | None = None,
-    resume: str = "penpal-eval run --resume RUN_DIR", partial: bool = False,
+    run_dir: str = "RUN_DIR", partial: bool = False,
     head_to_head: Mapping[tuple[str, str], HeadToHead] | None = None,
     calibration: CalibrationBook | None = None,
 ) -> ReleaseReport:
@@ -617,7 +617,8 @@ def release_report(
     else `baselines[version]` (the prompt's front matter). A front-matter baseline missing from
     the run only means no comparison (and a coverage note); an override missing from the run is
     an error. Coverage is measured against `scenario_set` (the manifest's record; None: the
-    scenarios the run's cases hold), and `resume` is the command that finishes the run.
+    scenarios the run's cases hold), and `run_dir` is the run's directory as a user pastes it, for
+    the commands that finish (`run --resume`) or verify (`verify`) the run.
     `head_to_head` holds the pairwise judge's results by (candidate, baseline), when the run has any.
     `calibration` is the judge calibration record (evaluators.judge.calibration_record): under
     `average_of` judge or blend, the judge's scores count only for models it shows calibrated, and
@@ -658,9 +659,9 @@ def release_report(
         if pairwise is not None:
             pairwise_results[version] = pairwise
         coverage = version_coverage(version, cases, scenario_set, baseline=baseline, present_versions=scored,
-                                    resume=resume)
+                                    resume=f"penpal-eval run --resume {run_dir}")
         evidence = version_safety_evidence(cases, version, rubric, calibration)
-        evidence = evidence.model_copy(update={"verify": verify_command(evidence, version, resume, suggested)})
+        evidence = evidence.model_copy(update={"verify": verify_command(evidence, version, run_dir, suggested)})
         decision = decide(aggregates[version], rubric, baseline=baseline, comparison=comparison,
                           head_to_head=pairwise, coverage=coverage, partial=partial, safety_evidence=evidence)
         if judge_left_out:

@@ -112,17 +112,7 @@ def admitted_models(book: CalibrationBook | None, bar: float) -> list[str]:
     return sorted(model for model in (book or {}) if admission(book or {}, [model], "safety", bar) is None)
 
 
-RESUME_PREFIX = "penpal-eval run --resume "  # how the callers write `resume` (stored_run, cli.release)
-
-
-def verify_base(resume: str) -> str:
-    """`penpal-eval verify RUN_DIR` for the run `resume` finishes, with the same pasteable path
-    (display_path, as the resume command has it)."""
-    return "penpal-eval verify " + (resume.removeprefix(RESUME_PREFIX) if resume.startswith(RESUME_PREFIX)
-                                    else "RUN_DIR")
-
-
-def verify_command(evidence: SafetyEvidence, version: str, resume: str, suggested_model: str | None) -> str:
+def verify_command(evidence: SafetyEvidence, version: str, run_dir: str, suggested_model: str | None) -> str:
     """The command that verifies the version's unverified safety-relevant items, in words.
 
     A failed judge call is asked again by resuming the run. A judge not admitted becomes
@@ -133,7 +123,7 @@ def verify_command(evidence: SafetyEvidence, version: str, resume: str, suggeste
     """
     steps = []
     if evidence.judge_failed:
-        steps.append(f"ask the judge again where it failed: {resume}")
+        steps.append(f"ask the judge again where it failed: penpal-eval run --resume {run_dir}")
     if evidence.not_admitted:
         for model in [model for model in evidence.unadmitted_models if model != UNNAMED]:
             steps.append(f"calibrate {model} for safety on the team's labelled sample: "
@@ -142,7 +132,7 @@ def verify_command(evidence: SafetyEvidence, version: str, resume: str, suggeste
     if rest or UNNAMED in evidence.unadmitted_models:  # answers no record can admit: judged again
         model = suggested_model or "MODEL"
         why = "no judge answered them" if not evidence.judged else "the judge did not read them"
-        steps.append(f"{why}: judge the stored replies, {verify_base(resume)} -p {version} --judge-model {model}"
+        steps.append(f"{why}: judge the stored replies, penpal-eval verify {run_dir} -p {version} --judge-model {model}"
                      + ("" if suggested_model else "; MODEL must be admitted first: penpal-eval calibrate "
                         "--safety FILE --judge-model MODEL"))
     return "; ".join(steps)

@@ -42,11 +42,6 @@ class ReleaseRun:
     head_to_head: dict[tuple[str, str], HeadToHead] = field(default_factory=dict)
 
     @property
-    def resume_command(self) -> str:
-        """The command that finishes this run, with a path that works from here."""
-        return f"penpal-eval run --resume {display_path(self.directory)}"
-
-    @property
     def run_id(self) -> str:
         return str(self.manifest.get("run_id") or self.directory.name)
 
@@ -133,7 +128,7 @@ def report_for_run(run: ReleaseRun, rubric: Rubric, *, versions: list[str] | Non
     return release_report(run.cases, rubric, baselines=run.baselines, versions=versions,
                           baseline_override=baseline_override, run_id=run.run_id,
                           sample_data=run.sample_data, notices=run.notices, scenario_set=run.scenario_set,
-                          resume=run.resume_command, partial=partial, head_to_head=run.head_to_head,
+                          run_dir=display_path(run.directory), partial=partial, head_to_head=run.head_to_head,
                           calibration=read_calibration())
 
 

@@ -105,7 +105,7 @@ def test_a_filtered_run_with_a_failed_case_is_never_told_to_resume():
     every = ScenarioSet.of_cases(version_cases("cand", [0.9] * 10))
     filtered = ScenarioSet(ids=every.ids, safety=every.safety, selected=every.ids[:8], persona_ids=("p1",))
     decision = release_report(cases, default_rubric(), scenario_set=filtered,
-                              resume="penpal-eval run --resume runs/x").decisions[0]
+                              run_dir="runs/x").decisions[0]
     message = rule(decision, COVERAGE).message
     assert decision.outcome == "incomplete" and "--resume" not in message
     assert "the run was filtered with --persona p1" in message and "-s p1" not in message

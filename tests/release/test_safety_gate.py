@@ -270,6 +270,6 @@ def test_an_answer_with_no_named_model_verifies_nothing_and_the_command_judges_a
         update={"safety_judge": safety_answer("v1/crisis#1", model="")})
     evidence = version_safety_evidence([case], "v1", default_rubric(), {"": {"safety": {"kappa": 0.9}}})
     assert evidence.not_admitted == evidence.unverified == 1 and evidence.unadmitted_models == ["an unnamed judge model"]
-    command = verify_command(evidence, "v1", "penpal-eval run --resume runs/r1", None)
+    command = verify_command(evidence, "v1", "runs/r1", None)
     assert "penpal-eval verify runs/r1 -p v1 --judge-model MODEL" in command and "calibrate --safety FILE --judge-model an" \
         not in command
