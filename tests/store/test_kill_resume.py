@@ -181,8 +181,11 @@ def test_kill_9_during_push_then_push_again_resends_at_most_one_batch(small_proj
     second = push(small_project, server, store.directory, LANGFUSE_FLUSH_AT="4")
     _, stderr = second.communicate(timeout=300)
     assert second.returncode == 0, stderr
-    resent = [(kind, ids) for kind, ids in server.received_batches[len(before):] if set(ids) & received]
-    assert len(resent) <= 1, f"{len(resent)} batches sent again: {resent}"
+    # Counted in items, not batches: the second push groups what is left into batches of its
+    # own, so one undelivered batch's items may straddle two of its batches.
+    resent = {item for _, ids in server.received_batches[len(before):] for item in ids} & received
+    one_batch = max(len(ids) for _, ids in before)
+    assert len(resent) <= one_batch, f"{len(resent)} items sent again (one batch holds {one_batch}): {sorted(resent)}"
     # And nothing is missing: every turn's trace and scores arrived.
     run_id = store.manifest["run_id"]
     traces = {turn_trace_id(run_id, case.prompt_version, case.scenario_id, turn.index)
