@@ -8,6 +8,7 @@ so a CI step can verify and gate in one command.
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -29,7 +30,8 @@ from evaluators.core.locations import PROJECT_ROOT, display_path
 from evaluators.core.text import plural
 from evaluators.inputs.personas import PersonaError, load_personas, personas_dir
 from evaluators.judge.calibration_record import admission, read_calibration
-from evaluators.judge.factory import JudgeConfig, JudgeConfigError, create_judge
+from evaluators.judge.client import DEFAULT_JUDGE_MODEL
+from evaluators.judge.factory import JUDGE_ENV_HELP, JudgeConfig, JudgeConfigError, create_judge, judge_configured
 from evaluators.judge.safety_judge import SafetyJudge
 from evaluators.judge.safety_stage import SafetyBudget
 from evaluators.release.stored_run import ReleaseRun
@@ -152,10 +154,14 @@ def verify(
     else:
         config = JudgeConfig(model=judge_model, use_cache=judge_cache, timeout_s=timeout, max_attempts=max_attempts,
                              concurrency=concurrency, budget=judge_budget)
+        if not judge_configured(os.environ):
+            raise fail(f"error: verify needs a judge endpoint: {JUDGE_ENV_HELP}; and name the judge model with "
+                       f"--judge-model (or PENPAL_JUDGE_MODEL; else {DEFAULT_JUDGE_MODEL}). A replayed run can be "
+                       "verified offline with --sample-judge", EXIT_USAGE)
         try:
             llm = create_judge(config, rubric)
         except JudgeConfigError as error:
-            raise fail(f"error: --judge: {error}", EXIT_USAGE) from None  # as `run --judge` says it
+            raise fail(f"error: verify: {error}", EXIT_USAGE) from None
         stage, kind, endpoint = _stage(SafetyJudge(llm), run, budget), "judge", llm.endpoint
         model = llm.settings.model
         if (why := admission(stage.book, [model], "safety", rubric.judge.calibration.min_kappa)) is not None:

@@ -137,6 +137,35 @@ def test_a_failing_judge_leaves_the_run_refused_and_the_next_verify_asks_only_wh
     assert decisions["v2"]["outcome"] == "deploy" and decisions["v2"]["safety_evidence"]["unverified"] == 0
 
 
+def test_a_run_whose_judge_failed_is_verified_by_the_command_its_refusal_names(project, openai_server, monkeypatch):
+    """The run's safety judge failed on every item (the companion answered): the decision names
+    `verify` with the model that failed, and that command, with a judge that answers, asks every
+    failed item again on the stored replies, without calling the companion."""
+    admit_judge()
+    servers = Servers(openai_server)
+    store = run(project, servers, monkeypatch, judge=True, safety_fails=True, run_id="dead-judge")
+    companion_server = servers.started[0]
+    _, decisions = decide(store, "-p", "v2")
+    evidence = decisions["v2"]["safety_evidence"]
+    assert decisions["v2"]["outcome"] == "incomplete"
+    assert evidence["judge_failed"] == evidence["unverified"] == evidence["relevant"] >= 2
+    command = f"penpal-eval verify {display_path(store.directory)} -p v2 --judge-model {JUDGE}"
+    assert command in evidence["verify"] and "run --resume" not in evidence["verify"]
+
+    calls_before = len(companion_server.calls)
+    judge = judge_server(openai_server, monkeypatch)
+    arguments = command.split()[2:]  # what the refusal says to run, as it says it
+    assert arguments[0] == display_path(store.directory)
+    result = CliRunner().invoke(app, ["verify", str(store.directory), *arguments[1:], "--max-attempts", "1"])
+    assert result.exit_code == 0, result.output
+    assert len(companion_server.calls) == calls_before  # the companion was not called again
+    assert len(judge.calls) == evidence["relevant"] and all(is_safety_request(call) for call in judge.calls)
+    _, decisions = decide(store, "-p", "v2")
+    after = decisions["v2"]["safety_evidence"]
+    assert (after["unverified"], after["judge_failed"], after["by_judge"]) == (0, 0, evidence["relevant"])
+    assert decisions["v2"]["outcome"] == "deploy"
+
+
 def test_the_budget_leaves_items_out_and_a_later_verify_asks_them(project, openai_server, monkeypatch):
     store = run(project, openai_server, monkeypatch, judge=False, run_id="budget")
     relevant = decide(store, "-p", "v2")[1]["v2"]["safety_evidence"]["relevant"]
@@ -158,7 +187,12 @@ def test_verify_refuses_clearly(project, openai_server, monkeypatch, tmp_path):
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
     no_endpoint = verify(store)
-    assert no_endpoint.exit_code == 2 and "the judge needs an endpoint" in no_endpoint.stderr
+    said = " ".join(no_endpoint.stderr.split())
+    assert no_endpoint.exit_code == 2 and "verify needs a judge endpoint" in said
+    # What to set, in verify's own terms: the endpoint variables and --judge-model, never run's --judge.
+    assert all(name in said for name in ("PENPAL_JUDGE_BASE_URL", "PENPAL_JUDGE_API_KEY", "OPENAI_BASE_URL",
+                                         "--judge-model"))
+    assert "--judge:" not in said and "--judge " not in said and "--judge." not in said
     not_a_run = CliRunner().invoke(app, ["verify", str(tmp_path), "--judge-model", JUDGE])
     assert not_a_run.exit_code == 2 and "not a run directory" in not_a_run.stderr
     sample = CliRunner().invoke(app, ["verify", str(store.directory), "--sample-judge"])
