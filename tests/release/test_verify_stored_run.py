@@ -10,6 +10,7 @@ next verify asks only what failed.
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import pytest
 from typer.testing import CliRunner
@@ -164,6 +165,33 @@ def test_a_run_whose_judge_failed_is_verified_by_the_command_its_refusal_names(p
     after = decisions["v2"]["safety_evidence"]
     assert (after["unverified"], after["judge_failed"], after["by_judge"]) == (0, 0, evidence["relevant"])
     assert decisions["v2"]["outcome"] == "deploy"
+
+
+def test_verify_judges_through_one_batch_with_the_runs_batch_machinery(project, openai_server, monkeypatch):
+    """`verify --judge-batch`: every unverified item in one Batch API batch on the local batch-capable
+    server, no live call; the decision then rests on those answers. The guard: a sample judge is no model."""
+    store = run(project, openai_server, monkeypatch, judge=False, run_id="batched")
+    relevant = decide(store, "-p", "v2")[1]["v2"]["safety_evidence"]["relevant"]
+    sample = CliRunner().invoke(app, ["verify", str(store.directory), "--sample-judge", "--judge-batch"])
+    assert sample.exit_code == 2 and "needs a judge model" in " ".join(sample.output.split())
+    admit_judge()
+    server = openai_server(answers=lambda call: safety_answers_json(), batch_polls=1)
+    monkeypatch.setenv("PENPAL_JUDGE_BASE_URL", server.base_url)
+    monkeypatch.setenv("PENPAL_JUDGE_API_KEY", JUDGE_KEY)
+    result = verify(store, "-p", "v2", "--judge-batch", "--batch-poll", "0.01", "--no-judge-cache")
+    assert result.exit_code == 0, result.output
+    assert server.calls == [] and len(server.batches) == 1  # no live call: one batch
+    requests = server.batch_requests()
+    assert len(requests) == relevant and all(is_safety_request(SimpleNamespace(body=request["body"]))
+                                             for request in requests)
+    said = " ".join(result.stderr.split())
+    assert f"{relevant} asked" in said and f"1 batch submitted with {relevant} requests" in said
+    _, decisions = decide(store, "-p", "v2")
+    evidence = decisions["v2"]["safety_evidence"]
+    assert (evidence["by_judge"], evidence["unverified"]) == (relevant, 0) and decisions["v2"]["outcome"] == "deploy"
+    manifest_text = (store.directory / "manifest.json").read_text(encoding="utf-8")
+    assert json.loads(manifest_text)[MANIFEST_KEY][-1]["batch"]["submitted"] == relevant
+    assert JUDGE_KEY not in manifest_text
 
 
 def test_the_budget_leaves_items_out_and_a_later_verify_asks_them(project, openai_server, monkeypatch):
