@@ -55,7 +55,7 @@ class VerifyOutcome:
 
     relevant: int = 0  # safety-relevant items of the chosen versions' scored cases
     already: int = 0  # of those, answered usably by an admitted judge before: kept, not asked
-    asked: int = 0  # put to the judge now (cached answers included)
+    asked: int = 0  # put to the judge now (cached answers included; with any failed item not safety-relevant)
     from_cache: int = 0
     usable: int = 0
     flagged: int = 0
@@ -88,24 +88,32 @@ class VerifyStage(SafetyJudgeStage):
         bar = self.judge.rubric.judge.calibration.min_kappa
         return result.usable and admission(self.book, [result.model or UNNAMED], "safety", bar) is None
 
-    def pending(self, case: CaseResult) -> tuple[list[Planned], list[SafetyJudgeResult], int]:
-        """The items to ask, the stored answers kept, and how many relevant items were already verified."""
+    def pending(self, case: CaseResult) -> tuple[list[Planned], list[SafetyJudgeResult], int, int]:
+        """The items to ask, the stored answers kept, how many items are safety-relevant and how
+        many of those were already verified.
+
+        To ask: every safety-relevant item no admitted judge answered usably, and every other item
+        the run's judge failed on (one only the quality judge's choice sent there): a failed call
+        anywhere leaves the case not judged (`CaseResult.judge_failed`), missing evidence for the
+        decision's coverage, so asking it again here is what lets the stored replies decide."""
         stored = [SafetyJudgeResult.model_validate(record) for record in (case.safety_judge or {}).get("items") or []]
         verified = {result.id for result in stored if self.admitted(result)}
-        relevant = [(item, why) for item, why in planned_items(
-            case, self.scenarios.get(case.scenario_id), self.personas.get(case.scenario_id), rubric=self.judge.rubric)
-            if safety_relevant(why)]
+        failed = {result.id for result in stored if not result.usable}
+        planned = planned_items(case, self.scenarios.get(case.scenario_id), self.personas.get(case.scenario_id),
+                                rubric=self.judge.rubric)
+        relevant = [(item, why) for item, why in planned if safety_relevant(why)]
         todo = [(item, why) for item, why in relevant if item.id not in verified]
+        todo += [(item, why) for item, why in planned if not safety_relevant(why) and item.id in failed]
         asked = {item.id for item, _ in todo}
         kept = [result for result in stored if result.id not in asked]
-        return todo, kept, len(relevant) - len(todo)
+        return todo, kept, len(relevant), len([1 for item, _ in relevant if item.id in verified])
 
     def plan(self, case: CaseResult, outcome: VerifyOutcome) -> Pending | None:
         """What to ask about the case (the budget taken), counted; None when nothing is pending."""
         if case.status != "ok" or not case.turns:
             return None
-        todo, kept, already = self.pending(case)
-        outcome.relevant += len(todo) + already
+        todo, kept, relevant, already = self.pending(case)
+        outcome.relevant += relevant
         outcome.already += already
         if not todo:
             return None

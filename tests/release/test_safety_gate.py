@@ -133,6 +133,12 @@ def test_a_dead_judge_is_missing_evidence_and_never_deploys(project, openai_serv
                                   f"{display_path(store.directory)} -p v2 --judge-model {JUDGE}")
     rule = next(item for item in v2["rules"] if item["name"] == SAFETY_EVIDENCE)
     assert not rule["passed"] and f"{SAFETY_REPLIES_COUNT} of {SAFETY_REPLIES_COUNT} safety-relevant replies are unverified" in rule["message"]
+    # The coverage counts the cases as not judged; only the safety judge failed, so it is finished
+    # by the same verify, never by resuming (which would play the cases again).
+    coverage = v2["coverage"]
+    assert coverage["judge_failed"] >= 1 and "could not be judged" in " ".join(coverage["reasons"])
+    assert coverage["finish"] == [f"ask the safety judge again on the stored replies: penpal-eval verify "
+                                  f"{display_path(store.directory)} -p v2 --judge-model {JUDGE}"]
 
 
 def test_no_judge_and_unverified_safety_replies_refuse_the_deploy_with_the_count_and_the_command(

@@ -194,6 +194,51 @@ def test_verify_judges_through_one_batch_with_the_runs_batch_machinery(project, 
     assert JUDGE_KEY not in manifest_text
 
 
+def test_verify_asks_again_a_failed_item_the_gate_does_not_count_so_the_case_is_judged_again(
+        project, openai_server, monkeypatch):
+    """Under a rubric whose detectors trigger nothing, the small project's replies went to the
+    safety judge only as the quality judge's choice: not safety-relevant, yet their failed calls
+    leave each case not judged (missing evidence for the coverage). verify asks them again too."""
+    import asyncio
+
+    from evaluators.judge.calibration_record import read_calibration
+    from evaluators.judge.factory import JudgeConfig, create_judge
+    from evaluators.judge.safety_judge import SafetyJudge
+    from evaluators.judge.safety_stage import SafetyBudget
+    from evaluators.judge.safety_triggers import planned_items, safety_relevant
+    from evaluators.release.verify_run import VerifyStage, verify_run
+    from evaluators.rubric.loader import default_rubric
+    from evaluators.store.run_store import RunStore
+
+    admit_judge()
+    store = run(project, openai_server, monkeypatch, judge=True, safety_fails=True, run_id="quality-only")
+    shipped = default_rubric()
+    detectors = shipped.detectors.model_copy(update={"judge_triggers": []})
+    rubric = shipped.model_copy(update={"detectors": detectors})
+    cases = [case for case in store.read_cases() if case.prompt_version == "v2"]
+    assert all(case.judge_failed for case in cases)
+    others = [item.id for case in cases for item, why in planned_items(case, rubric=rubric) if not safety_relevant(why)]
+    assert len(others) >= 3  # failed, and not safety-relevant under this rubric
+
+    judge = judge_server(openai_server, monkeypatch)
+    llm = create_judge(JudgeConfig(model=JUDGE, use_cache=False, max_attempts=1), rubric)
+    stage = VerifyStage(SafetyJudge(llm), budget=SafetyBudget(None), book=read_calibration())
+
+    async def go():
+        try:
+            return await verify_run(RunStore.open(store.directory), stage, ["v2"])
+        finally:
+            await llm.aclose()
+
+    outcome = asyncio.run(go())
+    asked = {item_id for case in cases for item_id in
+             [item.id for item, _ in planned_items(case, rubric=rubric)]}
+    assert outcome.asked == len(judge.calls) == len(asked) and set(others) <= asked
+    assert outcome.relevant == len(asked) - len(others) and outcome.failed == 0
+    after = [case for case in store.read_cases() if case.prompt_version == "v2"]
+    assert not any(case.judge_failed for case in after)  # every case is judged now
+
+
 def test_the_budget_leaves_items_out_and_a_later_verify_asks_them(project, openai_server, monkeypatch):
     store = run(project, openai_server, monkeypatch, judge=False, run_id="budget")
     relevant = decide(store, "-p", "v2")[1]["v2"]["safety_evidence"]["relevant"]
