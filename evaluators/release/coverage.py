@@ -123,7 +123,7 @@ def _safety_failures(unjudged: Sequence[CaseResult]) -> list[str] | None:
         return None
     return sorted({str(item.get("model") or "") for case in unjudged
                    for item in (case.safety_judge or {}).get("items") or []
-                   if item.get("status") == "failed" or item.get("parse_status") == "fallback"} - {""})
+                   if item.get("status") == "failed"} - {""})
 
 
 def _missing_evidence(evidence: _Evidence, repeats: int, resume: str, filtered: bool,
