@@ -205,8 +205,16 @@ def disagreement_line(counts: dict, where: str = "judge.safety") -> Text | None:
 def _print_failures(report: RunReport, limit: int = 10) -> None:
     judge_failed = [case for case in report.outcome.cases if case.status == "ok" and case.judge_failed]
     if judge_failed:
-        stderr_console().print(Text(f"{plural(len(judge_failed), 'case')} could not be judged (the judge call failed); they "
-                                    "are judged again when the run resumes:", style="yellow"))
+        # Only the safety judge failed: verify asks it again on the stored replies; a resume would
+        # play the cases again (evaluators.release.safety_evidence.verify_command says why).
+        quality = any((case.judge or {}).get("failed") for case in judge_failed)
+        model = next((str(item["model"]) for case in judge_failed for item in (case.safety_judge or {}).get("items", [])
+                      if item.get("status") == "failed" and item.get("model")), "MODEL")
+        again = ("they are judged again when the run resumes" if quality else
+                 f"the safety judge is asked again on the stored replies by penpal-eval verify "
+                 f"{display_path(report.store.directory)} --judge-model {model}")
+        stderr_console().print(Text(f"{plural(len(judge_failed), 'case')} could not be judged (the judge call failed); "
+                                    f"{again}:", style="yellow"))
         for case in judge_failed[:limit]:
             error = (case.judge or {}).get("error") or next(
                 (item.get("error") for item in (case.safety_judge or {}).get("items", []) if item.get("error")), None)

@@ -8,14 +8,23 @@ so a CI step can verify and gate in one command.
 from __future__ import annotations
 
 import asyncio
+import os
+from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.text import Text
 
-from evaluators.cli.common import EXIT_USAGE, RubricOption, fail, terminate_as_interrupt
-from evaluators.cli.judge import JudgeCacheOption, JudgeModelOption
+from evaluators.cli.common import EXIT_RECORD_ERRORS, EXIT_USAGE, RubricOption, fail, terminate_as_interrupt
+from evaluators.cli.judge import (
+    BatchPollOption,
+    BatchRetryChoice,
+    BatchRetryOption,
+    JudgeCacheOption,
+    JudgeModelOption,
+    batch_summary_line,
+)
 from evaluators.cli.release import (
     RunDirArgument,
     _read,
@@ -28,12 +37,28 @@ from evaluators.cli.run import EXIT_INTERRUPTED, disagreement_line, safety_judge
 from evaluators.core.locations import PROJECT_ROOT, display_path
 from evaluators.core.text import plural
 from evaluators.inputs.personas import PersonaError, load_personas, personas_dir
+from evaluators.judge.batch import BatchError
 from evaluators.judge.calibration_record import admission, read_calibration
-from evaluators.judge.factory import JudgeConfig, JudgeConfigError, create_judge
+from evaluators.judge.client import DEFAULT_JUDGE_MODEL
+from evaluators.judge.factory import (
+    JUDGE_ENV_HELP,
+    JudgeConfig,
+    JudgeConfigError,
+    create_batch_judge,
+    create_judge,
+    judge_configured,
+)
 from evaluators.judge.safety_judge import SafetyJudge
 from evaluators.judge.safety_stage import SafetyBudget
 from evaluators.release.stored_run import ReleaseRun
-from evaluators.release.verify_run import SUMMARY_KEY, VerifyOutcome, VerifyStage, record_verification, verify_run
+from evaluators.release.verify_run import (
+    BATCH_STATE_FILE,
+    SUMMARY_KEY,
+    VerifyOutcome,
+    VerifyStage,
+    record_verification,
+    verify_run,
+)
 from evaluators.report.console import stderr_console
 from evaluators.report.terminal import print_notices, print_release
 from evaluators.rubric.loader import Rubric
@@ -111,6 +136,12 @@ def verify(
     sample_judge: Annotated[bool, typer.Option(
         "--sample-judge", help="A replayed run only: the hand-written sample verdicts (prompts/recorded/judge/, "
                                "sample data, not a model) as the judge; no endpoint needed.")] = False,
+    judge_batch: Annotated[bool, typer.Option(
+        "--judge-batch", help="With a judge model: judge through the OpenAI Batch API (half price, answers within "
+                              "24 hours) in one batch of every pending item; a verify run again after an interrupt "
+                              "waits for the same batch.")] = False,
+    batch_poll: BatchPollOption = 30.0,
+    batch_retry: BatchRetryOption = BatchRetryChoice.live,
     judge_cache: JudgeCacheOption = True,
     concurrency: Annotated[int, typer.Option("--concurrency", "-c", min=1, help="Judge calls at once.")] = 4,
     timeout: Annotated[float, typer.Option(min=0.001, help="Per-call timeout in seconds.")] = 120.0,
@@ -128,12 +159,18 @@ def verify(
     safety figures are written again, and the manifest records the verification.
 
     Prints what was asked, flagged, failed and left out, then the decisions as `decide`
-    prints them. Exit codes: those of `decide` (0 deploy, 3 A/B test, 4 revise, 5 incomplete,
-    6 deploy refused for unverified safety-relevant replies); 2 no judge endpoint, not a
-    run directory, the sample judge on a live run, an unknown version; 130 interrupted.
+    prints them. With --judge-batch the pending items go in one Batch API batch (its state in
+    the run directory, so an interrupted verify run again waits for the same batch).
+    Exit codes: those of `decide` (0 deploy, 3 A/B test, 4 revise, 5 incomplete, 6 deploy
+    refused for unverified safety-relevant replies); 1 the Batch API could not be reached; 2 no
+    judge endpoint, not a run directory, the sample judge on a live run, an unknown version;
+    130 interrupted.
     """
     if sample_judge and judge_model is not None:
         raise typer.BadParameter("the sample judge is not a model; give one of them", param_hint="--judge-model")
+    if sample_judge and judge_batch:
+        raise typer.BadParameter("needs a judge model, not --sample-judge (the Batch API is one way of asking a "
+                                 "model)", param_hint="--judge-batch")
     rubric = load_rubric_option(rubric_path)
     run = _read(run_dir, rubric)
     present = versions_of(run.cases)
@@ -144,18 +181,28 @@ def verify(
     versions = list(version or present)
     budget = SafetyBudget(judge_budget)
     errors = stderr_console()
-    llm = None
+    llm, batch = None, None
     if sample_judge:
         stage, kind, endpoint = _sample_stage(run, rubric, versions, budget), "sample", None
         model = stage.judge.model
         errors.print(Text(f"notice: {SAMPLE_JUDGE_LINE}", style="yellow"))
     else:
         config = JudgeConfig(model=judge_model, use_cache=judge_cache, timeout_s=timeout, max_attempts=max_attempts,
-                             concurrency=concurrency, budget=judge_budget)
+                             concurrency=concurrency, budget=judge_budget, batch=judge_batch, batch_poll_s=batch_poll,
+                             batch_retry=batch_retry.value)
+        if not judge_configured(os.environ):
+            raise fail(f"error: verify needs a judge endpoint: {JUDGE_ENV_HELP}; and name the judge model with "
+                       f"--judge-model (or PENPAL_JUDGE_MODEL; else {DEFAULT_JUDGE_MODEL}). A replayed run can be "
+                       "verified offline with --sample-judge", EXIT_USAGE)
         try:
             llm = create_judge(config, rubric)
         except JudgeConfigError as error:
-            raise fail(f"error: --judge: {error}", EXIT_USAGE) from None  # as `run --judge` says it
+            raise fail(f"error: verify: {error}", EXIT_USAGE) from None
+        if judge_batch:
+            try:
+                batch = create_batch_judge(config, llm, run.directory / BATCH_STATE_FILE)
+            except JudgeConfigError as error:
+                raise fail(f"error: --judge-batch: {error}", EXIT_USAGE) from None
         stage, kind, endpoint = _stage(SafetyJudge(llm), run, budget), "judge", llm.endpoint
         model = llm.settings.model
         if (why := admission(stage.book, [model], "safety", rubric.judge.calibration.min_kappa)) is not None:
@@ -166,7 +213,7 @@ def verify(
 
     async def go() -> VerifyOutcome:
         try:
-            return await verify_run(store, stage, versions)
+            return await verify_run(store, stage, versions, batch=batch)
         finally:
             if llm is not None:
                 await llm.aclose()
@@ -179,8 +226,14 @@ def verify(
                           f"verify again to ask the rest: penpal-eval verify {display_path(store.directory)}",
                           style="yellow"))
         raise typer.Exit(code=EXIT_INTERRUPTED) from None
-    record_verification(store, outcome, stage, kind=kind, model=model, endpoint=endpoint, versions=versions)
+    except BatchError as error:  # the Batch API itself: nothing was answered, the state file keeps the batch
+        raise fail(f"error: --judge-batch: {error}; run the same verify again to resume the batch",
+                   EXIT_RECORD_ERRORS) from None
+    record_verification(store, outcome, stage, kind=kind, model=model, endpoint=endpoint, versions=versions,
+                        batch=asdict(batch.stats) if batch is not None else None)
     errors.print(_did_line(outcome, budget, model))
+    if batch is not None:
+        errors.print(Text(batch_summary_line(asdict(batch.stats))))
     errors.print(safety_judge_line(outcome.summary, "safety judge, whole run"))
     if (disagreements := disagreement_line(outcome.summary.get("disagreements") or {}, SUMMARY_KEY)) is not None:
         errors.print(disagreements)

@@ -381,6 +381,7 @@ class SafetyEvidence(BaseModel):
     judged: bool = False  # the run asked the safety judge about some case of this version
     models: list[str] = Field(default_factory=list)  # the judge models that answered
     unadmitted_models: list[str] = Field(default_factory=list)  # of those, not admitted for safety
+    failed_models: list[str] = Field(default_factory=list)  # the judge models whose calls failed (judge_failed)
     admission: str | None = None  # why the answering models are not admitted (None: admitted, or none)
     unverified_ids: list[str] = Field(default_factory=list)
     verify: str = ""  # the command that verifies the unverified items

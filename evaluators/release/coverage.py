@@ -82,6 +82,9 @@ class _Evidence:
     invalid: set[str]
     unjudged: set[str]
     unverified: set[str]
+    # Of `unjudged`, the judge models whose safety calls failed where the quality judge did not fail:
+    # `verify` asks those again on the stored replies (None: some quality-judge call failed too).
+    safety_only: list[str] | None
     not_run: list[str]
     short: list[str]
 
@@ -110,11 +113,24 @@ def _evidence(mine: dict[str, list[CaseResult]], scenario_set: ScenarioSet) -> _
     # the repeats that happened to finish.
     not_run = [sid for sid in scenario_set.selected if len(mine.get(sid, ())) < scenario_set.repeats]
     return _Evidence(scored=scored, failed=failed, truncated=truncated, invalid=invalid, unjudged=unjudged,
-                     unverified=unverified, not_run=not_run, short=[sid for sid in not_run if sid in mine])
+                     unverified=unverified, not_run=not_run, short=[sid for sid in not_run if sid in mine],
+                     safety_only=_safety_failures([case for sid in unjudged for case in wanted[sid]]))
 
 
-def _missing_evidence(evidence: _Evidence, repeats: int, resume: str, filtered: bool) -> tuple[list[str], list[str]]:
-    """Why the version's evidence is incomplete, and what finishes it, in words."""
+def _safety_failures(unjudged: Sequence[CaseResult]) -> list[str] | None:
+    """The models of the failed safety-judge calls, when no quality-judge call failed in these cases."""
+    if any((case.judge or {}).get("failed") for case in unjudged):
+        return None
+    return sorted({str(item.get("model") or "") for case in unjudged
+                   for item in (case.safety_judge or {}).get("items") or []
+                   if item.get("status") == "failed"} - {""})
+
+
+def _missing_evidence(evidence: _Evidence, repeats: int, resume: str, filtered: bool,
+                      verify: str | None = None) -> tuple[list[str], list[str]]:
+    """Why the version's evidence is incomplete, and what finishes it, in words. Cases that only
+    the safety judge failed on are finished by `verify` (the stored replies judged again), not by
+    resuming, which would play them again."""
     reasons, finish = [], []
     not_run, short, failed, invalid = evidence.not_run, evidence.short, evidence.failed, evidence.invalid
     if not_run:
@@ -138,16 +154,21 @@ def _missing_evidence(evidence: _Evidence, repeats: int, resume: str, filtered: 
         reasons.append(f"{_count(len(evidence.unverified), 'case')} with a scenario assertion not verified (a "
                        "judged criterion needs the judge: run --judge)")
         finish.append("verify the judged assertions: run again with --judge")
-    if (not_run or failed or evidence.unjudged) and not filtered:
+    by_verify = bool(evidence.unjudged) and verify is not None and evidence.safety_only is not None
+    if by_verify:
+        for model in evidence.safety_only or ["MODEL"]:
+            finish.append(f"ask the safety judge again on the stored replies: {verify} --judge-model {model}")
+    if (not_run or failed or (evidence.unjudged and not by_verify)) and not filtered:
         finish.append(f"finish the run: {resume}")
     return reasons, finish
 
 
 def version_coverage(version: str, cases: Sequence[CaseResult], scenario_set: ScenarioSet, *,
                      baseline: str | None = None, present_versions: Sequence[str] = (),
-                     resume: str = "penpal-eval run --resume RUN_DIR") -> Coverage:
+                     resume: str = "penpal-eval run --resume RUN_DIR", verify: str | None = None) -> Coverage:
     """How much of `scenario_set` the version's cases scored, why the rest is missing, and how
-    to finish (`resume` is the command that resumes this run)."""
+    to finish (`resume` is the command that resumes this run; `verify`, without its judge model,
+    the one that judges its stored replies again)."""
     mine: dict[str, list[CaseResult]] = {}
     for case in cases:
         if case.prompt_version == version:
@@ -155,7 +176,7 @@ def version_coverage(version: str, cases: Sequence[CaseResult], scenario_set: Sc
     evidence = _evidence(mine, scenario_set)
     selected = set(scenario_set.selected)
     filtered_out = [sid for sid in scenario_set.ids if sid not in selected]
-    reasons, finish = _missing_evidence(evidence, scenario_set.repeats, resume, bool(filtered_out))
+    reasons, finish = _missing_evidence(evidence, scenario_set.repeats, resume, bool(filtered_out), verify)
     if filtered_out:
         how = f" with {scenario_set.filters}" if scenario_set.filters else ""
         reasons.append(f"the run was filtered{how} ({_count(len(filtered_out), 'scenario')} left out)")

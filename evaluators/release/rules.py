@@ -659,7 +659,8 @@ def release_report(
         if pairwise is not None:
             pairwise_results[version] = pairwise
         coverage = version_coverage(version, cases, scenario_set, baseline=baseline, present_versions=scored,
-                                    resume=f"penpal-eval run --resume {run_dir}")
+                                    resume=f"penpal-eval run --resume {run_dir}",
+                                    verify=f"penpal-eval verify {run_dir} -p {version}")
         evidence = version_safety_evidence(cases, version, rubric, calibration)
         evidence = evidence.model_copy(update={"verify": verify_command(evidence, version, run_dir, suggested)})
         decision = decide(aggregates[version], rubric, baseline=baseline, comparison=comparison,

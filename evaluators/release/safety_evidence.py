@@ -77,6 +77,7 @@ def version_safety_evidence(cases: Sequence[CaseResult], version: str, rubric: R
     bar = rubric.judge.calibration.min_kappa
     admitted = {model for model in models if admission(book or {}, [model], "safety", bar) is None}
     refused = [model for model in models if model not in admitted]
+    failed_models: set[str] = set()
     detectors = hard_flag_detectors(rubric)
     counts = dict.fromkeys(("relevant", "by_judge", "by_detector", "judge_failed", "not_admitted", "left_out"), 0)
     unverified: list[str] = []
@@ -96,13 +97,14 @@ def version_safety_evidence(cases: Sequence[CaseResult], version: str, rubric: R
             unverified.append(item_id)
             if result is not None and not result.usable:
                 counts["judge_failed"] += 1
+                failed_models.add(result.model or UNNAMED)
             elif result is not None:
                 counts["not_admitted"] += 1
             elif item_id in left_out:
                 counts["left_out"] += 1
     return SafetyEvidence(
         **counts, unverified=len(unverified), judged=any(case.safety_judge for case in mine), models=models,
-        unadmitted_models=refused,
+        unadmitted_models=refused, failed_models=sorted(failed_models),
         admission=admission(book or {}, refused, "safety", bar) if refused else None,
         unverified_ids=unverified[:SHOWN_IDS], guards=list(rubric.decision.safety_evidence.guards))
 
@@ -115,15 +117,22 @@ def admitted_models(book: CalibrationBook | None, bar: float) -> list[str]:
 def verify_command(evidence: SafetyEvidence, version: str, run_dir: str, suggested_model: str | None) -> str:
     """The command that verifies the version's unverified safety-relevant items, in words.
 
-    A failed judge call is asked again by resuming the run. A judge not admitted becomes
-    admitted by calibrating it (`decide` then reads the new record; nothing to run again). A
-    run without a judge, or whose budget left items out, has its stored replies judged by
-    `penpal-eval verify` (evaluators.release.verify_run): the companion is not called again, so
-    the decision rests on the replies it read.
+    A failed judge call is asked again by `penpal-eval verify` with the model that failed: it
+    puts the stored replies to the judge again. Not `run --resume`, which plays each such case
+    again whole (the companion called again unless its response cache answers, the quality judge
+    asked again) and refuses a judge endpoint other than the run's, so the decision would no
+    longer rest on the replies it read. A judge not admitted becomes admitted by calibrating it
+    (`decide` then reads the new record; nothing to run again). A run without a judge, or whose
+    budget left items out, has its stored replies judged by `penpal-eval verify` too
+    (evaluators.release.verify_run).
     """
     steps = []
     if evidence.judge_failed:
-        steps.append(f"ask the judge again where it failed: penpal-eval run --resume {run_dir}")
+        failed = [model for model in evidence.failed_models if model != UNNAMED]
+        if len(failed) != len(evidence.failed_models) or not failed:  # a failure with no named model
+            failed.append(suggested_model or "MODEL")
+        steps.extend(f"ask the judge again where it failed, on the stored replies: penpal-eval verify {run_dir} "
+                     f"-p {version} --judge-model {model}" for model in dict.fromkeys(failed))
     if evidence.not_admitted:
         for model in [model for model in evidence.unadmitted_models if model != UNNAMED]:
             steps.append(f"calibrate {model} for safety on the team's labelled sample: "

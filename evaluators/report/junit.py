@@ -5,7 +5,9 @@ CI systems (Jenkins, GitLab, GitHub annotations, Azure) read JUnit XML for per-t
 decision and average as properties), a test case per scenario (classname = the version, name =
 the scenario id) with its scores as properties, and the typed failures of the case
 (evaluators.release.failures), and what a failed case failed on (`failure_concern`: safety,
-format_only or other; the suite says how many safety scenarios failed on each): a quality failure (a hard flag, an expectation, an
+format_only or other; the suite says how many safety scenarios failed on each, and what its
+safety-relevant replies rest on: how many, verified by the judge or a detector, unverified, and
+the command that verifies them when the gate refused the version): a quality failure (a hard flag, an expectation, an
 assertion, ...) as <failure>, missing evidence (a failed call, a reply cut short, the judge
 failing, an assertion not verified) as <error>, each with the kinds as its type and the reasons
 as its message. Written with xml.etree, so every value is escaped.
@@ -21,7 +23,7 @@ from evaluators.core.failures import Failure
 from evaluators.core.names import SCORE_COLUMNS
 from evaluators.core.text_safety import printable
 from evaluators.release.concerns import case_failure_concern
-from evaluators.release.contracts import ReleaseReport, SafetyFailureSplit
+from evaluators.release.contracts import Decision, ReleaseReport, SafetyFailureSplit
 from evaluators.release.failures import case_failures
 from evaluators.rubric.loader import Rubric
 from evaluators.store.records import CaseResult, version_order
@@ -81,6 +83,19 @@ def _split_properties(split: SafetyFailureSplit | None) -> dict[str, object]:
             "safety_failed_on_other": len(split.other)}
 
 
+def _evidence_properties(decision: Decision | None) -> dict[str, object]:
+    """What the version's safety-relevant replies rest on (evaluators.release.safety_evidence), and
+    when the gate refused the version for it, the command that verifies them: a CI page shows why a
+    version was held back and what to run, without the run directory."""
+    if decision is None or decision.safety_evidence is None:
+        return {}
+    evidence = decision.safety_evidence
+    return {"safety_relevant": evidence.relevant, "safety_verified_by_judge": evidence.by_judge,
+            "safety_verified_by_detector": evidence.by_detector, "safety_unverified": evidence.unverified,
+            "safety_refused": decision.refused,
+            "safety_verify_command": (evidence.verify or None) if decision.refused else None}
+
+
 def junit_tree(cases: Sequence[CaseResult], rubric: Rubric, *, run_id: str = "",
                release: ReleaseReport | None = None) -> ET.ElementTree:
     """The JUnit document for the cases (the latest record of each), with the decisions when given."""
@@ -95,7 +110,8 @@ def junit_tree(cases: Sequence[CaseResult], rubric: Rubric, *, run_id: str = "",
                             "decision": decision.outcome if decision else None,
                             "average": decision.average if decision else None,
                             "decision_summary": decision.summary if decision else None,
-                            **_split_properties(decision.safety_failures if decision else None)})
+                            **_split_properties(decision.safety_failures if decision else None),
+                            **_evidence_properties(decision)})
         counts = {"tests": len(mine), "failures": 0, "errors": 0}
         for case in mine:
             element = ET.SubElement(suite, "testcase", classname=version, name=case.scenario_id,

@@ -131,6 +131,28 @@ def test_a_dead_safety_judge_is_missing_evidence_and_decide_never_deploys(small_
     assert decision["coverage"]["judge_failed"] == 4
 
 
+def test_the_run_names_verify_for_cases_only_the_safety_judge_failed_on(small_project, openai_server, monkeypatch,
+                                                                        capsys):
+    import typer
+
+    from evaluators.cli.run import run_with_config
+    from evaluators.core.locations import display_path
+
+    server = openai_server(answers=answers, faults=lambda call: server_error(503) if is_safety(call) else OK)
+    use_judge(monkeypatch, server)
+    project = project_with_safety(small_project)
+    try:
+        code = run_with_config(config(project, judge=judge_config(), run_id="dead-safety"))
+    except typer.Exit as exit_:
+        code = exit_.exit_code
+    assert code == 1  # cases the judge could not judge
+    said = " ".join(capsys.readouterr().err.split())
+    directory = display_path(project["runs"] / "dead-safety")
+    assert ("8 cases could not be judged (the judge call failed); the safety judge is asked again on the stored "
+            f"replies by penpal-eval verify {directory} --judge-model judge-model:") in said
+    assert "judged again when the run resumes" not in said
+
+
 def test_the_judge_command_adds_the_safety_answers_to_each_line(openai_server, monkeypatch, tmp_path):
     server = openai_server(answers=answers)
     use_judge(monkeypatch, server)

@@ -127,9 +127,18 @@ def test_a_dead_judge_is_missing_evidence_and_never_deploys(project, openai_serv
     assert evidence["relevant"] == SAFETY_REPLIES_COUNT
     assert evidence["judge_failed"] == evidence["unverified"] == SAFETY_REPLIES_COUNT  # never a pass
     assert evidence["by_judge"] == 0
-    assert evidence["verify"].startswith("ask the judge again where it failed: penpal-eval run --resume ")
+    assert evidence["failed_models"] == [JUDGE]
+    # verify asks the judge again on the stored replies; `run --resume` would play the cases again.
+    assert evidence["verify"] == (f"ask the judge again where it failed, on the stored replies: penpal-eval verify "
+                                  f"{display_path(store.directory)} -p v2 --judge-model {JUDGE}")
     rule = next(item for item in v2["rules"] if item["name"] == SAFETY_EVIDENCE)
     assert not rule["passed"] and f"{SAFETY_REPLIES_COUNT} of {SAFETY_REPLIES_COUNT} safety-relevant replies are unverified" in rule["message"]
+    # The coverage counts the cases as not judged; only the safety judge failed, so it is finished
+    # by the same verify, never by resuming (which would play the cases again).
+    coverage = v2["coverage"]
+    assert coverage["judge_failed"] >= 1 and "could not be judged" in " ".join(coverage["reasons"])
+    assert coverage["finish"] == [f"ask the safety judge again on the stored replies: penpal-eval verify "
+                                  f"{display_path(store.directory)} -p v2 --judge-model {JUDGE}"]
 
 
 def test_no_judge_and_unverified_safety_replies_refuse_the_deploy_with_the_count_and_the_command(

@@ -10,6 +10,7 @@ next verify asks only what failed.
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import pytest
 from typer.testing import CliRunner
@@ -137,6 +138,107 @@ def test_a_failing_judge_leaves_the_run_refused_and_the_next_verify_asks_only_wh
     assert decisions["v2"]["outcome"] == "deploy" and decisions["v2"]["safety_evidence"]["unverified"] == 0
 
 
+def test_a_run_whose_judge_failed_is_verified_by_the_command_its_refusal_names(project, openai_server, monkeypatch):
+    """The run's safety judge failed on every item (the companion answered): the decision names
+    `verify` with the model that failed, and that command, with a judge that answers, asks every
+    failed item again on the stored replies, without calling the companion."""
+    admit_judge()
+    servers = Servers(openai_server)
+    store = run(project, servers, monkeypatch, judge=True, safety_fails=True, run_id="dead-judge")
+    companion_server = servers.started[0]
+    _, decisions = decide(store, "-p", "v2")
+    evidence = decisions["v2"]["safety_evidence"]
+    assert decisions["v2"]["outcome"] == "incomplete"
+    assert evidence["judge_failed"] == evidence["unverified"] == evidence["relevant"] >= 2
+    command = f"penpal-eval verify {display_path(store.directory)} -p v2 --judge-model {JUDGE}"
+    assert command in evidence["verify"] and "run --resume" not in evidence["verify"]
+
+    calls_before = len(companion_server.calls)
+    judge = judge_server(openai_server, monkeypatch)
+    arguments = command.split()[2:]  # what the refusal says to run, as it says it
+    assert arguments[0] == display_path(store.directory)
+    result = CliRunner().invoke(app, ["verify", str(store.directory), *arguments[1:], "--max-attempts", "1"])
+    assert result.exit_code == 0, result.output
+    assert len(companion_server.calls) == calls_before  # the companion was not called again
+    assert len(judge.calls) == evidence["relevant"] and all(is_safety_request(call) for call in judge.calls)
+    _, decisions = decide(store, "-p", "v2")
+    after = decisions["v2"]["safety_evidence"]
+    assert (after["unverified"], after["judge_failed"], after["by_judge"]) == (0, 0, evidence["relevant"])
+    assert decisions["v2"]["outcome"] == "deploy"
+
+
+def test_verify_judges_through_one_batch_with_the_runs_batch_machinery(project, openai_server, monkeypatch):
+    """`verify --judge-batch`: every unverified item in one Batch API batch on the local batch-capable
+    server, no live call; the decision then rests on those answers. The guard: a sample judge is no model."""
+    store = run(project, openai_server, monkeypatch, judge=False, run_id="batched")
+    relevant = decide(store, "-p", "v2")[1]["v2"]["safety_evidence"]["relevant"]
+    sample = CliRunner().invoke(app, ["verify", str(store.directory), "--sample-judge", "--judge-batch"])
+    assert sample.exit_code == 2 and "needs a judge model" in " ".join(sample.output.split())
+    admit_judge()
+    server = openai_server(answers=lambda call: safety_answers_json(), batch_polls=1)
+    monkeypatch.setenv("PENPAL_JUDGE_BASE_URL", server.base_url)
+    monkeypatch.setenv("PENPAL_JUDGE_API_KEY", JUDGE_KEY)
+    result = verify(store, "-p", "v2", "--judge-batch", "--batch-poll", "0.01", "--no-judge-cache")
+    assert result.exit_code == 0, result.output
+    assert server.calls == [] and len(server.batches) == 1  # no live call: one batch
+    requests = server.batch_requests()
+    assert len(requests) == relevant and all(is_safety_request(SimpleNamespace(body=request["body"]))
+                                             for request in requests)
+    said = " ".join(result.stderr.split())
+    assert f"{relevant} asked" in said and f"1 batch submitted with {relevant} requests" in said
+    _, decisions = decide(store, "-p", "v2")
+    evidence = decisions["v2"]["safety_evidence"]
+    assert (evidence["by_judge"], evidence["unverified"]) == (relevant, 0) and decisions["v2"]["outcome"] == "deploy"
+    manifest_text = (store.directory / "manifest.json").read_text(encoding="utf-8")
+    assert json.loads(manifest_text)[MANIFEST_KEY][-1]["batch"]["submitted"] == relevant
+    assert JUDGE_KEY not in manifest_text
+
+
+def test_verify_asks_again_a_failed_item_the_gate_does_not_count_so_the_case_is_judged_again(
+        project, openai_server, monkeypatch):
+    """Under a rubric whose detectors trigger nothing, the small project's replies went to the
+    safety judge only as the quality judge's choice: not safety-relevant, yet their failed calls
+    leave each case not judged (missing evidence for the coverage). verify asks them again too."""
+    import asyncio
+
+    from evaluators.judge.calibration_record import read_calibration
+    from evaluators.judge.factory import JudgeConfig, create_judge
+    from evaluators.judge.safety_judge import SafetyJudge
+    from evaluators.judge.safety_stage import SafetyBudget
+    from evaluators.judge.safety_triggers import planned_items, safety_relevant
+    from evaluators.release.verify_run import VerifyStage, verify_run
+    from evaluators.rubric.loader import default_rubric
+    from evaluators.store.run_store import RunStore
+
+    admit_judge()
+    store = run(project, openai_server, monkeypatch, judge=True, safety_fails=True, run_id="quality-only")
+    shipped = default_rubric()
+    detectors = shipped.detectors.model_copy(update={"judge_triggers": []})
+    rubric = shipped.model_copy(update={"detectors": detectors})
+    cases = [case for case in store.read_cases() if case.prompt_version == "v2"]
+    assert all(case.judge_failed for case in cases)
+    others = [item.id for case in cases for item, why in planned_items(case, rubric=rubric) if not safety_relevant(why)]
+    assert len(others) >= 3  # failed, and not safety-relevant under this rubric
+
+    judge = judge_server(openai_server, monkeypatch)
+    llm = create_judge(JudgeConfig(model=JUDGE, use_cache=False, max_attempts=1), rubric)
+    stage = VerifyStage(SafetyJudge(llm), budget=SafetyBudget(None), book=read_calibration())
+
+    async def go():
+        try:
+            return await verify_run(RunStore.open(store.directory), stage, ["v2"])
+        finally:
+            await llm.aclose()
+
+    outcome = asyncio.run(go())
+    asked = {item_id for case in cases for item_id in
+             [item.id for item, _ in planned_items(case, rubric=rubric)]}
+    assert outcome.asked == len(judge.calls) == len(asked) and set(others) <= asked
+    assert outcome.relevant == len(asked) - len(others) and outcome.failed == 0
+    after = [case for case in store.read_cases() if case.prompt_version == "v2"]
+    assert not any(case.judge_failed for case in after)  # every case is judged now
+
+
 def test_the_budget_leaves_items_out_and_a_later_verify_asks_them(project, openai_server, monkeypatch):
     store = run(project, openai_server, monkeypatch, judge=False, run_id="budget")
     relevant = decide(store, "-p", "v2")[1]["v2"]["safety_evidence"]["relevant"]
@@ -158,7 +260,12 @@ def test_verify_refuses_clearly(project, openai_server, monkeypatch, tmp_path):
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
     no_endpoint = verify(store)
-    assert no_endpoint.exit_code == 2 and "the judge needs an endpoint" in no_endpoint.stderr
+    said = " ".join(no_endpoint.stderr.split())
+    assert no_endpoint.exit_code == 2 and "verify needs a judge endpoint" in said
+    # What to set, in verify's own terms: the endpoint variables and --judge-model, never run's --judge.
+    assert all(name in said for name in ("PENPAL_JUDGE_BASE_URL", "PENPAL_JUDGE_API_KEY", "OPENAI_BASE_URL",
+                                         "--judge-model"))
+    assert "--judge:" not in said and "--judge " not in said and "--judge." not in said
     not_a_run = CliRunner().invoke(app, ["verify", str(tmp_path), "--judge-model", JUDGE])
     assert not_a_run.exit_code == 2 and "not a run directory" in not_a_run.stderr
     sample = CliRunner().invoke(app, ["verify", str(store.directory), "--sample-judge"])

@@ -8,6 +8,7 @@ crisis turn is a cheerful brush-off with no help in it.
 
 from __future__ import annotations
 
+import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -120,6 +121,25 @@ def test_run_junit_is_valid_and_shows_the_mishandled_safety_scenario_as_a_typed_
     again = cases_in(decided)
     assert set(again) == set(found)
     assert again[("v1", "emo-giving-up")].find("failure").get("type") == failure.get("type")
+
+    # Each suite carries what its safety-relevant replies rest on, as `decide --json` counts them,
+    # and the refused version the command that verifies them.
+    decisions = {item["prompt_version"]: item for item in json.loads(runner.invoke(
+        app, ["decide", str(safety_project["runs"] / "ci"), "--json"]).stdout)}
+    for path in (junit, decided):
+        suites = {suite.get("name"): properties(suite) for suite in ET.parse(path).getroot().iter("testsuite")}
+        for version in ("v1", "v2"):
+            evidence = decisions[version]["safety_evidence"]
+            shown = suites[version]
+            assert (int(shown["safety_relevant"]), int(shown["safety_verified_by_judge"]),
+                    int(shown["safety_verified_by_detector"]), int(shown["safety_unverified"])) == (
+                evidence["relevant"], evidence["by_judge"], evidence["by_detector"], evidence["unverified"])
+        v2 = suites["v2"]
+        assert int(v2["safety_unverified"]) == int(v2["safety_relevant"]) >= 1 and v2["safety_refused"] == "deploy"
+        assert v2["safety_verify_command"] == decisions["v2"]["safety_evidence"]["verify"]
+        assert "penpal-eval verify " in v2["safety_verify_command"] and " -p v2 " in v2["safety_verify_command"]
+        assert decisions["v1"]["refused"] is None
+        assert "safety_verify_command" not in suites["v1"] and "safety_refused" not in suites["v1"]
 
 
 def test_a_case_whose_call_failed_is_an_error_not_a_failure(safety_project, openai_server, monkeypatch, tmp_path):

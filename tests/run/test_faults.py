@@ -159,6 +159,10 @@ def test_a_run_whose_judge_failed_is_incomplete_for_decide_with_the_count(small_
     assert f"penpal-eval run --resume {report.store.directory}" in out or "--resume" in out
     as_json = json.loads(runner.invoke(app, ["decide", str(report.store.directory), "-p", "v2", "--json"]).stdout)
     assert as_json[0]["outcome"] == "incomplete" and as_json[0]["coverage"]["judge_failed"] == 3
+    # The quality judge failed too: only a resume judges those again (verify asks only the safety judge).
+    finish = as_json[0]["coverage"]["finish"]
+    assert any(step.startswith("finish the run: penpal-eval run --resume ") for step in finish)
+    assert not any("ask the safety judge again" in step for step in finish)
 
 
 # --- 7. smaller findings ------------------------------------------------------------------------------------

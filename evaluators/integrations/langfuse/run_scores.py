@@ -3,8 +3,9 @@ scores, so Langfuse's experiment comparison shows them beside the per-trace scor
 
 The numbers are the ones `penpal-eval decide` prints (evaluators.release.rules), computed from the
 same stored cases, baselines and scenario set (the run's manifest), so Langfuse and the
-terminal never disagree; the coverage goes along as its own score, and so do the pairwise
-judge's win rate and position-bias rate when the run has pairwise results.
+terminal never disagree; the coverage goes along as its own score, and so do the safety
+evidence (the count of unverified safety-relevant replies, and the share verified), and the
+pairwise judge's win rate and position-bias rate when the run has pairwise results.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from evaluators.integrations.langfuse.score_configs import (
     RELEASE_AVERAGE,
     RELEASE_COVERAGE,
     RELEASE_DECISION,
+    SAFETY_UNVERIFIED,
+    SAFETY_VERIFIED_SHARE,
     mean_name,
 )
 from evaluators.judge.calibration_record import read_calibration
@@ -98,6 +101,13 @@ def add_run_scores(publisher: LangfusePublisher, cases: Sequence[CaseResult],
                     RELEASE_AVERAGE: f"average of {decision.average_of}",
                     COMPOSITE: "composite of mean quality and hard-criteria pass rate (weights in the rubric)",
                     **{name: aggregate.counts.sentence(name) for name in COUNT_LEGENDS}}
+        evidence = decision.safety_evidence
+        if evidence is not None:
+            values[SAFETY_UNVERIFIED] = float(evidence.unverified)
+            values[SAFETY_VERIFIED_SHARE] = evidence.verified / evidence.relevant if evidence.relevant else None
+            said = evidence.sentence()
+            comments[SAFETY_UNVERIFIED] = f"{said}; verify them: {evidence.verify}" if evidence.verify else said
+            comments[SAFETY_VERIFIED_SHARE] = said
         pairwise = report.head_to_head.get(decision.prompt_version)
         if pairwise is not None and pairwise.overall.rate is not None:
             values[PAIRWISE_WIN_RATE] = pairwise.overall.rate

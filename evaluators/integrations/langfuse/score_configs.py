@@ -47,6 +47,9 @@ RELEASE_DECISION = "release_decision"
 RELEASE_COVERAGE = "release_coverage"
 PAIRWISE_WIN_RATE = "pairwise_win_rate"  # against the baseline, by the pairwise judge (when the run has it)
 PAIRWISE_POSITION_BIAS = "pairwise_position_bias"
+# The version's safety evidence (evaluators.release.safety_evidence): what the gate counts.
+SAFETY_UNVERIFIED = "safety_unverified"
+SAFETY_VERIFIED_SHARE = "safety_verified_share"
 # Category values are the positions, so a new outcome goes at the end: existing configs keep
 # their values. "incomplete": a version whose run did not cover enough to decide.
 DECISION_OUTCOMES: tuple[str, ...] = ("revise", "ab_test", "deploy", "incomplete")
@@ -193,6 +196,11 @@ def score_definitions(rubric: Rubric) -> list[ScoreDefinition]:
                                                 "scenarios, ties half (the comment gives the interval)."))
     definitions.append(_unit(PAIRWISE_POSITION_BIAS, "Pairwise judge: share of comparisons whose verdict changed "
                                                      "with the order of the two replies."))
+    definitions.append(ScoreDefinition(SAFETY_UNVERIFIED, NUMERIC, "Count of the version's safety-relevant replies "
+                                       "that neither an admitted judge nor a detector verified (the comment gives "
+                                       "why, and the command that verifies them).", 0.0))
+    definitions.append(_unit(SAFETY_VERIFIED_SHARE, "Share of the version's safety-relevant replies verified by an "
+                                                    "admitted judge or a detector (1: the gate has its evidence)."))
     definitions.append(ScoreDefinition(RELEASE_DECISION, CATEGORICAL, "Release decision for the prompt version.",
                                        categories=DECISION_OUTCOMES))
     return definitions

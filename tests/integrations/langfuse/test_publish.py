@@ -281,3 +281,58 @@ def test_pairwise_results_arrive_as_run_level_scores_on_the_next_push(small_proj
                 if score["name"].startswith("pairwise_") and score["metadata"]["prompt_version"] == "v1"]
     assert "DO-NOT-LEAK" not in json.dumps(list(server.scores.values()))
     assert server.schema_errors == []
+
+
+def test_the_safety_evidence_arrives_as_run_level_scores_and_follows_verify(small_project, langfuse, openai_server,
+                                                                            monkeypatch):
+    """Each version's count of unverified safety-relevant replies and share verified, as `decide`
+    counts them: none verified after a run without a judge; after `verify` with a budget of two
+    admitted answers and a new push, two of them."""
+    from tests.release.test_safety_gate import admit_judge
+    from tests.servers.judge_answers import safety_answers_json
+
+    server = langfuse()
+    code, store = run_replay(small_project, sample_judge=False)
+    EVIDENCE = {"safety_unverified", "safety_verified_share"}  # noqa: N806
+    assert code == 0
+
+    def posted(version: str) -> dict[str, dict]:
+        return {score["name"]: score for score in server.scores.values() if score.get("datasetRunId")
+                and score["name"] in EVIDENCE and score["metadata"]["prompt_version"] == version}
+
+    def evidence(version: str) -> dict:
+        decided = runner.invoke(app, ["decide", str(store.directory), "--json"])
+        return next(item for item in json.loads(decided.stdout) if item["prompt_version"] == version)["safety_evidence"]
+
+    before = evidence("v2")
+    assert before["unverified"] == before["relevant"] >= 3 and before["by_judge"] == 0
+    scores = posted("v2")
+    assert set(scores) == EVIDENCE
+    assert scores["safety_unverified"]["value"] == before["unverified"]
+    assert scores["safety_verified_share"]["value"] == 0.0
+    assert "penpal-eval verify " in scores["safety_unverified"]["comment"]
+    assert f"{before['relevant']} safety-relevant replies" in scores["safety_verified_share"]["comment"]
+    configs = {config["id"]: config for config in server.score_configs.values()}
+    assert all(configs[score["configId"]]["name"] == name for name, score in scores.items())
+    assert configs[scores["safety_verified_share"]["configId"]]["maxValue"] == 1.0
+
+    admit_judge("judge-model")
+    judge = openai_server(answers=lambda call: safety_answers_json())
+    monkeypatch.setenv("PENPAL_JUDGE_BASE_URL", judge.base_url)
+    monkeypatch.setenv("PENPAL_JUDGE_API_KEY", "sk-judge-DO-NOT-LEAK-8118")
+    verified = runner.invoke(app, ["verify", str(store.directory), "-p", "v2", "--judge-model", "judge-model",
+                                   "--judge-budget", "2", "--no-judge-cache"])
+    assert verified.exit_code in (5, 6), verified.output  # never a deploy: the rest is unverified
+    pushed = runner.invoke(app, ["push", str(store.directory)])
+    assert pushed.exit_code == 0, pushed.output
+    after = evidence("v2")
+    assert (after["by_judge"], after["unverified"]) == (2, before["relevant"] - 2)
+    scores = posted("v2")
+    assert scores["safety_unverified"]["value"] == before["relevant"] - 2
+    assert scores["safety_verified_share"]["value"] == round(2 / before["relevant"], 6)
+    assert "2 verified by an admitted judge" in scores["safety_verified_share"]["comment"]
+    assert posted("v1")["safety_verified_share"]["value"] == 0.0  # v1 was not verified
+    assert all(set(score["metadata"]) == {"run_id", "prompt_version"} for score in server.scores.values()
+               if score["name"] in EVIDENCE)
+    assert "DO-NOT-LEAK" not in json.dumps(list(server.scores.values()))
+    assert server.schema_errors == []
