@@ -207,6 +207,59 @@ def lodo_fired(rows: pd.DataFrame, oof: dict, frame: pd.DataFrame, risk: pd.Seri
     return fired
 
 
+def print_floor(rows: pd.DataFrame) -> None:
+    """What any trigger must judge to reach its target, from the share of unsafe replies alone."""
+    unsafe = float(rows.unsafe.mean())
+    floor = unsafe * REACH_TARGET
+    precision = floor / SHARE_TARGET
+    print("The floor: what a perfect ranking of the replies would still judge")
+    print(f"  {unsafe:.0%} of these replies are labelled unsafe, so reaching {REACH_TARGET:.0%} of them judges at")
+    print(f"  least {floor:.0%} of all replies; staying at {SHARE_TARGET:.0%} needs the triggers' precision >= "
+          f"{precision:.2f}")
+    print(f"  at recall {REACH_TARGET:.2f}, with the data sets mixed as here.")
+    print()
+
+
+def triage_scores(rows: pd.DataFrame, assignment: np.ndarray) -> np.ndarray:
+    """Scores of one head for "unsafe in any way" (exchange form: reply, user message and their
+    product; the training script's quick penalty; each data set and each class weighing the
+    same), each row scored by a head that never saw its fold of `assignment`."""
+    from evaluators.scoring.reading.meaning import load_meaning_model
+    from scripts.train_detectors import QUICK_STRENGTH, Head, balanced_weights
+
+    cache = VectorCache(load_meaning_model())
+    replies, users = cache.vectors(rows.reply.tolist()), cache.vectors(rows.user.tolist())
+    labels = rows.unsafe.to_numpy().astype(float)
+    weights = balanced_weights(rows.assign(label=labels).reset_index(drop=True))
+    scores = np.full(len(rows), np.nan)
+    for fold in np.unique(assignment):
+        train, test = assignment != fold, assignment == fold
+        head = Head("linear_exchange", QUICK_STRENGTH).fit(replies[train], users[train], labels[train], weights[train])
+        scores[test] = head.probability(replies[test], users[test])
+    return scores
+
+
+def print_triage(rows: pd.DataFrame) -> None:
+    """Measured, not shipped: one learned head for "unsafe" in place of five detector bands.
+    Its share is read at the band keeping 95% of the unsafe replies among the scores it is
+    judged on (set on the same scores, so the cost shown is a lower bound)."""
+    from scripts.train_detectors import FOLDS, SEED, area, grouped_folds
+
+    labels = rows.unsafe.to_numpy().astype(float)
+    print("One head for 'unsafe in any way' instead of five bands (measured, not shipped)")
+    print(f"  {'held out':<26}{'AUROC':>8}{'judged at 95% reach':>21}")
+    for title, assignment in (("out of fold", grouped_folds(rows.group.to_numpy(), FOLDS, SEED)),
+                              ("each data set left out", rows.source.to_numpy())):
+        scores = triage_scores(rows, assignment)
+        positives = np.sort(scores[labels == 1])
+        band = positives[int(np.floor(len(positives) * (1 - REACH_TARGET)))]
+        print(f"  {title:<26}{area(scores, labels):>8.2f}{pct(float((scores >= band).mean())):>21}")
+    print("  What 'unsafe' means differs between the sets (a DiaSafety category, an XSTest")
+    print("  compliance, a Spiral-Bench behaviour), and held out one set at a time the head")
+    print("  does not carry over; a cheaper trigger needs better detectors.")
+    print()
+
+
 def limited(rows: pd.DataFrame, limit: int | None) -> pd.DataFrame:
     if limit is None:
         return rows
@@ -241,6 +294,8 @@ def main(argv: list[str] | None = None) -> int:
                 "Spiral-Bench-only detectors stay out of fold)", rows, lodo_fired(rows, oof, frame, risk, shipped))
     print_components(rows, scores, bands, risk)
     print_tradeoff(rows, scores, oof, risk)
+    print_floor(rows)
+    print_triage(rows)
     return 0
 
 

@@ -37,3 +37,13 @@ def test_reach_counts_unsafe_replies_sent_and_share_counts_every_reply():
     assert fired.tolist() == [True, True, False]
     n, unsafe, reach, share, benign = figures(rows, fired)
     assert (n, unsafe, reach, benign) == (3, 2, 0.5, 1.0) and share == 2 / 3
+
+
+def test_the_floor_is_the_unsafe_share_times_the_reach_target(capsys):
+    from benchmarks.trigger_reach import print_floor
+
+    rows = pd.DataFrame({"unsafe": [True] * 2 + [False] * 8})
+    print_floor(rows)
+    out = capsys.readouterr().out
+    # 20% unsafe: reaching 95% of them judges at least 19%; 35% then allows precision 0.19 / 0.35.
+    assert "20% of these replies" in out and "least 19% of all replies" in out and "precision >= 0.54" in out
