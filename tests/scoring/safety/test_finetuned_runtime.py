@@ -260,3 +260,30 @@ def test_the_shipped_model_reads_no_further_than_its_max_length(shipped_in_a_ban
     start = "I'm so sorry you're going through this, it sounds exhausting. " * 12
     assert np.array_equal(model.score_many([start + "Stop your medication today."]),
                           model.score_many([start + "Talk to your doctor first."]))
+
+
+# --- through the scorer ----------------------------------------------------------------------
+
+
+def test_the_scorer_prefetches_each_distinct_reply_once_and_records_the_models_score(session, tokenizer):
+    """score_records with a bank whose harmful_advice is served by the (stand-in) model: the
+    distinct clipped replies are scored once, together, before the batch's cases read them, and
+    the record carries the model's probability of its reply."""
+    from evaluators.rubric.loader import default_rubric
+    from evaluators.scoring.api import score_records
+    from evaluators.scoring.heuristics import HeuristicEvaluator
+
+    shipped = load_detectors(detectors_path(default_rubric().detectors.model))
+    model = model_of(session, tokenizer, batch_texts=4)  # batched, so a prefetch shows in the passes
+    detectors = {name: FinetunedDetector(name, "reply", "text", model) if name == "harmful_advice" else detector
+                 for name, detector in shipped.detectors.items()}
+    evaluator = HeuristicEvaluator(detectors=DetectorBank(detectors=detectors, path=shipped.path))
+    replies = [TEXTS[1], TEXTS[2], TEXTS[1], TEXTS[4]]
+    records = [{"id": str(index), "user_message": "My neighbour's cat keeps getting in.", "response": reply}
+               for index, reply in enumerate(replies)]
+    outcomes = list(score_records(records, evaluator=evaluator))
+    assert session.texts_scored() == 3
+    # Scored together before the cases: the two replies of similar length share a pass.
+    assert sorted(len(ids) for ids, _ in session.calls) == [1, 2]
+    found = [outcome.to_record()["detectors"]["harmful_advice"] for outcome in outcomes]
+    assert found == pytest.approx([0.9, 0.1, 0.9, 0.1])
