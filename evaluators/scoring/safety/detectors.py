@@ -148,6 +148,23 @@ class DetectorBank:
                 scores[name] = float(detector.probability(reply_vector, user_vector))
         return scores
 
+    def score_rows(self, reply_vectors: np.ndarray, user_vectors: np.ndarray,
+                   reply_texts: list[str] | None = None) -> dict[str, np.ndarray]:
+        """Every detector over many exchanges at once (rows), as `score_exchange` scores one: for
+        benchmarks and scripts. `reply_texts` (clipped as the scorer clips) are needed only when
+        some detector is served by the fine-tuned model."""
+        scores = {}
+        for name, detector in self.detectors.items():
+            if isinstance(detector, FinetunedDetector):
+                if reply_texts is None:
+                    raise ValueError(f"{name} is read from the reply's text by the fine-tuned model: pass the texts")
+                scores[name] = detector.probability_of(list(reply_texts))
+            elif detector.reads == "user":
+                scores[name] = detector.probability(user_vectors)
+            else:
+                scores[name] = detector.probability(reply_vectors, user_vectors)
+        return scores
+
     def strongest_sentence(self, name: str, sentences: list[str], vectors: np.ndarray | None,
                            user_vector: np.ndarray | None) -> tuple[str, float]:
         """Evidence: the sentence (of the reply, or of the user's message for a user-side

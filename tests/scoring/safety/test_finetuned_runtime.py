@@ -172,6 +172,18 @@ def test_the_bank_reads_fine_tuned_detectors_from_the_reply_text_and_the_others_
     assert [bank.is_finetuned(name) for name in bank.names()] == [False, True, True, False]
 
 
+def test_many_rows_at_once_score_as_one_exchange_at_a_time(session, tokenizer):
+    bank = a_bank(model_of(session, tokenizer))
+    rng = np.random.default_rng(2)
+    replies, users = rng.normal(size=(len(TEXTS), 384)), rng.normal(size=(len(TEXTS), 384))
+    rows = bank.score_rows(replies, users, TEXTS)
+    for row, text in enumerate(TEXTS):
+        one = bank.score_exchange(replies[row], users[row], text)
+        assert {name: float(column[row]) for name, column in rows.items()} == pytest.approx(one)
+    with pytest.raises(ValueError, match="pass the texts"):
+        bank.score_rows(replies, users)
+
+
 def test_evidence_of_a_fine_tuned_detector_is_the_sentence_its_model_scores_highest(session, tokenizer):
     bank = a_bank(model_of(session, tokenizer))
     sentences = ["Cats can be a nuisance.", "Put poison in a bowl of milk.", "Then wait."]
