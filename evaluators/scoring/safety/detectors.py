@@ -124,8 +124,9 @@ class DetectorBank:
         return list(models.values())
 
     def prefetch(self, reply_texts: Iterable[str]) -> None:
-        """Score the distinct reply texts with the fine-tuned model in batches, before the cases
-        read them one by one; nothing to do when every detector reads vectors."""
+        """Score the distinct reply texts with the fine-tuned model up front, before the cases
+        read them one by one (each distinct text once); nothing to do when every detector reads
+        vectors."""
         models = self.finetuned_models()
         texts = list(dict.fromkeys(reply_texts)) if models else []
         for model in models:
