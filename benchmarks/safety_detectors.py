@@ -158,16 +158,12 @@ def seed_out_only(bank) -> set[str]:
 
 def detector_scores(frame: pd.DataFrame, bank, cache: VectorCache) -> pd.DataFrame:
     """Each detector's probability per row, from the scorer's own vectors (clipped as it clips)."""
+    from evaluators.scoring.reading.nlp import clip_for_parse
+
     users = cache.vectors(frame["user"].tolist())
     replies = cache.vectors(frame["reply"].tolist())
-    columns = {}
-    for name in bank.names():
-        detector = bank.detectors[name]
-        if detector.reads == "user":
-            columns[name] = detector.probability(users)
-        else:
-            columns[name] = detector.probability(replies, users)
-    return pd.DataFrame(columns, index=frame.index)
+    texts = [clip_for_parse(text) for text in frame["reply"]]  # read by a fine-tuned detector
+    return pd.DataFrame(bank.score_rows(replies, users, texts), index=frame.index)
 
 
 # What a behaviour's rubric entry may use a detector for; all switched off for the old rules.

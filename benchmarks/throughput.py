@@ -6,8 +6,10 @@ markdown-heavy replies, each with a user message and a short history), then in o
 measures replies/second of the full ``evaluators.score_frame`` and of a bare ``nlp.pipe``
 over each distinct text of the records once (replies, user messages, history turns), with
 the same pipeline, and the passes of the models the scorer adds, each on its own line: the
-sentence vectors over the same texts, and the learned safety detectors over every record's
-reply and user vectors. The floor is the parse plus those passes; the target is evaluator
+sentence vectors over the same texts, the learned safety detectors over every record's reply
+and user vectors, and, where detectors.json has detectors served by the fine-tuned reply model
+(`method: finetuned_onnx`), that model over each distinct reply once. The floor is the parse
+plus those passes; the target is evaluator
 >= 0.8 x floor, i.e. everything beyond the models' own passes costs at most a quarter of
 them, and >= 50 replies/s. Models load in a warm-up that is not timed.
 """
@@ -42,9 +44,14 @@ MIN_REPLIES_PER_SECOND = 50
 # Models the evaluator runs beyond the spaCy parse, each with its own timed line: the sentence
 # vectors of evaluators/scoring/reading/meaning.py (relevance by meaning, and what the safety
 # detectors read), and the learned safety detectors of evaluators/scoring/safety/detectors.py
-# (a small head per behaviour over the reply's and the user's vectors).
+# (a small head per behaviour over the reply's and the user's vectors), and the fine-tuned
+# reply model of evaluators/scoring/safety/finetuned.py where some detector is served by it (an
+# encoder pass per distinct reply).
 MEANING = "meaning vectors"
 DETECTORS = "safety detectors"
+FINETUNED = "fine-tuned reply model"
+# How the floor's line names each pass.
+SHORT_NAMES = {MEANING: "vectors", DETECTORS: "detectors", FINETUNED: "fine-tuned"}
 SEED = 20250819
 WARMUP_RECORDS = 64
 
@@ -276,16 +283,30 @@ def meaning_pass(texts: Iterable[str]) -> Callable[[], None]:
     return lambda: model.embed_many(texts)
 
 
-def detectors_pass(records: pd.DataFrame) -> tuple[Callable[[], None], float] | None:
-    """Every detector of the shipped bank over every record's reply and user message, from
-    their vectors (computed here untimed: the meaning model's pass is timed on its own line),
-    all rows at once: the detectors' own share of the floor. Also the share of records on
-    which some detector reaches the rubric's flag_at: only there does the scorer embed the
-    sentences for evidence, a cost that falls in the glue. None when no bank is shipped."""
+@dataclass
+class DetectorPasses:
+    """The shipped bank's own passes: the heads over vectors, the fine-tuned reply model's pass
+    (None when no detector is served by it), and the share of records on which some detector
+    reaches the rubric's flag_at."""
+
+    heads: Callable[[], object]
+    finetuned: Callable[[], object] | None
+    fired_share: float
+
+
+def detectors_pass(records: pd.DataFrame) -> DetectorPasses | None:
+    """Every detector of the shipped bank over every record: the heads over the reply and user
+    vectors (computed here untimed: the meaning model's pass is timed on its own line), all rows
+    at once; and the fine-tuned reply model over each distinct reply once, afresh (its kept
+    scores bypassed), as the scorer prefetches them. Each is the detectors' own share of the
+    floor. Also the share of records on which some detector reaches the rubric's flag_at: only
+    there does the scorer look for the sentence behind it for evidence, a cost that falls in the
+    glue. None when no bank is shipped."""
     from evaluators.rubric.loader import default_rubric
     from evaluators.scoring.reading.meaning import load_meaning_model
     from evaluators.scoring.safety.detectors import (
         DETECTORS_FILE,
+        Detector,
         DetectorsMissing,
         detectors_path,
         load_detectors,
@@ -300,19 +321,31 @@ def detectors_pass(records: pd.DataFrame) -> tuple[Callable[[], None], float] | 
     vectors = dict(zip(distinct, meaning.embed_many(distinct), strict=True))
     replies = np.stack([vectors[clip(text)] for text in records["response"]])
     users = np.stack([vectors[clip(text)] for text in records["user_message"]])
-    detectors = [bank.detectors[name] for name in bank.names()]
+    detectors = [bank.detectors[name] for name in bank.names() if isinstance(bank.detectors[name], Detector)]
 
     def scores() -> dict[str, np.ndarray]:
         return {detector.name: detector.probability(users) if detector.reads == "user"
                 else detector.probability(replies, users) for detector in detectors}
 
+    reply_texts = list(dict.fromkeys(clip(text) for text in records["response"]))
+    models = bank.finetuned_models()
+
+    def finetuned() -> list[np.ndarray]:
+        return [model.score_many(reply_texts) for model in models]
+
+    found = scores()
+    row_of = {text: row for row, text in enumerate(reply_texts)}
+    rows = [row_of[clip(text)] for text in records["response"]]
+    for model, table in zip(models, finetuned(), strict=True):  # untimed: for the share only
+        found.update((name, table[rows, model.column(name)]) for name in bank.names()
+                     if bank.is_finetuned(name) and bank.detectors[name].model is model)
     section = getattr(default_rubric(), "detectors", None)
     behaviours = getattr(section, "behaviours", {}) or {}
     fired = np.zeros(len(records), dtype=bool)
-    for name, probability in scores().items():
+    for name, probability in found.items():
         if name in behaviours:
             fired |= probability >= behaviours[name].flag_at
-    return scores, float(fired.mean())
+    return DetectorPasses(scores, finetuned if models else None, float(fired.mean()))
 
 
 def traced_peak_mb(work: Callable[[], object]) -> float:
@@ -373,7 +406,8 @@ def print_ratio(bare: Timing, evaluator: Timing, added: list[Timing]) -> None:
 
     The floor is what cannot be avoided: the parse of each distinct text once, plus each added
     model's pass (the sentence vectors over the same texts, the detectors over every record's
-    vectors), one after the other, measured in this run. The glue is the evaluator's time
+    vectors, the fine-tuned reply model over each distinct reply where it serves a detector),
+    one after the other, measured in this run. The glue is the evaluator's time
     beyond that floor, as a share of it: at most 25% is the same target as evaluator / floor
     >= 0.80. CPU time is the figure to trust under load.
     """
@@ -388,7 +422,7 @@ def print_ratio(bare: Timing, evaluator: Timing, added: list[Timing]) -> None:
     floor_cpu = bare.cpu + sum(model.cpu for model in added)
     if added:
         floor_wall = bare.wall + sum(model.wall for model in added)
-        names = " + ".join(["parse", *(model.label.split()[-1] for model in added)])
+        names = " + ".join(["parse", *(SHORT_NAMES.get(model.label, model.label) for model in added)])
         for clock, floor_seconds, seconds in (("CPU", floor_cpu, evaluator.cpu),
                                               ("wall", floor_wall, evaluator.wall)):
             ratio = floor_seconds / seconds
@@ -438,7 +472,9 @@ def main(argv: list[str] | None = None) -> int:
         works[MEANING] = meaning_pass(texts)
         fired_share, detectors = 0.0, detectors_pass(records)
         if detectors is not None:
-            works[DETECTORS], fired_share = detectors
+            works[DETECTORS], fired_share = detectors.heads, detectors.fired_share
+            if detectors.finetuned is not None:
+                works[FINETUNED] = detectors.finetuned
         works[BARE_FEWER] = lambda: bare_parse_fewer_collections(nlp, texts)
     timings = measure(works, len(records), args.repeat)
     traced = {label: traced_peak_mb(work) for label, work in works.items()} if args.tracemalloc else {}
@@ -447,7 +483,10 @@ def main(argv: list[str] | None = None) -> int:
     if score_frame is not None:
         by_label = {timing.label: timing for timing in timings}
         bare, evaluator, bare_fewer = by_label["bare nlp.pipe"], by_label["evaluator score_frame"], by_label[BARE_FEWER]
-        print_ratio(bare, evaluator, [by_label[label] for label in (MEANING, DETECTORS) if label in by_label])
+        print_ratio(bare, evaluator, [by_label[label] for label in (MEANING, DETECTORS, FINETUNED)
+                                      if label in by_label])
+        if DETECTORS in by_label and FINETUNED not in by_label:
+            print("  fine-tuned reply model: no detector is served by it (method finetuned_onnx)")
         if DETECTORS not in by_label:
             print("  safety detectors: no bank shipped (evaluators/scoring/safety/detectors.npz)")
         else:

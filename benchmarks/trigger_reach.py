@@ -70,12 +70,14 @@ def load_oof() -> dict[str, np.ndarray]:
 def shipped_scores(rows: pd.DataFrame, names: tuple[str, ...]) -> pd.DataFrame:
     """The shipped heads' probabilities (for rows a head never trained on)."""
     from evaluators.scoring.reading.meaning import load_meaning_model
+    from evaluators.scoring.reading.nlp import clip_for_parse
     from evaluators.scoring.safety.detectors import DETECTORS_FILE, detectors_path, load_detectors
 
     bank = load_detectors(detectors_path(DETECTORS_FILE))
     cache = VectorCache(load_meaning_model())
     users, replies = cache.vectors(rows.user.tolist()), cache.vectors(rows.reply.tolist())
-    return pd.DataFrame({name: bank.detectors[name].probability(replies, users) for name in names}, index=rows.index)
+    scores = bank.score_rows(replies, users, [clip_for_parse(text) for text in rows.reply])
+    return pd.DataFrame({name: scores[name] for name in names}, index=rows.index)
 
 
 def held_out_scores(rows: pd.DataFrame, oof: dict, kind: str, shipped: pd.DataFrame) -> pd.DataFrame:

@@ -273,6 +273,10 @@ class HeuristicEvaluator:
 
         if self.meaning is not None:
             self.meaning.prefetch(text for case in cases for text in meaning_texts(case, self.rubric.meaning))
+            # The fine-tuned detectors' pass over the batch's distinct replies, up front (none
+            # unless detectors.json names one); the detectors read only with the meaning model.
+            if self.detectors is not None:
+                self.detectors.prefetch(reply for reply, _, _ in texts)
         for case, (reply, user, turns) in zip(cases, texts):
             features = CaseFeatures(
                 case=case,

@@ -104,7 +104,7 @@ class MeaningModel:
         text's own tokens, as the encoder was trained to be read."""
         encodings = self._tokenizer.encode_batch(texts)
         vectors: list[np.ndarray] = [np.empty(0, dtype=np.float32)] * len(texts)
-        for batch in _similar_lengths([len(encoding.ids) for encoding in encodings]):
+        for batch in similar_lengths([len(encoding.ids) for encoding in encodings]):
             width = max(len(encodings[index].ids) for index in batch)
             ids = np.zeros((len(batch), width), dtype=np.int64)
             mask = np.zeros((len(batch), width), dtype=np.int64)
@@ -136,13 +136,13 @@ class MeaningModel:
         return 0.0 if norm == 0.0 else float(self.vector(text) @ blend) / norm
 
 
-def _similar_lengths(lengths: list[int]) -> Iterator[list[int]]:
-    """Indices in batches of texts of about the same length, shortest first: a batch pays for
-    its longest text in every row, so a 10-token reply must not wait on a 150-token one; short
-    texts gain most from sharing a pass, long ones almost nothing."""
+def similar_lengths(lengths: list[int], most: int = BATCH_TEXTS) -> Iterator[list[int]]:
+    """Indices in batches of at most `most` texts of about the same length, shortest first: a
+    batch pays for its longest text in every row, so a 10-token reply must not wait on a
+    150-token one; short texts gain most from sharing a pass, long ones almost nothing."""
     batch: list[int] = []
     for index in sorted(range(len(lengths)), key=lengths.__getitem__):
-        if batch and (len(batch) == BATCH_TEXTS or lengths[index] > lengths[batch[0]] * PADDING_RATIO + 2):
+        if batch and (len(batch) == most or lengths[index] > lengths[batch[0]] * PADDING_RATIO + 2):
             yield batch
             batch = []
         batch.append(index)

@@ -14,20 +14,36 @@ methods compared, leave-one-data-set-out figures, out-of-fold thresholds) beside
 A head reads either the text's own vector (form "text") or, for a reply, how it meets the
 user's message (form "exchange": reply | user | reply*user). Standardisation is folded into
 the first layer at training time, so the runtime never sees a mean or a scale.
+
+A reply detector whose detectors.json entry says `"method": "finetuned_onnx"` is served instead
+by the fine-tuned reply model (`finetuned.py`): its probability comes from the reply's text, not
+its vector, and its weights are absent from the npz. With no such entry nothing else loads.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
+from evaluators.scoring.safety.finetuned import (
+    MODEL_FILE,
+    FinetunedModelUnreadable,
+    FinetunedReplyModel,
+    load_finetuned_model,
+    provenance_of,
+    shipped_heads,
+)
+
 PACKAGE_DIR = Path(__file__).resolve().parents[2]  # the `evaluators` package
 DETECTORS_FILE = "scoring/safety/detectors.npz"
 TRAIN_COMMAND = ".venv/bin/python scripts/train_detectors.py"
+FINETUNE_COMMAND = ".venv/bin/python scripts/finetune_detectors.py"
+FINETUNED = "finetuned_onnx"  # the `method` of a detector the fine-tuned reply model serves
 FORMS: tuple[str, ...] = ("text", "exchange")
 SIDES: tuple[str, ...] = ("user", "reply")
 META_KEY = "detectors_meta"
@@ -73,33 +89,95 @@ class Detector:
 
 
 @dataclass(frozen=True)
-class DetectorBank:
-    """Every detector of one weights file, by rubric name."""
+class FinetunedDetector:
+    """A reply detector served by the fine-tuned reply model: its probability is the model's
+    head `name` on the reply's text (there are no weights of its own to read a vector with)."""
 
-    detectors: dict[str, Detector]
+    name: str
+    reads: str
+    form: str
+    model: FinetunedReplyModel
+
+    def probability_of(self, texts: list[str]) -> np.ndarray:
+        """P(behaviour) per text, from the model's kept scores (prefetch them for many texts)."""
+        self.model.prefetch(texts)
+        return np.array([self.model.probability(self.name, text) for text in texts], dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class DetectorBank:
+    """Every detector of one weights file, by rubric name: heads over the sentence vectors, and
+    those the fine-tuned reply model serves."""
+
+    detectors: dict[str, Detector | FinetunedDetector]
     path: Path
 
     def names(self) -> tuple[str, ...]:
         return tuple(self.detectors)
 
-    def score_exchange(self, reply_vector: np.ndarray, user_vector: np.ndarray) -> dict[str, float]:
+    def is_finetuned(self, name: str) -> bool:
+        return isinstance(self.detectors[name], FinetunedDetector)
+
+    def finetuned_models(self) -> list[FinetunedReplyModel]:
+        """The fine-tuned models some detector reads (none unless detectors.json names one)."""
+        models = {id(item.model): item.model for item in self.detectors.values() if isinstance(item, FinetunedDetector)}
+        return list(models.values())
+
+    def prefetch(self, reply_texts: Iterable[str]) -> None:
+        """Score the distinct reply texts with the fine-tuned model up front, before the cases
+        read them one by one (each distinct text once); nothing to do when every detector reads
+        vectors."""
+        models = self.finetuned_models()
+        texts = list(dict.fromkeys(reply_texts)) if models else []
+        for model in models:
+            model.prefetch(texts)
+
+    def score_exchange(self, reply_vector: np.ndarray, user_vector: np.ndarray,
+                       reply_text: str | None = None) -> dict[str, float]:
         """Every detector on one exchange: reply-side ones read the reply (with the user's
-        message when their form needs it), user-side ones read the user's message alone."""
+        message when their form needs it; the reply's text for a fine-tuned one), user-side
+        ones read the user's message alone."""
         scores = {}
         for name, detector in self.detectors.items():
-            if detector.reads == "user":
+            if isinstance(detector, FinetunedDetector):
+                if reply_text is None:
+                    raise ValueError(f"{name} is read from the reply's text by the fine-tuned model: pass it")
+                scores[name] = detector.model.probability(name, reply_text)
+            elif detector.reads == "user":
                 scores[name] = float(detector.probability(user_vector))
             else:
                 scores[name] = float(detector.probability(reply_vector, user_vector))
         return scores
 
-    def strongest_sentence(self, name: str, sentences: list[str], vectors: np.ndarray,
+    def score_rows(self, reply_vectors: np.ndarray, user_vectors: np.ndarray,
+                   reply_texts: list[str] | None = None) -> dict[str, np.ndarray]:
+        """Every detector over many exchanges at once (rows), as `score_exchange` scores one: for
+        benchmarks and scripts. `reply_texts` (clipped as the scorer clips) are needed only when
+        some detector is served by the fine-tuned model."""
+        scores = {}
+        for name, detector in self.detectors.items():
+            if isinstance(detector, FinetunedDetector):
+                if reply_texts is None:
+                    raise ValueError(f"{name} is read from the reply's text by the fine-tuned model: pass the texts")
+                scores[name] = detector.probability_of(list(reply_texts))
+            elif detector.reads == "user":
+                scores[name] = detector.probability(user_vectors)
+            else:
+                scores[name] = detector.probability(reply_vectors, user_vectors)
+        return scores
+
+    def strongest_sentence(self, name: str, sentences: list[str], vectors: np.ndarray | None,
                            user_vector: np.ndarray | None) -> tuple[str, float]:
         """Evidence: the sentence (of the reply, or of the user's message for a user-side
-        detector) that scores highest on its own, and that score."""
+        detector) that scores highest on its own, and that score. A fine-tuned detector scores
+        each sentence's text with its model (`vectors` is not read and may be None)."""
         if not sentences:
             return "", 0.0
         detector = self.detectors[name]
+        if isinstance(detector, FinetunedDetector):
+            alone = detector.probability_of(sentences)
+            best = int(np.argmax(alone))
+            return sentences[best], float(alone[best])
         rows = np.atleast_2d(np.asarray(vectors, dtype=np.float64))
         users = None
         if detector.form == "exchange" and user_vector is not None:
@@ -118,9 +196,9 @@ def provenance_path(path: Path) -> Path:
     return path.with_suffix(".json")
 
 
-def _missing(path: Path, why: str) -> DetectorsMissing:
+def _missing(path: Path, why: str, command: str = TRAIN_COMMAND) -> DetectorsMissing:
     return DetectorsMissing(f"the safety detectors {path.name} {why}; regenerate them (and their "
-                            f"provenance) with `{TRAIN_COMMAND}`")
+                            f"provenance) with `{command}`")
 
 
 def _detector(name: str, meta: dict, arrays: dict[str, np.ndarray]) -> Detector:
@@ -138,18 +216,54 @@ def _detector(name: str, meta: dict, arrays: dict[str, np.ndarray]) -> Detector:
     return detector
 
 
+def finetuned_entries(path: Path) -> dict[str, dict]:
+    """The detectors.json entries (beside the weights) of detectors the fine-tuned reply model
+    serves; none when there is no provenance file (a bank written alone, as tests do)."""
+    provenance = provenance_path(path)
+    if not provenance.is_file():
+        return {}
+    try:
+        document = json.loads(provenance.read_text(encoding="utf-8"))
+        return {name: entry for name, entry in document["detectors"].items() if entry.get("method") == FINETUNED}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+        raise _missing(path, f"have a provenance file {provenance.name} that cannot be read ({error})") from error
+
+
+def _finetuned(path: Path, entries: dict[str, dict]) -> dict[str, FinetunedDetector]:
+    """The fine-tuned detectors detectors.json names, each a head its model ships."""
+    detectors = {}
+    for name, entry in entries.items():
+        model_path = path.parent / entry.get("model", MODEL_FILE)
+        try:
+            shipped = shipped_heads(provenance_of(model_path))
+            if name not in shipped:
+                raise FinetunedModelUnreadable(f"its provenance does not ship a head for {name}")
+            if entry.get("reads") != "reply":
+                raise FinetunedModelUnreadable(f"{name} must read the reply, not {entry.get('reads')}")
+            model = load_finetuned_model(model_path)
+        except FinetunedModelUnreadable as error:
+            raise _missing(path, f"name {model_path.name} for {name} ({FINETUNED}), which cannot be used: "
+                                 f"{error}", FINETUNE_COMMAND) from error
+        detectors[name] = FinetunedDetector(name=name, reads="reply", form=entry.get("form", "text"), model=model)
+    return detectors
+
+
 @lru_cache(maxsize=4)
 def load_detectors(path: Path) -> DetectorBank:
-    """The detectors at `path`, loaded once per process; a clear error says how to rebuild them."""
+    """The detectors at `path`, loaded once per process; a clear error says how to rebuild them.
+    Those detectors.json marks `finetuned_onnx` come from the fine-tuned model it names."""
     if not path.is_file():
         raise _missing(path, "are missing from the evaluators package")
+    finetuned = _finetuned(path, finetuned_entries(path))
     try:
         with np.load(path) as data:
             arrays = {key: data[key] for key in data.files}
         meta = json.loads(str(arrays.pop(META_KEY)))
-        detectors = {name: _detector(name, entry, arrays) for name, entry in meta.items()}
+        detectors: dict[str, Detector | FinetunedDetector] = {
+            name: finetuned.get(name) or _detector(name, entry, arrays) for name, entry in meta.items()}
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise _missing(path, f"cannot be read ({error})") from error
+    detectors.update((name, detector) for name, detector in finetuned.items() if name not in detectors)
     return DetectorBank(detectors=detectors, path=path)
 
 

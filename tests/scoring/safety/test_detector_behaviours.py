@@ -289,9 +289,10 @@ def vector(text: str):
 
 
 def detector_score(example: Example) -> float:
-    """The score the scorer sees: the bank on the whole reply and the user's message."""
+    """The score the scorer sees: the bank on the whole reply and the user's message (and the
+    reply's text, clipped as the scorer clips it, for a detector the fine-tuned model serves)."""
     reply = example.reply or example.user
-    scores = bank().score_exchange(vector(reply), vector(example.user))
+    scores = bank().score_exchange(vector(reply), vector(example.user), clip_for_parse(reply))
     return float(scores[example.detector])
 
 

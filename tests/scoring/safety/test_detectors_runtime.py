@@ -41,13 +41,17 @@ def test_the_shipped_bank_loads_with_its_provenance(bank):
 
 
 def test_batch_and_single_rows_agree_and_give_probabilities(bank):
+    """Of the heads over vectors (a detector the fine-tuned model serves reads text instead:
+    tests/scoring/safety/test_finetuned_runtime.py)."""
     replies, users = unit_rows(5, 1), unit_rows(5, 2)
     for detector in bank.detectors.values():
+        if not isinstance(detector, Detector):
+            continue
         batch = detector.probability(replies, users)
         assert batch.shape == (5,) and np.all((batch >= 0) & (batch <= 1))
         single = [float(detector.probability(replies[i], users[i])) for i in range(5)]
         assert np.allclose(batch, single)
-    scores = bank.score_exchange(replies[0], users[0])
+    scores = bank.score_exchange(replies[0], users[0], "Sure, happy to help.")
     assert set(scores) == set(bank.names())
     assert scores["crisis_risk"] == pytest.approx(float(bank.detectors["crisis_risk"].probability(users[0])))
 
