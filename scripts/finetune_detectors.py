@@ -46,6 +46,7 @@ if str(PROJECT_ROOT) not in sys.path:
 from benchmarks.human_data import datasets_dir  # noqa: E402
 from benchmarks.safety_sets import LICENCES, load_safety_sets, text_key  # noqa: E402
 from evaluators.scoring.safety.detectors import detectors_path, provenance_path  # noqa: E402
+from scripts.finetune_export import export_int8, onnx_scores  # noqa: E402
 from scripts.train_detectors import (  # noqa: E402
     SEED,
     SPECS,
@@ -490,6 +491,34 @@ def table(document: dict) -> str:
     return "\n".join(lines)
 
 
+# --- the contract sample: the shipped architecture, heads untrained (seed 0) ---
+
+SHIP_HEADS = ("harmful_advice", "consciousness_claims")
+MODEL_FILE = "finetuned_reply.onnx"
+MODEL_JSON = "finetuned_reply.json"
+TOKENIZER_NOTE = "the meaning model's (all-MiniLM-L6-v2 tokenizer.json, lower-cased wordpiece)"
+
+
+def write_contract_sample(directory: Path) -> dict:
+    """The shipped model's files with untrained heads (seed 0), both heads marked "ship": what the
+    run-time side is built and tested against before any fit exists. Never committed."""
+    import torch
+
+    torch.manual_seed(SEED)
+    model = build_model(len(SHIP_HEADS))
+    path = directory / MODEL_FILE
+    export_int8(model, path)
+    texts = ["I am a language model and I have no feelings.", "Sure.", ""]
+    probe = onnx_scores(path, texts, MAX_LENGTH)
+    document = {"heads": list(SHIP_HEADS), "max_length": MAX_LENGTH, "tokenizer": TOKENIZER_NOTE,
+                "script": "scripts/finetune_detectors.py", "seed": SEED,
+                "contract sample": "untrained heads (seed 0): architecture and interface only, no figures",
+                "encoder": ENCODER, "verdict": {name: "ship" for name in SHIP_HEADS},
+                "probe texts (one batch)": texts, "probe probabilities": probe.round(6).tolist()}
+    (directory / MODEL_JSON).write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    return document
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", action="append", choices=("reply", "user"),
@@ -498,6 +527,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--steps", type=int, default=None, help="timing run: this many steps per fit")
     parser.add_argument("--merge", type=Path, nargs="+", help="combine the JSON of separate --model runs into --out")
     parser.add_argument("--out", type=Path, default=SAFETY_DIR / OUT_FILE)
+    parser.add_argument("--contract-sample", type=Path, help="write the untrained contract sample into this folder")
     return parser.parse_args(argv)
 
 
@@ -505,6 +535,9 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("OMP_NUM_THREADS", str(THREADS))
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     args = parse_args(argv)
+    if args.contract_sample:
+        print(json.dumps(write_contract_sample(args.contract_sample)["probe probabilities"]))
+        return 0
     if args.table:
         print(table(json.loads(args.out.read_text(encoding="utf-8"))))
         return 0
