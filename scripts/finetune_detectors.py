@@ -240,10 +240,32 @@ def texts_of(frame: pd.DataFrame, model: str, rows: np.ndarray) -> list[str]:
 def finetune(frame: pd.DataFrame, split: Split, steps_limit: int | None = None) -> tuple[dict, dict]:
     """Fine-tune one multi-task model on the split's training rows; scores of its held-out rows
     per detector, and the fit's record (seconds, rows, steps)."""
+    names = detectors_of(split.model)
+    tok = tokenizer()
+
+    def encode(texts: list[str]):
+        encoded = tok(texts, padding=True, truncation=True, max_length=MAX_LENGTH, return_tensors="pt")
+        return encoded["input_ids"], encoded["attention_mask"]
+
+    start = time.monotonic()
+    model, steps, trained = train_model(frame, split, names, texts_of(frame, split.model, split.train_rows), encode,
+                                        steps_limit)
+    scores = predict(model, tok, texts_of(frame, split.model, split.eval_rows))
+    record = {"split": split.label, "train rows": by_source(frame, split.train_rows),
+              "held-out rows scored": by_source(frame, split.eval_rows), "steps": steps,
+              "seconds training": round(trained, 1), "seconds total": round(time.monotonic() - start, 1)}
+    return {name: dict(zip(split.eval_rows.tolist(), scores[:, column].tolist(), strict=True))
+            for column, name in enumerate(names)}, record
+
+
+def train_model(frame: pd.DataFrame, split: Split, names: tuple[str, ...], texts: list[str], encode,
+                steps_limit: int | None = None):
+    """One multi-task model trained on the split's training rows (`texts` are theirs, `encode`
+    turns a batch of them into input_ids and attention_mask tensors): the model, its steps and
+    the seconds it trained."""
     import torch
 
     torch.manual_seed(SEED)
-    names = detectors_of(split.model)
     rows = split.train_rows
     labels = np.full((len(rows), len(names)), np.nan)
     weights = np.zeros((len(rows), len(names)))
@@ -254,8 +276,7 @@ def finetune(frame: pd.DataFrame, split: Split, steps_limit: int | None = None) 
             weights[mine, column] = weights_for(frame, name, rows[mine])
     active = weights.sum(axis=0) > 0
     weights[:, active] /= weights[:, active].sum(axis=0)  # each detector's loss sums to one
-    tok, model = tokenizer(), build_model(len(names))
-    texts = texts_of(frame, split.model, rows)
+    model = build_model(len(names))
     head_params = list(model.heads.parameters())
     optimiser = torch.optim.AdamW([{"params": model.encoder.parameters(), "lr": ENCODER_RATE},
                                    {"params": head_params, "lr": HEAD_RATE}], weight_decay=0.01)
@@ -268,22 +289,16 @@ def finetune(frame: pd.DataFrame, split: Split, steps_limit: int | None = None) 
     start = time.monotonic()
     model.train()
     for batch in batches:
-        encoded = tok([texts[i] for i in batch], padding=True, truncation=True, max_length=MAX_LENGTH,
-                      return_tensors="pt")
-        logits = model(encoded["input_ids"], encoded["attention_mask"])
+        input_ids, attention_mask = encode([texts[i] for i in batch])
+        logits = model(input_ids, attention_mask)
         loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, target[batch], weight=weight[batch],
                                                                     reduction="sum") / len(rows)
         optimiser.zero_grad()
         loss.backward()
         optimiser.step()
         schedule.step()
-    trained = time.monotonic() - start
-    scores = predict(model, tok, texts_of(frame, split.model, split.eval_rows))
-    record = {"split": split.label, "train rows": by_source(frame, split.train_rows),
-              "held-out rows scored": by_source(frame, split.eval_rows), "steps": len(batches),
-              "seconds training": round(trained, 1), "seconds total": round(time.monotonic() - start, 1)}
-    return {name: dict(zip(split.eval_rows.tolist(), scores[:, column].tolist(), strict=True))
-            for column, name in enumerate(names)}, record
+    model.eval()
+    return model, len(batches), time.monotonic() - start
 
 
 def length_batches(texts: list[str], seed: int) -> list[np.ndarray]:
