@@ -8,7 +8,9 @@ Run from the project root with the ``train`` extra, one fit per process, two at 
 Why it exists beside `scripts/finetune_detectors.py`: that script compared the two methods fitted
 on the same subsampled rows (400 per set); it found gains held out on these two detectors only.
 This one asks the shipping question: does the fine-tuned model, trained on all rows (each set
-capped at `CAP` with the seed), beat the heads that actually ship, held out? The rule
+capped at `CAP` with the seed), beat the heads that actually ship, held out? Every held-out row
+is scored (not a sample), so each row the detectors learn from gets a held-out score, as the
+shipped heads' do, and the trigger-reach benchmark can read them. The rule
 (`scripts/finetune_rule.py`) was committed before the first fit. The shipped linear heads'
 held-out scores are ``scripts/detector_oof.py``'s (``.cache/detector_oof.npz``): ``/lodo`` for
 the leave-one-data-set-out rows, ``/oof`` (grouped by seed prompt) for the Spiral-Bench rows.
@@ -57,7 +59,7 @@ from scripts.finetune_detectors import (  # noqa: E402
 from scripts.finetune_export import encode, export_int8, onnx_scores, run_time_tokenizer  # noqa: E402
 from scripts.train_detectors import SEED, grouped_folds  # noqa: E402
 
-CAP = 1000                # rows per data set, training and scoring (seeded sample)
+CAP = 1000                # training rows per data set (seeded sample); every held-out row is scored
 HELD_OUT = ("diasafety", "safetext", "xstest", "ruarobot", "spiral_bench")
 SEED_GROUPS = 4           # Spiral-Bench's 12 seed prompts in 4 groups of 3
 FINAL = len(HELD_OUT)     # the index of the final fit
@@ -81,7 +83,7 @@ def splits(frame: pd.DataFrame) -> list[Split]:
         held = frame.source.eq(source).to_numpy() | (spiral & np.isin(seeds, held_seeds))
         out.append(Split(label, "reply", held_sources=(source,), held_seeds=held_seeds,
                          train_rows=capped(frame, pool & ~held, CAP, 100 * index),
-                         eval_rows=capped(frame, pool & held, CAP, 100 * index + 50)))
+                         eval_rows=np.flatnonzero(pool & held)))
     out.append(Split("reply: all rows (ships)", "reply", train_rows=capped(frame, pool, CAP, 100 * FINAL)))
     return out
 
