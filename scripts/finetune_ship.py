@@ -420,7 +420,8 @@ def write_measured(document: dict) -> None:
     path = SAFETY_DIR / MEASURED_FILE
     measured = json.loads(path.read_text(encoding="utf-8"))
     measured[MEASURED_KEY] = {key: document[key] for key in (
-        "script", "seed", "encoder", "data", "training", "linear heads compared", "figures",
+        "heads", "max_length", "tokenizer", "reads", "script", "seed", "encoder", "data", "training",
+        "linear heads compared", "figures",
         "never trained on (int8, final model)", "rule", "rule checks", "verdict", "int8 vs float")}
     path.write_text(json.dumps(measured, indent=2) + "\n", encoding="utf-8")
 
