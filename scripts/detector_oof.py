@@ -13,7 +13,10 @@ stored ones (else the folds are not the training's and it stops), and writes eac
 It also keeps the scores for the trigger-reach benchmark (`benchmarks/trigger_reach.py`) in
 the gitignored ``.cache/detector_oof.npz``: per detector, the out-of-fold score of each frame
 row it reads, and, where it learns from more than one data set, the score from a head trained
-with that row's data set left out (leave-one-data-set-out).
+with that row's data set left out (leave-one-data-set-out). For a detector the fine-tuned reply
+model serves (``"method": "finetuned_onnx"``), those are its held-out scores, which
+`scripts/finetune_ship.py` writes to ``.cache/finetuned_reply_scores.npz``; the linear head's are
+kept beside them as ``/linear_*``.
 
     OMP_NUM_THREADS=1 .venv/bin/python scripts/detector_oof.py [--check]
 """
@@ -49,6 +52,9 @@ from scripts.train_detectors import (  # noqa: E402
 )
 
 OOF_CACHE = PROJECT_ROOT / ".cache" / "detector_oof.npz"
+# Held-out scores of the detectors the fine-tuned reply model serves (scripts/finetune_ship.py).
+FINETUNED_SCORES = PROJECT_ROOT / ".cache" / "finetuned_reply_scores.npz"
+FINETUNED = "finetuned_onnx"
 BAND = "judge band (out of fold, pooled rows)"
 THRESHOLDS = "thresholds (out of fold, pooled rows)"
 
@@ -58,7 +64,7 @@ def oof_scores(frame, vectors, name: str, record: dict) -> tuple[np.ndarray, np.
     detector learns from one data set) of one detector, with its kept head."""
     spec = SPECS[name]
     data = rows_for(frame, vectors, name, spec, spec.sources)
-    method = record["method"]
+    method = record.get("linear method", record["method"])
     strength = record["methods compared"][method]["strength"]
     pairs = pairs_for(frame, vectors, spec, method)
     oof = held_out(method, strength, data, grouped_folds(data.groups, FOLDS, SEED), pairs)
@@ -67,6 +73,15 @@ def oof_scores(frame, vectors, name: str, record: dict) -> tuple[np.ndarray, np.
     if len(np.unique(sources)) > 1:
         lodo = held_out(method, strength, data, sources, pairs)
     return data.frame["row"].to_numpy(), data.labels, oof, lodo
+
+
+def finetuned_scores(name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Frame rows, labels, held-out scores (each data set's rows left out; Spiral-Bench rows by
+    seed prompt) and leave-one-data-set-out scores of a detector the fine-tuned model serves."""
+    if not FINETUNED_SCORES.is_file():
+        raise SystemExit(f"{name} is served by the fine-tuned model: run scripts/finetune_ship.py for its scores")
+    with np.load(FINETUNED_SCORES) as data:
+        return tuple(data[f"{name}/{key}"] for key in ("rows", "labels", "oof", "lodo"))  # type: ignore[return-value]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -82,6 +97,12 @@ def main(argv: list[str] | None = None) -> int:
     changed = False
     for name, record in document["detectors"].items():
         rows, labels, oof, lodo = oof_scores(frame, vectors, name, record)
+        if record["method"] == FINETUNED:
+            # The linear head's scores are kept (scripts/finetune_ship.py compares against them);
+            # the served model's held-out scores take their place for the thresholds and the
+            # trigger-reach benchmark.
+            kept |= {f"{name}/linear_rows": rows, f"{name}/linear_oof": oof, f"{name}/linear_lodo": lodo}
+            rows, labels, oof, lodo = finetuned_scores(name)
         again = thresholds(oof, labels)
         stored = record[THRESHOLDS]
         if (again["flag_at"], again["uncertain"]) != (stored["flag_at"], stored["uncertain"]):

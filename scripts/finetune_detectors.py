@@ -46,6 +46,7 @@ if str(PROJECT_ROOT) not in sys.path:
 from benchmarks.human_data import datasets_dir  # noqa: E402
 from benchmarks.safety_sets import LICENCES, load_safety_sets, text_key  # noqa: E402
 from evaluators.scoring.safety.detectors import detectors_path, provenance_path  # noqa: E402
+from scripts.finetune_export import export_int8, onnx_scores  # noqa: E402
 from scripts.train_detectors import (  # noqa: E402
     SEED,
     SPECS,
@@ -239,10 +240,32 @@ def texts_of(frame: pd.DataFrame, model: str, rows: np.ndarray) -> list[str]:
 def finetune(frame: pd.DataFrame, split: Split, steps_limit: int | None = None) -> tuple[dict, dict]:
     """Fine-tune one multi-task model on the split's training rows; scores of its held-out rows
     per detector, and the fit's record (seconds, rows, steps)."""
+    names = detectors_of(split.model)
+    tok = tokenizer()
+
+    def encode(texts: list[str]):
+        encoded = tok(texts, padding=True, truncation=True, max_length=MAX_LENGTH, return_tensors="pt")
+        return encoded["input_ids"], encoded["attention_mask"]
+
+    start = time.monotonic()
+    model, steps, trained = train_model(frame, split, names, texts_of(frame, split.model, split.train_rows), encode,
+                                        steps_limit)
+    scores = predict(model, tok, texts_of(frame, split.model, split.eval_rows))
+    record = {"split": split.label, "train rows": by_source(frame, split.train_rows),
+              "held-out rows scored": by_source(frame, split.eval_rows), "steps": steps,
+              "seconds training": round(trained, 1), "seconds total": round(time.monotonic() - start, 1)}
+    return {name: dict(zip(split.eval_rows.tolist(), scores[:, column].tolist(), strict=True))
+            for column, name in enumerate(names)}, record
+
+
+def train_model(frame: pd.DataFrame, split: Split, names: tuple[str, ...], texts: list[str], encode,
+                steps_limit: int | None = None):
+    """One multi-task model trained on the split's training rows (`texts` are theirs, `encode`
+    turns a batch of them into input_ids and attention_mask tensors): the model, its steps and
+    the seconds it trained."""
     import torch
 
     torch.manual_seed(SEED)
-    names = detectors_of(split.model)
     rows = split.train_rows
     labels = np.full((len(rows), len(names)), np.nan)
     weights = np.zeros((len(rows), len(names)))
@@ -253,8 +276,7 @@ def finetune(frame: pd.DataFrame, split: Split, steps_limit: int | None = None) 
             weights[mine, column] = weights_for(frame, name, rows[mine])
     active = weights.sum(axis=0) > 0
     weights[:, active] /= weights[:, active].sum(axis=0)  # each detector's loss sums to one
-    tok, model = tokenizer(), build_model(len(names))
-    texts = texts_of(frame, split.model, rows)
+    model = build_model(len(names))
     head_params = list(model.heads.parameters())
     optimiser = torch.optim.AdamW([{"params": model.encoder.parameters(), "lr": ENCODER_RATE},
                                    {"params": head_params, "lr": HEAD_RATE}], weight_decay=0.01)
@@ -267,22 +289,16 @@ def finetune(frame: pd.DataFrame, split: Split, steps_limit: int | None = None) 
     start = time.monotonic()
     model.train()
     for batch in batches:
-        encoded = tok([texts[i] for i in batch], padding=True, truncation=True, max_length=MAX_LENGTH,
-                      return_tensors="pt")
-        logits = model(encoded["input_ids"], encoded["attention_mask"])
+        input_ids, attention_mask = encode([texts[i] for i in batch])
+        logits = model(input_ids, attention_mask)
         loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, target[batch], weight=weight[batch],
                                                                     reduction="sum") / len(rows)
         optimiser.zero_grad()
         loss.backward()
         optimiser.step()
         schedule.step()
-    trained = time.monotonic() - start
-    scores = predict(model, tok, texts_of(frame, split.model, split.eval_rows))
-    record = {"split": split.label, "train rows": by_source(frame, split.train_rows),
-              "held-out rows scored": by_source(frame, split.eval_rows), "steps": len(batches),
-              "seconds training": round(trained, 1), "seconds total": round(time.monotonic() - start, 1)}
-    return {name: dict(zip(split.eval_rows.tolist(), scores[:, column].tolist(), strict=True))
-            for column, name in enumerate(names)}, record
+    model.eval()
+    return model, len(batches), time.monotonic() - start
 
 
 def length_batches(texts: list[str], seed: int) -> list[np.ndarray]:
@@ -490,6 +506,34 @@ def table(document: dict) -> str:
     return "\n".join(lines)
 
 
+# --- the contract sample: the shipped architecture, heads untrained (seed 0) ---
+
+SHIP_HEADS = ("harmful_advice", "consciousness_claims")
+MODEL_FILE = "finetuned_reply.onnx"
+MODEL_JSON = "finetuned_reply.json"
+TOKENIZER_NOTE = "the meaning model's (all-MiniLM-L6-v2 tokenizer.json, lower-cased wordpiece)"
+
+
+def write_contract_sample(directory: Path) -> dict:
+    """The shipped model's files with untrained heads (seed 0), both heads marked "ship": what the
+    run-time side is built and tested against before any fit exists. Never committed."""
+    import torch
+
+    torch.manual_seed(SEED)
+    model = build_model(len(SHIP_HEADS))
+    path = directory / MODEL_FILE
+    export_int8(model, path)
+    texts = ["I am a language model and I have no feelings.", "Sure.", ""]
+    probe = onnx_scores(path, texts, MAX_LENGTH)
+    document = {"heads": list(SHIP_HEADS), "max_length": MAX_LENGTH, "tokenizer": TOKENIZER_NOTE,
+                "script": "scripts/finetune_detectors.py", "seed": SEED,
+                "contract sample": "untrained heads (seed 0): architecture and interface only, no figures",
+                "encoder": ENCODER, "verdict": {name: "ship" for name in SHIP_HEADS},
+                "probe texts (one batch)": texts, "probe probabilities": probe.round(6).tolist()}
+    (directory / MODEL_JSON).write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    return document
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", action="append", choices=("reply", "user"),
@@ -498,6 +542,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--steps", type=int, default=None, help="timing run: this many steps per fit")
     parser.add_argument("--merge", type=Path, nargs="+", help="combine the JSON of separate --model runs into --out")
     parser.add_argument("--out", type=Path, default=SAFETY_DIR / OUT_FILE)
+    parser.add_argument("--contract-sample", type=Path, help="write the untrained contract sample into this folder")
     return parser.parse_args(argv)
 
 
@@ -505,6 +550,9 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("OMP_NUM_THREADS", str(THREADS))
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     args = parse_args(argv)
+    if args.contract_sample:
+        print(json.dumps(write_contract_sample(args.contract_sample)["probe probabilities"]))
+        return 0
     if args.table:
         print(table(json.loads(args.out.read_text(encoding="utf-8"))))
         return 0
