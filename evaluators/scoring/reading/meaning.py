@@ -18,12 +18,13 @@ downloads. The price is a forward pass per distinct text, of the order of the sp
 from __future__ import annotations
 
 import importlib.util
-from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
+
+from evaluators.scoring.reading.lru import ModelOutputs
 
 MODEL_NAME = "all-MiniLM-L6-v2 (int8 ONNX)"
 DIMENSIONS = 384
@@ -57,31 +58,16 @@ class MeaningModel:
         self._tokenizer = tokenizer
         self._takes_token_types = any(item.name == "token_type_ids" for item in session.get_inputs())
         # Per instance, not a module-level cache: the vectors belong to this model.
-        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._vectors: ModelOutputs[np.ndarray] = ModelOutputs(CACHE_TEXTS)
 
     def vector(self, text: str) -> np.ndarray:
         """The text's unit vector, kept for the next case that reads the same text."""
-        found = self._vectors.get(text)
-        if found is None:
-            found = self.embed(text)
-            self._keep(text, found)
-        else:
-            self._vectors.move_to_end(text)
-        return found
+        return self._vectors.get(text, self.embed)
 
     def prefetch(self, texts: Iterable[str]) -> None:
         """Embed the texts not yet kept, in batches: one forward pass per text costs several
         times more than a batch's share of one."""
-        todo = [text for text in dict.fromkeys(texts) if text.strip() and text not in self._vectors]
-        for start in range(0, len(todo), CACHE_TEXTS // 2):  # never more than the cache keeps
-            chunk = todo[start:start + CACHE_TEXTS // 2]
-            for text, vector in zip(chunk, self._encode(chunk), strict=True):
-                self._keep(text, vector)
-
-    def _keep(self, text: str, vector: np.ndarray) -> None:
-        self._vectors[text] = vector
-        if len(self._vectors) > CACHE_TEXTS:
-            self._vectors.popitem(last=False)
+        self._vectors.fill((text for text in texts if text.strip()), self._encode)
 
     def embed(self, text: str) -> np.ndarray:
         """The text's unit vector, computed afresh (``vector`` is the cached way); a zero vector
@@ -104,14 +90,7 @@ class MeaningModel:
         text's own tokens, as the encoder was trained to be read."""
         encodings = self._tokenizer.encode_batch(texts)
         vectors: list[np.ndarray] = [np.empty(0, dtype=np.float32)] * len(texts)
-        for batch in similar_lengths([len(encoding.ids) for encoding in encodings]):
-            width = max(len(encodings[index].ids) for index in batch)
-            ids = np.zeros((len(batch), width), dtype=np.int64)
-            mask = np.zeros((len(batch), width), dtype=np.int64)
-            for row, index in enumerate(batch):
-                tokens = encodings[index].ids
-                ids[row, :len(tokens)] = tokens
-                mask[row, :len(tokens)] = 1
+        for batch, ids, mask in padded_batches(encodings):
             feeds = {"input_ids": ids, "attention_mask": mask}
             if self._takes_token_types:
                 feeds["token_type_ids"] = np.zeros_like(ids)
@@ -148,6 +127,21 @@ def similar_lengths(lengths: list[int], most: int = BATCH_TEXTS) -> Iterator[lis
         batch.append(index)
     if batch:
         yield batch
+
+
+def padded_batches(encodings: Sequence, most: int = BATCH_TEXTS) -> Iterator[tuple[list[int], np.ndarray, np.ndarray]]:
+    """The encoded texts as an encoder's inputs, batch by batch (`similar_lengths`): each
+    batch's indices, its word-piece ids padded with 0 to its longest text, and the attention
+    mask that tells the padding from the text."""
+    for batch in similar_lengths([len(encoding.ids) for encoding in encodings], most):
+        width = max(len(encodings[index].ids) for index in batch)
+        ids = np.zeros((len(batch), width), dtype=np.int64)
+        mask = np.zeros((len(batch), width), dtype=np.int64)
+        for row, index in enumerate(batch):
+            tokens = encodings[index].ids
+            ids[row, :len(tokens)] = tokens
+            mask[row, :len(tokens)] = 1
+        yield batch, ids, mask
 
 
 def model_files() -> tuple[Path, Path]:

@@ -16,12 +16,9 @@ streams of any length; a batch keeps what it is using until it is scored, whatev
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from collections.abc import Hashable
-from typing import Generic, TypeVar
-
 from evaluators.scoring.reading.features import HistoryView, TextView, TurnReading
 from evaluators.scoring.reading.language import SAMPLE_CHARS, LanguageCheck, LanguageGuess
+from evaluators.scoring.reading.lru import LruTable
 
 # Parsed texts kept across batches: enough for the replies and user messages of several
 # hundred recent conversations (a conversation's turns are scored close together, so they
@@ -39,35 +36,6 @@ MAX_CACHED_HISTORIES = 256
 # (pasted articles, runaway replies) rarely recur verbatim: past this many characters a text
 # is shared within its batch only. Spoken replies and user turns are far shorter.
 MAX_CACHED_CHARS = 1000
-
-Key = TypeVar("Key", bound=Hashable)
-Value = TypeVar("Value")
-
-
-class LruTable(Generic[Key, Value]):
-    """A dict that forgets its least recently used entry once it holds `limit` of them."""
-
-    def __init__(self, limit: int) -> None:
-        if limit < 1:
-            raise ValueError(f"an LRU table holds at least one entry, not {limit}")
-        self.limit = limit
-        self._entries: OrderedDict[Key, Value] = OrderedDict()
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def get(self, key: Key) -> Value | None:
-        value = self._entries.get(key)
-        if value is not None:
-            self._entries.move_to_end(key)
-        return value
-
-    def put(self, key: Key, value: Value) -> None:
-        self._entries[key] = value
-        self._entries.move_to_end(key)
-        while len(self._entries) > self.limit:
-            self._entries.popitem(last=False)
-
 
 class TextCache:
     """Parsed texts by role, history turns' anchors, histories' views and language guesses.

@@ -30,14 +30,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
-from evaluators.scoring.reading.meaning import model_files, similar_lengths
+from evaluators.scoring.reading.lru import ModelOutputs
+from evaluators.scoring.reading.meaning import model_files, padded_batches
 
 MODEL_FILE = "finetuned_reply.onnx"
 INPUTS = frozenset({"input_ids", "attention_mask"})
@@ -81,7 +81,7 @@ class FinetunedReplyModel:
         self.heads: tuple[str, ...] = tuple(heads)
         self._column = {name: column for column, name in enumerate(self.heads)}
         # Per instance: the probabilities belong to this model.
-        self._scores: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._scores: ModelOutputs[np.ndarray] = ModelOutputs(CACHE_TEXTS)
 
     def column(self, name: str) -> int:
         """The output column of head `name`."""
@@ -89,13 +89,7 @@ class FinetunedReplyModel:
 
     def probabilities(self, text: str) -> np.ndarray:
         """Every head's probability for the text, kept for the next case that reads it."""
-        found = self._scores.get(text)
-        if found is None:
-            found = self.score_many([text])[0]
-            self._keep(text, found)
-        else:
-            self._scores.move_to_end(text)
-        return found
+        return self._scores.get(text, lambda one: self.score_many([one])[0])
 
     def probability(self, name: str, text: str) -> float:
         return float(self.probabilities(text)[self._column[name]])
@@ -103,16 +97,7 @@ class FinetunedReplyModel:
     def prefetch(self, texts: Iterable[str]) -> None:
         """Score the texts not yet kept, all at once before the cases read them one by one: the
         tokenizer encodes them together, and with `batch_texts` > 1 they share passes."""
-        todo = [text for text in dict.fromkeys(texts) if text not in self._scores]
-        for start in range(0, len(todo), CACHE_TEXTS // 2):  # never more than the cache keeps
-            chunk = todo[start:start + CACHE_TEXTS // 2]
-            for text, row in zip(chunk, self.score_many(chunk), strict=True):
-                self._keep(text, row)
-
-    def _keep(self, text: str, row: np.ndarray) -> None:
-        self._scores[text] = row
-        if len(self._scores) > CACHE_TEXTS:
-            self._scores.popitem(last=False)
+        self._scores.fill(texts, self.score_many)
 
     def score_many(self, texts: list[str]) -> np.ndarray:
         """Probabilities (texts × heads), computed afresh (in batches of similar length when
@@ -122,14 +107,7 @@ class FinetunedReplyModel:
         if not texts:
             return scores
         encodings = self._tokenizer.encode_batch(list(texts))
-        for batch in similar_lengths([len(encoding.ids) for encoding in encodings], self._batch_texts):
-            width = max(len(encodings[index].ids) for index in batch)
-            ids = np.zeros((len(batch), width), dtype=np.int64)
-            mask = np.zeros((len(batch), width), dtype=np.int64)
-            for row, index in enumerate(batch):
-                tokens = encodings[index].ids
-                ids[row, :len(tokens)] = tokens
-                mask[row, :len(tokens)] = 1
+        for batch, ids, mask in padded_batches(encodings, self._batch_texts):
             found = np.asarray(self._session.run([OUTPUT], {"input_ids": ids, "attention_mask": mask})[0])
             if found.shape != (len(batch), len(self.heads)):
                 raise FinetunedModelUnreadable(f"the model gave {found.shape} for {len(batch)} texts "
