@@ -169,8 +169,11 @@ def test_view_prints_the_url_serves_and_stops_on_ctrl_c(viewed_run):
         with urllib.request.urlopen(url) as answer:
             assert b"penpal-eval" in answer.read() and answer.headers["Content-Security-Policy"]
         process.send_signal(signal.SIGINT)
-        assert process.wait(timeout=20) == 0
-        assert "viewer stopped" in process.stderr.read()
+        # communicate, not wait: it drains both pipes, so a child with more to say than a pipe
+        # holds cannot block on writing while the test waits for it to end.
+        _, stderr = process.communicate(timeout=60)
+        assert process.returncode == 0, stderr
+        assert "viewer stopped" in stderr
     finally:
         if process.poll() is None:
             process.kill()
