@@ -5,6 +5,7 @@ Presentation only: the server and the page are evaluators.report.viewer.
 
 from __future__ import annotations
 
+import signal
 from typing import Annotated
 
 import typer
@@ -50,6 +51,9 @@ def view(
     stdout_console().print(Text(f"viewing {display_path(store.directory)} ({len(cases)} cases) at {server.url}"),
                            soft_wrap=True)
     stderr_console().print(Text("read-only, on this machine only; Ctrl-C stops it"))
+    # Ctrl-C is how the viewer stops, also where it was started with SIGINT ignored (a job a
+    # script or a test runner put in the background inherits that, and would never stop).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with terminate_as_interrupt():
             server.serve_forever()

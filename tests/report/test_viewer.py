@@ -158,10 +158,17 @@ def test_the_viewer_filters_opens_a_case_and_shows_the_versions_side_by_side_in_
         server.server_close()
 
 
-def test_view_prints_the_url_serves_and_stops_on_ctrl_c(viewed_run):
+@pytest.mark.parametrize("sigint", [signal.SIG_DFL, signal.SIG_IGN], ids=["from-a-terminal", "as-a-background-job"])
+def test_view_prints_the_url_serves_and_stops_on_ctrl_c(viewed_run, sigint):
+    """Started from a terminal, or as a background job, which inherits SIGINT ignored (a shell
+    script's `&`, a test runner started so): Ctrl-C stops it either way."""
     command = [sys.executable, "-m", "evaluators", "view", str(viewed_run.directory), "--port", "0"]
-    process = subprocess.Popen(command, cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               env={**os.environ, "COLUMNS": "200"})
+    previous = signal.signal(signal.SIGINT, sigint)  # the child inherits it across exec
+    try:
+        process = subprocess.Popen(command, cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   text=True, env={**os.environ, "COLUMNS": "200"})
+    finally:
+        signal.signal(signal.SIGINT, previous)
     try:
         line = process.stdout.readline()
         assert "at http://127.0.0.1:" in line, line + process.stderr.read()
