@@ -9,12 +9,14 @@
 - cases.csv / cases.parquet, turns.csv / turns.parquet   flat exports for pandas users
 
 A run killed at any point leaves a valid store: at worst a torn last line, which is ignored
-on reading, and that case is simply run again when the run resumes.
+on reading, and that case is simply run again when the run resumes. Any other line that is not
+a case is skipped as well, and named on stderr.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import secrets
@@ -24,9 +26,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pandas as pd
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError
 
+from evaluators.core.jsonl import json_reason
 from evaluators.core.locations import PROJECT_ROOT, write_text_atomic
 from evaluators.core.text_safety import spreadsheet_safe, valid_tree
 from evaluators.inputs.contracts import PromptVersion, Scenario
@@ -43,6 +46,55 @@ PAIRWISE = "pairwise.json"
 # A run id names a directory inside --output: the pattern of prompt version names (a letter or
 # digit, then letters, digits, ".", "_", "-"), so no id can climb out ("../x") or go elsewhere ("/x").
 RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+# Lines already named on stderr, so a command that reads the store several times names each once.
+_NAMED_LINES: set[tuple[str, int]] = set()
+# A record starts with its case id (CaseResult's first field), so even a torn line names its case.
+_LEADING_CASE_ID = re.compile(r'^\{"case_id":"((?:[^"\\]|\\.)*)"')
+
+
+def unreadable_reason(line: str, error: ValueError) -> str:
+    """Why a line of cases.jsonl is not a case, in words."""
+    try:
+        json.loads(line)
+    except json.JSONDecodeError as decode_error:
+        return json_reason(decode_error)
+    except RecursionError:
+        return "not valid JSON: nested too deeply"
+    first = error.errors()[0] if isinstance(error, ValidationError) and error.errors() else None
+    if first is None:
+        return f"not a case record: {error}"
+    where = ".".join(str(part) for part in first["loc"]) or "the record"
+    return f"not a case record: {where}: {first['msg']}"
+
+
+def _leading_case_id(line: str) -> str | None:
+    match = _LEADING_CASE_ID.match(line)
+    if match is None:
+        return None
+    try:
+        return json.loads(f'"{match.group(1)}"')
+    except json.JSONDecodeError:
+        return match.group(1)
+
+
+def _name_unreadable(path: Path, unreadable: list[tuple[int, str, ValueError]], last_line: dict[str, int]) -> None:
+    """Name each unusable line whose case is not recorded again after it: that record is lost
+    (an older one, if any, stands in). A line of a case recorded again later (a torn line from
+    a killed run, then the case run again on resume) is passed over quietly: nothing was lost."""
+    for number, line, error in unreadable:
+        case_id = _leading_case_id(line)
+        if (case_id is not None and last_line.get(case_id, 0) > number) or (str(path), number) in _NAMED_LINES:
+            continue
+        _NAMED_LINES.add((str(path), number))
+        if case_id is not None and case_id in last_line:
+            outcome = f"case {case_id} keeps its record of line {last_line[case_id]}"
+        else:
+            which = f"case {case_id}" if case_id else "its case"
+            outcome = f"{which} counts as not run, and `penpal-eval run --resume` runs it again"
+        logging.getLogger(__name__).warning("%s line %d is skipped (%s): %s", path, number,
+                                            unreadable_reason(line, error), outcome)
 
 
 def run_id_problem(run_id: str) -> str | None:
@@ -141,20 +193,32 @@ class RunStore:
             stream.flush()
 
     def read_cases(self) -> list[CaseResult]:
-        """The latest record of each case, in first-seen order; a torn line is skipped."""
+        """The latest record of each case, in first-seen order.
+
+        A line that is not a case (cut short by a kill, edited by hand, written by another
+        version) is skipped: a case with no usable record counts as not run, and resuming runs
+        it again. Unless its case is recorded again after it, the line is named once on stderr
+        with its reason, so a damaged store never drops a record without a word.
+        """
         latest: dict[str, CaseResult] = {}
+        last_line: dict[str, int] = {}
+        unreadable: list[tuple[int, str, ValueError]] = []
         path = self.directory / CASES
         if not path.exists():
             return []
         with path.open(encoding="utf-8", errors="replace") as stream:
-            for line in stream:
+            for number, line in enumerate(stream, start=1):
                 if not line.strip():
                     continue
                 try:
                     case = CaseResult.model_validate_json(line)
-                except ValueError:
-                    continue  # a line cut short by a kill: that case runs again on resume
+                except ValueError as error:
+                    unreadable.append((number, line.rstrip("\r\n"), error))
+                    continue
                 latest[case.case_id] = case
+                last_line[case.case_id] = number
+        if unreadable:
+            _name_unreadable(path, unreadable, last_line)
         return list(latest.values())
 
     def finished_ids(self) -> set[str]:

@@ -134,31 +134,24 @@ class DetectorBank:
 
     def score_exchange(self, reply_vector: np.ndarray, user_vector: np.ndarray,
                        reply_text: str | None = None) -> dict[str, float]:
-        """Every detector on one exchange: reply-side ones read the reply (with the user's
-        message when their form needs it; the reply's text for a fine-tuned one), user-side
-        ones read the user's message alone."""
-        scores = {}
-        for name, detector in self.detectors.items():
-            if isinstance(detector, FinetunedDetector):
-                if reply_text is None:
-                    raise ValueError(f"{name} is read from the reply's text by the fine-tuned model: pass it")
-                scores[name] = detector.model.probability(name, reply_text)
-            elif detector.reads == "user":
-                scores[name] = float(detector.probability(user_vector))
-            else:
-                scores[name] = float(detector.probability(reply_vector, user_vector))
-        return scores
+        """Every detector on one exchange: `score_rows` on a single row, so one reply and a
+        batch of replies are scored by the same code. Reply-side detectors read the reply (with
+        the user's message when their form needs it; the reply's text for a fine-tuned one),
+        user-side ones read the user's message alone."""
+        rows = self.score_rows(np.atleast_2d(reply_vector), np.atleast_2d(user_vector),
+                               None if reply_text is None else [reply_text])
+        return {name: float(scores[0]) for name, scores in rows.items()}
 
     def score_rows(self, reply_vectors: np.ndarray, user_vectors: np.ndarray,
                    reply_texts: list[str] | None = None) -> dict[str, np.ndarray]:
-        """Every detector over many exchanges at once (rows), as `score_exchange` scores one: for
-        benchmarks and scripts. `reply_texts` (clipped as the scorer clips) are needed only when
-        some detector is served by the fine-tuned model."""
+        """Every detector over many exchanges at once (rows): the scorer (one row a reply, through
+        `score_exchange`), benchmarks and scripts. `reply_texts` (clipped as the scorer clips)
+        are needed only when some detector is served by the fine-tuned model."""
         scores = {}
         for name, detector in self.detectors.items():
             if isinstance(detector, FinetunedDetector):
                 if reply_texts is None:
-                    raise ValueError(f"{name} is read from the reply's text by the fine-tuned model: pass the texts")
+                    raise ValueError(f"{name} is read from the reply's text by the fine-tuned model: pass the reply's text")
                 scores[name] = detector.probability_of(list(reply_texts))
             elif detector.reads == "user":
                 scores[name] = detector.probability(user_vectors)

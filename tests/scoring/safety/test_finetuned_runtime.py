@@ -180,7 +180,7 @@ def test_many_rows_at_once_score_as_one_exchange_at_a_time(session, tokenizer):
     for row, text in enumerate(TEXTS):
         one = bank.score_exchange(replies[row], users[row], text)
         assert {name: float(column[row]) for name, column in rows.items()} == pytest.approx(one)
-    with pytest.raises(ValueError, match="pass the texts"):
+    with pytest.raises(ValueError, match="pass the reply.s text"):
         bank.score_rows(replies, users)
 
 
