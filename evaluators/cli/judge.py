@@ -84,6 +84,10 @@ SamplingStateOption = Annotated[Path | None, typer.Option(
 JudgeCacheOption = Annotated[bool, typer.Option(
     "--judge-cache/--no-judge-cache", help="Reuse cached judgements (keyed by rubric, model, parameters, content).")]
 
+JudgeBatchOption = Annotated[bool, typer.Option(
+    "--judge-batch", help="With a judge: judge through the OpenAI Batch API (half price, answers within 24 hours) "
+                          "in one batch once every item to judge is known; the same command run again after an "
+                          "interrupt waits for the same batch.")]
 BatchPollOption = Annotated[float, typer.Option(
     "--batch-poll", min=0.001, help="With the Batch API: seconds before the first status poll; the wait grows by "
                                     "half each time, up to 10 minutes.")]

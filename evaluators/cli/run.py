@@ -24,6 +24,7 @@ from evaluators.cli.judge import (
     BatchPollOption,
     BatchRetryChoice,
     BatchRetryOption,
+    JudgeBatchOption,
     JudgeCacheOption,
     JudgeModelOption,
     JudgeSampleRateOption,
@@ -332,10 +333,7 @@ def run(
     judge_sample_rate: JudgeSampleRateOption = None,
     sampling_state: SamplingStateOption = None,
     judge_cache: JudgeCacheOption = True,
-    judge_batch: Annotated[bool, typer.Option(
-        "--judge-batch", help="With --judge: judge through the OpenAI Batch API (half price, answers within 24 "
-                              "hours) in one batch after every case is scored; a resumed run waits for the same "
-                              "batch.")] = False,
+    judge_batch: JudgeBatchOption = False,
     batch_poll: BatchPollOption = 30.0,
     batch_retry: BatchRetryOption = BatchRetryChoice.live,
     judge_budget: Annotated[int | None, typer.Option(

@@ -21,6 +21,7 @@ from evaluators.cli.judge import (
     BatchPollOption,
     BatchRetryChoice,
     BatchRetryOption,
+    JudgeBatchOption,
     JudgeCacheOption,
     JudgeModelOption,
     batch_summary_line,
@@ -136,10 +137,7 @@ def verify(
     sample_judge: Annotated[bool, typer.Option(
         "--sample-judge", help="A replayed run only: the hand-written sample verdicts (prompts/recorded/judge/, "
                                "sample data, not a model) as the judge; no endpoint needed.")] = False,
-    judge_batch: Annotated[bool, typer.Option(
-        "--judge-batch", help="With a judge model: judge through the OpenAI Batch API (half price, answers within "
-                              "24 hours) in one batch of every pending item; a verify run again after an interrupt "
-                              "waits for the same batch.")] = False,
+    judge_batch: JudgeBatchOption = False,
     batch_poll: BatchPollOption = 30.0,
     batch_retry: BatchRetryOption = BatchRetryChoice.live,
     judge_cache: JudgeCacheOption = True,
