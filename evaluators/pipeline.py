@@ -75,7 +75,7 @@ from evaluators.run.simulation.simulator import OpenAISimulator, ReplaySimulator
 from evaluators.run.simulation.stage import ConversationStage
 from evaluators.run.target_choice import recorded_spec, restored_spec, run_target, with_version_targets
 from evaluators.scoring.heuristics import HeuristicEvaluator
-from evaluators.store.records import CaseResult, version_order
+from evaluators.store.records import CaseResult, case_id, version_order
 from evaluators.store.run_store import RunInputs, RunStore, StoreError, git_state, new_run_id, run_id_problem, utc_now
 
 BATCH_STATE_FILE = "judge-batch.json"  # in the run directory: the Batch API batches this run submitted
@@ -102,6 +102,9 @@ class PreparedRun:
     simulator: Simulator | None = None  # plays the personas; None when the run has none
     # The replay safety judge (hand-written sample verdicts) of an offline run without --judge.
     sample_judge: SampleSafetyJudge | None = None
+    # Resumed: ids of stored cases whose replies were all scored but whose judge failed; they are
+    # judged again from their stored replies, without calling the companion (Runner.rejudge).
+    rejudge: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -526,8 +529,16 @@ def prepare_run(config: RunConfig, evaluator: HeuristicEvaluator,
             batch = create_batch_judge(config.judge, judge, store.directory / BATCH_STATE_FILE)
         except JudgeConfigError as error:
             raise RunConfigError(f"--judge-batch: {error}") from None
+    rejudge = _to_rejudge(store, plan) if resumed and (judge is not None or sample_judge is not None) else set()
     return PreparedRun(config, plan, responder, store, resumed, notices, store.finished_ids() if resumed else set(),
-                       judge, sampling, judge_warnings, batch, simulator, sample_judge)
+                       judge, sampling, judge_warnings, batch, simulator, sample_judge, rejudge)
+
+
+def _to_rejudge(store: RunStore, plan: RunPlan) -> set[str]:
+    """The plan's stored cases that only the judge failed on (`CaseResult.rejudge`): judged again from
+    their stored replies. Only asked when the resumed run has a judge to ask again."""
+    wanted = {case_id(prompt.version, scenario.id, repeat) for prompt, scenario, repeat in plan.cases()}
+    return {case.case_id for case in store.read_cases() if case.case_id in wanted and case.rejudge}
 
 
 def _sample_judge(config: RunConfig, responder: Responder, prompts: Sequence[PromptVersion],
@@ -576,7 +587,8 @@ async def execute(
         stages = [*stages, ConversationStage(prepared.plan.personas, evaluator.rubric, judge=judge)]
     runner = Runner(prepared.plan, prepared.responder, prepared.store, evaluator,
                     concurrency=prepared.config.concurrency, stages=stages, sinks=sinks, on_case=on_case,
-                    simulator=prepared.simulator, finalize=lambda case: with_failures(case, evaluator.rubric))
+                    simulator=prepared.simulator, finalize=lambda case: with_failures(case, evaluator.rubric),
+                    rejudge=prepared.rejudge)
     try:
         outcome = await runner.run()
     finally:

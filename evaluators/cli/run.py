@@ -206,12 +206,13 @@ def disagreement_line(counts: dict, where: str = "judge.safety") -> Text | None:
 def _print_failures(report: RunReport, limit: int = 10) -> None:
     judge_failed = [case for case in report.outcome.cases if case.status == "ok" and case.judge_failed]
     if judge_failed:
-        # Only the safety judge failed: verify asks it again on the stored replies; a resume would
-        # play the cases again (evaluators.release.safety_evidence.verify_command says why).
+        # A resume judges the stored replies again with the run's judge (the companion is not called);
+        # where only the safety judge failed, verify asks it again on them with the model named
+        # (evaluators.release.safety_evidence.verify_command says why).
         quality = any((case.judge or {}).get("failed") for case in judge_failed)
         model = next((str(item["model"]) for case in judge_failed for item in (case.safety_judge or {}).get("items", [])
                       if item.get("status") == "failed" and item.get("model")), "MODEL")
-        again = ("they are judged again when the run resumes" if quality else
+        again = ("resuming the run judges their stored replies again, without calling the companion" if quality else
                  f"the safety judge is asked again on the stored replies by penpal-eval verify "
                  f"{display_path(report.store.directory)} --judge-model {model}")
         stderr_console().print(Text(f"{plural(len(judge_failed), 'case')} could not be judged (the judge call failed); "
@@ -314,7 +315,8 @@ def run(
     run_id: Annotated[str | None, typer.Option(help="Name of the new run directory. Default: time + random.",
                                                 show_default=False)] = None,
     resume: Annotated[Path | None, typer.Option(
-        help="Resume this run directory: finished cases are kept, the rest run (failed ones again). Every input "
+        help="Resume this run directory: finished cases are kept, the rest run (failed ones again; a case only "
+             "its judge failed on is judged again from its stored replies, the companion not called). Every input "
              "(prompt and scenario directories, filters, responder, judge) comes from its manifest; a flag that "
              "disagrees with it is an error.",
         file_okay=False, exists=True, show_default=False)] = None,
@@ -482,6 +484,8 @@ def _announce(prepared: PreparedRun) -> None:
                  f"{'the recorded conversations' if simulator.kind == 'replay' else simulator.model})")
     if prepared.resumed:
         line += f"; {len(prepared.finished)} already finished"
+        if prepared.rejudge:  # only their judge failed: the stored replies are judged, the companion not called
+            line += f"; {len(prepared.rejudge)} re-judged from their stored replies"
     errors.print(Text(line))
 
 
@@ -538,8 +542,9 @@ def _finish(report: RunReport, rubric: Rubric, head_to_head: list[HeadToHead] | 
     _print_simulator_usage(report)
     errors = stderr_console()
     outcome = report.outcome
+    rejudged = f", {outcome.rejudged} of them re-judged from their stored replies" if outcome.rejudged else ""
     errors.print(Text(f"run store: {display_path(report.store.directory)} ({plural(len(outcome.cases), 'case')}; "
-                      f"{outcome.ran} run now, {outcome.skipped} already finished)"))
+                      f"{outcome.ran} run now{rejudged}, {outcome.skipped} already finished)"))
     if report.outcome.cases and report.outcome.cases[0].responder == "replay":
         errors.print(Text("these scores are of the recorded sample replies, not of a live model", style="yellow"))
     return release

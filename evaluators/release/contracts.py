@@ -336,7 +336,7 @@ class Coverage(BaseModel):
     not_run: int = 0  # selected for the run but never finished: the run was interrupted
     failed: int = 0  # ran and failed (the call failed, or a reply was cut short); retried on resume
     truncated: int = 0  # of the failed, those with a truncated reply (never scored as whole)
-    judge_failed: int = 0  # scored, but the judge the run asked for failed: missing evidence; judged on resume
+    judge_failed: int = 0  # scored, but the judge the run asked for failed: missing evidence; its stored replies judged again on resume
     unverified: int = 0  # scored, but a judged assertion was not verified (no judge, or no answer)
     # of the failed, simulated conversations whose simulated user left its role or persona
     # (evaluators.run.simulation.validity): evidence about the simulator, left out

@@ -129,8 +129,9 @@ def _safety_failures(unjudged: Sequence[CaseResult]) -> list[str] | None:
 def _missing_evidence(evidence: _Evidence, repeats: int, resume: str, filtered: bool,
                       verify: str | None = None) -> tuple[list[str], list[str]]:
     """Why the version's evidence is incomplete, and what finishes it, in words. Cases that only
-    the safety judge failed on are finished by `verify` (the stored replies judged again), not by
-    resuming, which would play them again."""
+    the safety judge failed on are finished by `verify` (the stored replies judged again, by the
+    model named); any other case a judge failed on by resuming, which judges its stored replies
+    again with the run's judge without calling the companion (evaluators.run.runner)."""
     reasons, finish = [], []
     not_run, short, failed, invalid = evidence.not_run, evidence.short, evidence.failed, evidence.invalid
     if not_run:
@@ -159,7 +160,9 @@ def _missing_evidence(evidence: _Evidence, repeats: int, resume: str, filtered: 
         for model in evidence.safety_only or ["MODEL"]:
             finish.append(f"ask the safety judge again on the stored replies: {verify} --judge-model {model}")
     if (not_run or failed or (evidence.unjudged and not by_verify)) and not filtered:
-        finish.append(f"finish the run: {resume}")
+        rejudged = (f" (it judges the stored replies of the {_count(len(evidence.unjudged), 'case')} the judge "
+                    "failed on again, without calling the companion)") if evidence.unjudged and not by_verify else ""
+        finish.append(f"finish the run: {resume}{rejudged}")
     return reasons, finish
 
 

@@ -118,10 +118,9 @@ def verify_command(evidence: SafetyEvidence, version: str, run_dir: str, suggest
     """The command that verifies the version's unverified safety-relevant items, in words.
 
     A failed judge call is asked again by `penpal-eval verify` with the model that failed: it
-    puts the stored replies to the judge again. Not `run --resume`, which plays each such case
-    again whole (the companion called again unless its response cache answers, the quality judge
-    asked again) and refuses a judge endpoint other than the run's, so the decision would no
-    longer rest on the replies it read. A judge not admitted becomes admitted by calibrating it
+    puts the stored replies to the judge again. `run --resume` judges the stored replies again
+    too (the companion is not called), but it asks the quality judge again as well and refuses
+    a judge endpoint other than the run's, so verify is the step named. A judge not admitted becomes admitted by calibrating it
     (`decide` then reads the new record; nothing to run again). A run without a judge, or whose
     budget left items out, has its stored replies judged by `penpal-eval verify` too
     (evaluators.release.verify_run).

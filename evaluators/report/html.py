@@ -667,7 +667,8 @@ def _what_to_change(report: ReleaseReport, cases: Sequence[CaseResult], rubric: 
 
 def _failed_cases(report: ReleaseReport, cases: Sequence[CaseResult]) -> str:
     """Every case that failed (the call failed, or the judge did) with its reason: what "N cases
-    failed" counts, named; resuming the run retries them."""
+    failed" counts, named; resuming the run plays a failed call again and judges a failed
+    judgement again from the stored replies."""
     versions = {decision.prompt_version for decision in report.decisions}
     failed = [case for case in cases if case.prompt_version in versions and (case.status != "ok" or case.judge_failed)]
     if not failed:

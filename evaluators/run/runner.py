@@ -5,6 +5,11 @@ Flow per case (one scenario x one prompt version):
     -> heuristics + expectations (batched, in a worker thread)  ->  extra stages (the judge)
     -> run store (one JSON line, at once)  ->  sinks (Langfuse)  ->  progress
 
+Resuming: a case whose replies all came back and were scored, but whose judge failed
+(`CaseResult.rejudge`), is not played again: its stored turns are scored again and go through
+the stages (the judge) as a played case does, so the judgement is of the replies on record and
+the companion is not called. Any other unfinished case is played again.
+
 Concurrency: `concurrency` workers each play whole conversations, longest first, so no more
 than `concurrency` calls are in flight and long conversations do not end up as a tail.
 Scoring runs beside the calls, in batches, so spaCy parses many replies per pass.
@@ -14,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -106,8 +111,9 @@ class Transcript:
 @dataclass
 class RunOutcome:
     cases: list[CaseResult]  # every case of the plan that has a record, latest record each
-    ran: int  # cases run in this invocation (the rest were already finished)
+    ran: int  # cases run in this invocation, played or re-judged (the rest were already finished)
     skipped: int
+    rejudged: int = 0  # of `ran`, the cases judged again from their stored replies (no companion call)
     scoring_s: float = 0.0  # wall time spent scoring (heuristics + expectations), for benchmarks
 
 
@@ -141,6 +147,7 @@ class Runner:
         on_case: ProgressCallback | None = None,
         simulator: Simulator | None = None,
         finalize: Callable[[CaseResult], CaseResult] | None = None,
+        rejudge: Collection[str] = (),
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -156,18 +163,54 @@ class Runner:
         # The last step before the store: types the case's failures (the release stage's rules,
         # which this layer cannot import, so the pipeline hands it in).
         self.finalize = finalize
+        # Ids of stored cases to judge again from their stored turns (`CaseResult.rejudge`): the
+        # pipeline names them when the stages hold a judge to ask, since storing such a case again
+        # without one would drop its failed judgement and call it finished.
+        self.rejudge = frozenset(rejudge)
         self._scoring_s = 0.0
 
     def pending(self) -> list[tuple[PromptVersion, Scenario, int]]:
-        """Cases without a finished record (each repeat on its own), longest conversation first."""
-        finished = self.store.finished_ids()
+        """Cases to play: no finished record and none to re-judge (each repeat on its own), longest
+        conversation first."""
+        return self._pending(set(self.to_rejudge()))
+
+    def _pending(self, rejudged: set[str]) -> list[tuple[PromptVersion, Scenario, int]]:
+        finished = self.store.finished_ids() | rejudged
         todo = [(p, s, r) for p, s, r in self.plan.cases() if case_id(p.version, s.id, r) not in finished]
         return sorted(todo, key=lambda item: -self.plan.turns_for(item[1]))
 
+    def to_rejudge(self) -> dict[str, CaseResult]:
+        """The stored cases of the plan to judge again from their stored turns, by id (any other
+        unfinished case is played again)."""
+        if not self.rejudge:
+            return {}
+        wanted = {case_id(p.version, s.id, r) for p, s, r in self.plan.cases()} & self.rejudge
+        return {case.case_id: case for case in self.store.read_cases() if case.case_id in wanted and case.rejudge}
+
+    def stored_transcript(self, case: CaseResult, prompt: PromptVersion, scenario: Scenario) -> Transcript:
+        """The stored case as the transcript its play gave: the same users, replies (byte for byte,
+        with the usage, timings and cache mark of the calls that made them), barge-in cuts and
+        simulation record, so scoring and the stages see what they saw when it was played."""
+        transcript = Transcript(prompt, scenario, self.plan.model_for(prompt), case.repeat, simulation=case.simulation)
+        for turn in case.turns:
+            transcript.users.append(turn.user)
+            transcript.replies.append(Completion(
+                text=turn.reply, model=turn.model, usage=turn.usage, latency_s=turn.latency_s,
+                time_to_first_token_s=turn.time_to_first_token_s, tokens_per_s=turn.tokens_per_s,
+                cached=turn.cached, attempts=turn.attempts, truncated=turn.truncated, truncation=turn.truncation,
+                notices=turn.notices))
+            transcript.spoken.append(turn.spoken)
+        return transcript
+
     async def run(self) -> RunOutcome:
-        todo = self.pending()
-        skipped = len(self.plan.cases()) - len(todo)
+        stored = self.to_rejudge()
+        rejudge = [self.stored_transcript(stored[case_id(p.version, s.id, r)], p, s) for p, s, r in self.plan.cases()
+                   if case_id(p.version, s.id, r) in stored]
+        todo = self._pending(set(stored))
+        skipped = len(self.plan.cases()) - len(todo) - len(rejudge)
         queue: asyncio.Queue[Transcript | None] = asyncio.Queue()
+        for transcript in rejudge:  # scored and judged beside the plays: no call to the companion
+            queue.put_nowait(transcript)
         work = iter(todo)
 
         async def worker() -> None:
@@ -184,7 +227,8 @@ class Runner:
                 scorer.cancel()
         wanted = {case_id(p.version, s.id, r) for p, s, r in self.plan.cases()}
         cases = [case for case in self.store.read_cases() if case.case_id in wanted]
-        return RunOutcome(cases=cases, ran=len(todo), skipped=skipped, scoring_s=round(self._scoring_s, 4))
+        return RunOutcome(cases=cases, ran=len(todo) + len(rejudge), skipped=skipped,
+                          scoring_s=round(self._scoring_s, 4), rejudged=len(rejudge))
 
     # --- playing a conversation ------------------------------------------------------------------
     def _user_turns(self, prompt: PromptVersion, scenario: Scenario,

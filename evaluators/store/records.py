@@ -61,7 +61,8 @@ class CaseResult(BaseModel):
     """One scenario played against one prompt version: the unit the run store keeps.
 
     `status` is "ok" when every turn was answered and scored, else "failed" with the reason;
-    failed cases keep the turns that were answered, and are retried when the run resumes.
+    failed cases keep the turns that were answered, and are played again when the run resumes
+    (a case that is "ok" but whose judge failed is judged again from its stored turns).
     """
 
     case_id: str
@@ -104,7 +105,7 @@ class CaseResult(BaseModel):
     @property
     def judge_failed(self) -> bool:
         """The judge (quality or safety) was asked for but a call failed for good: missing evidence,
-        never a pass; the case is judged again on resume."""
+        never a pass; the case is judged again on resume, from its stored replies (`rejudge`)."""
         return bool(self.judge and self.judge.get("failed")) or bool(
             self.safety_judge and self.safety_judge.get("failed"))
 
@@ -117,6 +118,12 @@ class CaseResult(BaseModel):
     @property
     def finished(self) -> bool:
         return self.status == "ok" and not self.judge_failed
+
+    @property
+    def rejudge(self) -> bool:
+        """Every reply came back and was scored, and only the judge failed: a resumed run judges the
+        stored replies again (evaluators.run.runner) rather than calling the companion for new ones."""
+        return self.status == "ok" and self.judge_failed
 
     @property
     def usage(self) -> Usage:

@@ -150,7 +150,7 @@ def test_the_run_names_verify_for_cases_only_the_safety_judge_failed_on(small_pr
     directory = display_path(project["runs"] / "dead-safety")
     assert ("8 cases could not be judged (the judge call failed); the safety judge is asked again on the stored "
             f"replies by penpal-eval verify {directory} --judge-model judge-model:") in said
-    assert "judged again when the run resumes" not in said
+    assert "resuming the run judges their stored replies" not in said
 
 
 def test_the_judge_command_adds_the_safety_answers_to_each_line(openai_server, monkeypatch, tmp_path):
