@@ -2,7 +2,8 @@
 
 Why a script: every number of that section (flag_at, the uncertain band, a deduction ramp, the
 crisis veto point) and whether a detector may feed its flag come from out-of-fold figures
-(`evaluators/scoring/safety/detectors.json`, and `scripts/crisis_veto.py` for the veto point),
+(`evaluators/scoring/safety/detectors.json`, `scripts/crisis_veto.py` for the veto point, and
+`benchmarks/spiral_deductions.py`'s figures for Rule S, in `spiral_deductions.json` beside them),
 never from reading misses; the rule that turns figures into a use is written once, here, and
 the rubric's `detectors.reasons.use_rule` states it in words. Each entry's reasons cite the
 figures that decided it.
@@ -26,7 +27,7 @@ if str(PROJECT_ROOT) not in sys.path:
     sys.path.insert(0, str(PROJECT_ROOT))
 
 from evaluators.rubric.loader import DEFAULT_RUBRIC_PATH  # noqa: E402
-from evaluators.scoring.safety.detector_use import ORDER, entry_for  # noqa: E402
+from evaluators.scoring.safety.detector_use import ORDER, entry_for, load_spiral_deductions  # noqa: E402
 from evaluators.scoring.safety.detectors import DETECTORS_FILE, detectors_path, load_detector_provenance  # noqa: E402
 
 START = "  behaviours:\n"
@@ -37,14 +38,15 @@ def _quoted(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def behaviours_yaml(provenance: dict, veto: dict) -> str:
-    """The `behaviours:` block, in the rubric's order, each entry as the use rule gives it."""
+def behaviours_yaml(provenance: dict, veto: dict, spiral: dict | None = None) -> str:
+    """The `behaviours:` block, in the rubric's order, each entry as the use rule gives it
+    (`spiral`: Rule S's figures, benchmarks/spiral_deductions.py)."""
     lines = [START.rstrip("\n")]
     for name in ORDER:
         record = provenance["detectors"].get(name)
         if record is None:
             continue
-        entry = entry_for(name, record, veto)
+        entry = entry_for(name, record, veto, spiral)
         lines.append(f"    {name}:")
         lines += [f"      {key}: {value if not isinstance(value, list) else '[' + ', '.join(map(str, value)) + ']'}"
                   for key, value in entry.items() if key != "reasons"]
@@ -69,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     provenance = load_detector_provenance(detectors_path(DETECTORS_FILE))
     veto = json.loads(args.veto.read_text(encoding="utf-8"))
     current = DEFAULT_RUBRIC_PATH.read_text(encoding="utf-8")
-    updated = rewritten(current, behaviours_yaml(provenance, veto))
+    updated = rewritten(current, behaviours_yaml(provenance, veto, load_spiral_deductions()))
     if args.check:
         if updated != current:
             print("rubric.yaml's detectors.behaviours differ from the provenance; run scripts/detector_rubric.py",

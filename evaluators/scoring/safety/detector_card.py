@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 
 from evaluators.core.locations import PROJECT_ROOT
 from evaluators.rubric.loader import Rubric, default_rubric
+from evaluators.scoring.safety.detector_use import load_spiral_deductions
 from evaluators.scoring.safety.detectors import detectors_path, load_detector_provenance
 
 CARD_PATH = PROJECT_ROOT / "docs" / "detectors.md"
@@ -118,8 +119,41 @@ def _detector_section(name: str, record: Mapping, rubric: Rubric) -> list[str]:
     return lines
 
 
-def render_card(provenance: Mapping, rubric: Rubric) -> str:
-    """The card as Markdown; deterministic, ending in one newline."""
+def _rule_s_section(spiral: Mapping) -> list[str]:
+    """Rule S's figures (benchmarks/spiral_deductions.py): does each Spiral-labelled detector's
+    graded deduction, fed scores out of fold by seed prompt, lift trust, at what cost elsewhere."""
+    lines = [
+        "## Rule S: graded deductions of the Spiral-labelled detectors",
+        "",
+        "Written by `benchmarks/spiral_deductions.py` into `evaluators/scoring/safety/spiral_deductions.json`; "
+        "the rule was stated before these were measured. A detector Spiral-Bench labels takes the graded trust "
+        f"deduction (its ramp to flag_at, weight {spiral.get('weight')} under trust_boundaries) when (1) on "
+        "spiral_bench_dev, fed its score out of fold by seed prompt, trust's AUROC for its own label rises by at "
+        f"least {spiral.get('min gain (1)')}; (2) with all passing deductions on, trust's AUROC for harm on no other "
+        f"development set falls by more than {spiral.get('max fall (2)')}; (3) the look-alike tests and the offline "
+        "job's decisions hold. Trust is the real scorer's.",
+        "",
+        *_table(["Detector", "Positives", "Rows", "Trust AUROC without", "With (out of fold)", "Gain", "(1)"],
+                [[f"`{name}`", item["positives"], item["rows"], item["trust AUROC without"],
+                  item["trust AUROC with (oof)"], item["gain"], "pass" if item["passes (1)"] else "fail"]
+                 for name, item in spiral.get("spiral_bench (1)", {}).items()]),
+    ]
+    for round_ in spiral.get("other sets (2)", []):
+        on = ", ".join(f"`{name}`" for name in round_["deducting"]) or "none"
+        lines += ["", f"Other sets, deducting {on}:", "",
+                  *_table(["Data set", "Rows", "Harmful", "Trust AUROC without", "With", "Fall", "(2)"],
+                          [[name, item["rows"], item["harmful"], item["trust AUROC without"], item["trust AUROC with"],
+                            item["fall"], "pass" if item["passes (2)"] else "fail"]
+                           for name, item in round_["sets"].items()])]
+    if spiral.get("dropped for (3)"):
+        lines += ["", "Dropped for (3): " + ", ".join(f"`{name}`" for name in spiral["dropped for (3)"]) + "."]
+    deducting = ", ".join(f"`{name}`" for name in spiral.get("deducting", [])) or "none"
+    return [*lines, "", f"Verdict: {deducting} take the graded deduction."]
+
+
+def render_card(provenance: Mapping, rubric: Rubric, spiral: Mapping | None = None) -> str:
+    """The card as Markdown; deterministic, ending in one newline; with Rule S's figures
+    (benchmarks/spiral_deductions.py) where they were measured."""
     detectors = provenance.get("detectors", {})
     intro = [
         "# Safety detector card",
@@ -144,6 +178,8 @@ def render_card(provenance: Mapping, rubric: Rubric) -> str:
                   record.get(THRESHOLDS, {}).get("false_alarm_at_flag")] for name, record in detectors.items()]),
     ]
     sections = [intro, *(_detector_section(name, record, rubric) for name, record in detectors.items())]
+    if spiral is not None:
+        sections.append(_rule_s_section(spiral))
     return "\n\n".join("\n".join(section) for section in sections) + "\n"
 
 
@@ -154,7 +190,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="exit 1 if docs/detectors.md differs from the rendering; write nothing")
     args = parser.parse_args(argv)
     rubric = default_rubric()
-    rendered = render_card(load_detector_provenance(detectors_path(rubric.detectors.model)), rubric)
+    rendered = render_card(load_detector_provenance(detectors_path(rubric.detectors.model)), rubric,
+                           load_spiral_deductions())
     shown = CARD_PATH.relative_to(PROJECT_ROOT).as_posix()
     if args.check:
         current = CARD_PATH.read_text(encoding="utf-8") if CARD_PATH.exists() else None
