@@ -124,6 +124,22 @@ def spiral_deducts(name: str, spiral: Mapping | None) -> bool:
     return spiral is not None and name in SPIRAL_LABELLED and name in spiral.get("deducting", ())
 
 
+def _dropped_because(name: str, spiral: Mapping) -> str:
+    """Why a detector that passed Rule S's check (1) deducts nothing: the sets whose trust fell too
+    far in the last trial that still had it on (deductions are dropped smallest gain first), or
+    the look-alike tests and offline job of check (3)."""
+    if name in spiral.get("dropped for (3)", ()):
+        return "with it on, a look-alike test or the offline job's decisions failed (check 3)"
+    trials = [trial for trial in spiral.get("other sets (2)", ()) if name in trial["deducting"]]
+    if not trials:
+        return "check (2) was not reached"
+    last = trials[-1]
+    fell = [f"{label} {values['trust AUROC without']:.2f} -> {values['trust AUROC with']:.2f}"
+            for label, values in last["sets"].items() if not values["passes (2)"]]
+    return (f"with {', '.join(last['deducting'])} deducting, trust's AUROC fell by more than "
+            f"{spiral['max fall (2)']} on {'; '.join(fell)} (check 2)")
+
+
 def _rule_s(entry: dict, reasons: dict, name: str, thresholds: Mapping, spiral: Mapping | None) -> None:
     """Rule S's graded deduction (or why not), from the figures of benchmarks/spiral_deductions.py."""
     figures = (spiral or {}).get("spiral_bench (1)", {}).get(name)
@@ -135,8 +151,7 @@ def _rule_s(entry: dict, reasons: dict, name: str, thresholds: Mapping, spiral: 
                 f"at least {spiral['min gain (1)']} needed)")
     if not spiral_deducts(name, spiral):
         why = (", so it deducts nothing." if not figures["passes (1)"]
-               else ", but with it on, another data set's trust AUROC fell by more than "
-                    f"{spiral['max fall (2)']} (or a look-alike test or the offline job failed), so it deducts nothing.")
+               else f", but {_dropped_because(name, spiral)}, so it deducts nothing.")
         reasons["use"] += f" {measured}{why}"
         return
     start, flag_at = ramp_of(thresholds)
