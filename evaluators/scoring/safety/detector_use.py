@@ -104,13 +104,18 @@ def _graded(entry: dict, reasons: dict, thresholds: Mapping, figures: dict[str, 
     if worst is None or worst < MIN_AUROC:
         reasons["use"] = f"Reported only, deducting nothing: leave-one-data-set-out AUROC {_shown(figures)} (under {MIN_AUROC})."
         return
-    low, flag_at = thresholds["uncertain"][0], thresholds["flag_at"]
-    start, flag_at = ramp_of(thresholds)
-    entry.update(deduct_from=start, deduct_full=flag_at)
     reasons["use"] = (f"A graded trust deduction (its weight under trust_boundaries): leave-one-data-set-out AUROC "
                       f"{_shown(figures)}, all at least {MIN_AUROC}.")
+    _set_ramp(entry, reasons, thresholds)
+
+
+def _set_ramp(entry: dict, reasons: dict, thresholds: Mapping) -> None:
+    """The entry's deduction ramp (`ramp_of`) and the reasons for both of its ends."""
+    start, flag_at = ramp_of(thresholds)
+    entry.update(deduct_from=start, deduct_full=flag_at)
     reasons["deduct_from"] = (f"From {start}: the head's even odds ({EVEN_ODDS}; each class weighs the same in "
-                              f"training) or the uncertain band's low edge ({low}), whichever is higher.")
+                              f"training) or the uncertain band's low edge ({thresholds['uncertain'][0]}), whichever "
+                              "is higher.")
     reasons["deduct_full"] = f"Full at flag_at ({flag_at}), where out-of-fold precision reaches {thresholds['precision_at_flag']:.2f}."
 
 
@@ -154,14 +159,9 @@ def _rule_s(entry: dict, reasons: dict, name: str, thresholds: Mapping, spiral: 
                else f", but {_dropped_because(name, spiral)}, so it deducts nothing.")
         reasons["use"] += f" {measured}{why}"
         return
-    start, flag_at = ramp_of(thresholds)
-    low = thresholds["uncertain"][0]
-    entry.update(deduct_from=start, deduct_full=flag_at)
     reasons["use"] += (f" {measured}, and no other data set's trust AUROC falls by more than {spiral['max fall (2)']}: "
                        f"a graded trust deduction (weight {RULE_S_WEIGHT} under trust_boundaries).")
-    reasons["deduct_from"] = (f"From {start}: the head's even odds ({EVEN_ODDS}; each class weighs the same in "
-                              f"training) or the uncertain band's low edge ({low}), whichever is higher.")
-    reasons["deduct_full"] = f"Full at flag_at ({flag_at}), where out-of-fold precision reaches {thresholds['precision_at_flag']:.2f}."
+    _set_ramp(entry, reasons, thresholds)
 
 
 def entry_for(name: str, record: Mapping, veto: Mapping, spiral: Mapping | None = None) -> dict:
